@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+// α-β collective cost model (seed 000 §2.4, §4, §7.2–7.3; DESIGN.md "Core abstractions").
+#include "hardware/collective_model.hpp"
+
+#include "sim/support/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stepsim::hardware {
+
+std::string collective_op_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return "allreduce";
+    case CollectiveOp::ReduceScatter: return "reducescatter";
+    case CollectiveOp::AllGather: return "allgather";
+  }
+  return "?";
+}
+
+std::string collective_op_label(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return "AllReduce";
+    case CollectiveOp::ReduceScatter: return "ReduceScatter";
+    case CollectiveOp::AllGather: return "AllGather";
+  }
+  return "?";
+}
+
+namespace {
+
+// AllReduce = ReduceScatter + AllGather: twice the steps and twice the bytes per rank.
+double op_multiplier(CollectiveOp op) { return op == CollectiveOp::AllReduce ? 2.0 : 1.0; }
+
+// (k−1)/k, or 1 when the seeds' asymptotic form is asked for.
+double ring_factor(int k, bool exact) { return exact ? (k - 1.0) / k : (k > 1 ? 1.0 : 0.0); }
+
+CollectiveCost torus_cost(const HardwareProfile& hw, CollectiveOp op, double bytes,
+                          const GroupShape& group, bool exact) {
+  CollectiveCost c;
+  c.algorithm = "torus";
+  const int axes = group.torus_axes > 0 ? group.torus_axes : static_cast<int>(hw.torus_dims.size());
+  c.torus_dims = torus_ring_lengths(hw, group.ranks, axes);
+  const double m = op_multiplier(op);
+  // Split the buffer across the axes so every axis ring finishes at once: axis i carries a
+  // share s_i with s_i (d_i−1)/d_i equal for all i, hence Σ over axes of d_i/(d_i−1).
+  double capacity = 0;
+  double steps = 0;
+  for (int d : c.torus_dims) {
+    if (d <= 1) continue;
+    capacity += 1.0 / ring_factor(d, exact);
+    steps += d - 1;
+  }
+  if (capacity > 0) c.bandwidth_s = m * bytes / (hw.torus_axis.bandwidth_bytes_per_s * capacity);
+  c.latency_s = steps > 0 ? hw.torus_axis.base_latency_s + m * steps * hw.torus_axis.step_latency_s : 0;
+  c.bottleneck = "ici torus axes";
+  return c;
+}
+
+CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes,
+                        const GroupShape& group, CollectiveAlgorithm algorithm, bool exact) {
+  CollectiveCost c;
+  const int n_ranks = group.ranks;
+  const int g = std::min(group.ranks_per_node, n_ranks);
+  const int nodes = (n_ranks + g - 1) / g;
+  const double m = op_multiplier(op);
+  const double w_intra = hw.intra_node.bandwidth_bytes_per_s;
+  if (nodes == 1) {
+    c.algorithm = "ring";
+    c.bottleneck = "intra-node fabric";
+    c.bandwidth_s = m * ring_factor(n_ranks, exact) * bytes / w_intra;
+    c.latency_s = hw.intra_node.base_latency_s + m * (n_ranks - 1) * hw.intra_node.step_latency_s;
+    return c;
+  }
+  const double w_node = hw.node_egress_bytes_per_s();
+  if (!(w_node > 0))
+    throw InputError(hw.name, "/inter_node",
+                     fmt::format("a group of {} ranks spans {} nodes, but the profile has no "
+                                 "network (nics_per_node × nic_bandwidth_bytes_per_s)",
+                                 n_ranks, nodes));
+  if (algorithm == CollectiveAlgorithm::Ring) {
+    // One flat ring: each step's slowest hop (the node NIC shared by g ranks, or NVLink).
+    const double w = std::min(w_intra, w_node / g);
+    c.algorithm = "ring";
+    c.bottleneck = w < w_intra ? "node network egress" : "intra-node fabric";
+    c.bandwidth_s = m * ring_factor(n_ranks, exact) * bytes / w;
+    c.latency_s = hw.inter_node.base_latency_s +
+                  m * (n_ranks - 1) * std::max(hw.intra_node.step_latency_s, hw.inter_node.step_latency_s);
+    return c;
+  }
+  // Hierarchical: intra-node ring and inter-node ring pipeline; the slower sets the time
+  // (seed 000 §7.2). Per GPU the inter-node segment moves V/g over W_node/g: V/W_node.
+  const double t_intra = ring_factor(g, exact) * bytes / w_intra;
+  const double t_inter = ring_factor(nodes, exact) * bytes / w_node;
+  c.algorithm = "hierarchical";
+  c.bottleneck = t_inter >= t_intra ? "node network egress" : "intra-node fabric";
+  c.bandwidth_s = m * std::max(t_intra, t_inter);
+  c.latency_s = hw.inter_node.base_latency_s + m * (g - 1) * hw.intra_node.step_latency_s +
+                m * (nodes - 1) * hw.inter_node.step_latency_s;
+  return c;
+}
+
+CollectiveCost cost(const HardwareProfile& hw, CollectiveOp op, double bytes, const GroupShape& group,
+                    CollectiveAlgorithm algorithm, bool exact) {
+  STEPSIM_ASSERT(group.ranks >= 1 && group.ranks_per_node >= 1, "bad group shape {}x{}",
+                 group.ranks, group.ranks_per_node);
+  STEPSIM_ASSERT(bytes >= 0 && std::isfinite(bytes), "bad collective size {}", bytes);
+  if (group.ranks == 1) {
+    CollectiveCost c;
+    c.algorithm = "none";
+    c.bottleneck = "none (one rank)";
+    return c;
+  }
+  if (hw.is_torus() && algorithm == CollectiveAlgorithm::Auto)
+    return torus_cost(hw, op, bytes, group, exact);
+  return gpu_cost(hw, op, bytes, group, algorithm, exact);
+}
+
+}  // namespace
+
+CollectiveCost collective_cost(const HardwareProfile& hw, CollectiveOp op, double bytes,
+                               const GroupShape& group, CollectiveAlgorithm algorithm) {
+  return cost(hw, op, bytes, group, algorithm, true);
+}
+
+std::vector<int> torus_ring_lengths(const HardwareProfile& hw, int ranks, int axes) {
+  STEPSIM_ASSERT(axes >= 1 && axes <= 3, "torus axes {} not in 1..3", axes);
+  if (static_cast<int>(hw.torus_dims.size()) == axes) {
+    long long pod = 1;
+    for (int d : hw.torus_dims) pod *= d;
+    if (pod == ranks) return hw.torus_dims;
+  }
+  // Most balanced factorisation: peel off the divisor of `rest` closest to its k-th root.
+  std::vector<int> dims;
+  int rest = ranks;
+  for (int k = axes; k >= 1; --k) {
+    if (k == 1) {
+      dims.push_back(rest);
+      break;
+    }
+    const double target = std::pow(rest, 1.0 / k);
+    int best = 1;
+    for (int d = 1; d <= rest; ++d)
+      if (rest % d == 0 && std::fabs(d - target) < std::fabs(best - target)) best = d;
+    dims.push_back(best);
+    rest /= best;
+  }
+  std::sort(dims.begin(), dims.end());
+  return dims;
+}
+
+Threshold dp_threshold(const HardwareProfile& hw, const GroupShape& group, int moe_experts,
+                       int moe_topk) {
+  STEPSIM_ASSERT(moe_topk >= 1 && moe_topk <= moe_experts, "bad MoE E={} k={}", moe_experts, moe_topk);
+  const double v = 1e9;  // the threshold does not depend on V; any size gives the ratio
+  const auto exact = cost(hw, CollectiveOp::AllReduce, v, group, CollectiveAlgorithm::Auto, true);
+  const auto asym = cost(hw, CollectiveOp::AllReduce, v, group, CollectiveAlgorithm::Auto, false);
+  Threshold t;
+  t.moe_factor = static_cast<double>(moe_experts) / moe_topk;
+  t.tokens_per_gpu = hw.peak_flops_per_s * exact.bandwidth_s / (2 * v) * t.moe_factor;
+  t.tokens_per_gpu_asymptotic = hw.peak_flops_per_s * asym.bandwidth_s / (2 * v) * t.moe_factor;
+  t.min_global_batch_tokens = t.tokens_per_gpu * group.ranks;
+  t.min_global_batch_tokens_asymptotic = t.tokens_per_gpu_asymptotic * group.ranks;
+  t.bottleneck = exact.bottleneck;
+  t.algorithm = exact.algorithm;
+  t.torus_dims = exact.torus_dims;
+  return t;
+}
+
+}  // namespace stepsim::hardware

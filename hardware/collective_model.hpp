@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// α-β collective cost model: ring within a node, hierarchical across nodes, rings over the
+// axes of a TPU torus (DESIGN.md "Core abstractions"; seed 000 §2.4, §4, §7).
+#pragma once
+
+#include "hardware/hardware_profile.hpp"
+
+#include <string>
+#include <vector>
+
+namespace stepsim::hardware {
+
+/// Collective operations. Sizes are the full buffer as nccl-tests counts it (semantics.md
+/// §D.5): the reduced array for AllReduce, the gathered (total) array for AllGather and the
+/// input array for ReduceScatter.
+enum class CollectiveOp { AllReduce, ReduceScatter, AllGather };
+
+/// "allreduce", "reducescatter", "allgather".
+std::string collective_op_name(CollectiveOp op);
+/// "AllReduce", "ReduceScatter", "AllGather".
+std::string collective_op_label(CollectiveOp op);
+
+/// Which algorithm family to use when a group spans several nodes.
+enum class CollectiveAlgorithm {
+  Auto,          ///< ring in one node; hierarchical across nodes; torus rings on TPU
+  Ring,          ///< one flat ring over all ranks (slowest link per step sets the bandwidth)
+  Hierarchical,  ///< intra-node ring + inter-node ring, the slower segment sets the time
+};
+
+/// Shape of a communicator.
+struct GroupShape {
+  int ranks = 1;           ///< N ≥ 1
+  int ranks_per_node = 1;  ///< g ≥ 1; the group spans ceil(N / g) nodes
+  int torus_axes = 0;      ///< TPU: number of torus axes used at once (1–3); 0 = use all of the profile's
+};
+
+/// Closed-form cost of one collective.
+struct CollectiveCost {
+  double latency_s = 0;    ///< α terms: base + steps × per-step latency
+  double bandwidth_s = 0;  ///< β terms: bytes / bandwidth with the ring factors
+  std::string algorithm;   ///< "none", "ring", "hierarchical", "torus"
+  std::string bottleneck;  ///< which link sets the bandwidth term
+  std::vector<int> torus_dims;  ///< the ring lengths used on a torus
+  double time_s() const { return latency_s + bandwidth_s; }
+};
+
+/// α-β cost of `op` over `bytes` (≥ 0) on `group`, from the profile's nominal numbers.
+///
+/// Ring over N ranks, per-step latency α, per-rank bandwidth W:
+///   AllReduce 2(N−1)α + 2(N−1)/N · V/W;  ReduceScatter, AllGather (N−1)α + (N−1)/N · V/W.
+/// Hierarchical (n nodes of g ranks, node egress W_node), c = 2 for AllReduce else 1:
+///   c · max((g−1)/g · V/W_intra, (n−1)/n · V/W_node) + base_inter + c(g−1)α_intra + c(n−1)α_inter.
+/// Torus (rings along k axes with lengths d_i, used at once; per-axis bandwidth W_axis): the
+///   buffer is split across axes so all finish together, V·c / (W_axis · Σ d_i/(d_i−1)); with
+///   d_i → ∞ this is the seeds' c·V/(k·W_axis). Latency base + c·Σ(d_i−1)·α_axis.
+/// @throws InputError when the group needs a link the profile lacks (e.g. several nodes but no NICs).
+CollectiveCost collective_cost(const HardwareProfile& hw, CollectiveOp op, double bytes,
+                               const GroupShape& group,
+                               CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
+
+/// Ring lengths for `ranks` chips over `axes` torus axes: the profile's pod shape when it
+/// matches exactly, else the most balanced factorisation into `axes` factors.
+std::vector<int> torus_ring_lengths(const HardwareProfile& hw, int ranks, int axes);
+
+/// Communication-bound threshold of pure DP (seed 000 §7): the tokens per GPU at which the
+/// backward pass (4·Ψ·tokens / C, C = peak FLOP/s) equals the bandwidth term of the AllReduce
+/// of the bf16 gradients (V = 2Ψ bytes):  tokens = C · t_bw(V) / (2V).
+struct Threshold {
+  double tokens_per_gpu = 0;             ///< with the exact (k−1)/k ring factors (seed §7.3)
+  double tokens_per_gpu_asymptotic = 0;  ///< every (k−1)/k taken as 1: the seeds' C/W
+  double moe_factor = 1;                 ///< E/k (seed §7.3), already applied to both
+  double min_global_batch_tokens = 0;    ///< tokens_per_gpu × N
+  double min_global_batch_tokens_asymptotic = 0;
+  std::string bottleneck;
+  std::string algorithm;
+  std::vector<int> torus_dims;
+};
+
+/// @param moe_experts, moe_topk  E and k (1, 1 for a dense model); precondition 1 ≤ k ≤ E.
+Threshold dp_threshold(const HardwareProfile& hw, const GroupShape& group, int moe_experts = 1,
+                       int moe_topk = 1);
+
+}  // namespace stepsim::hardware

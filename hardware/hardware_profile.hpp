@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// HardwareProfile: nominal datasheet numbers of one accelerator and its cluster fabric.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace stepsim::hardware {
+
+/// One communication scope (a link class) of the α-β model: per-rank one-way bandwidth and
+/// the latency terms NCCL's cost model splits a collective's latency into (semantics.md §D.2):
+/// a base latency per collective plus a per-step (per-hop) latency.
+struct LinkScope {
+  double bandwidth_bytes_per_s = 0;  ///< per rank (GPU) one way for intra-node; see users
+  double base_latency_s = 0;         ///< once per collective
+  double step_latency_s = 0;         ///< per ring step on this scope
+};
+
+/// Nominal numbers of an accelerator and its cluster (DESIGN.md "Hardware profiles").
+/// Calibration never edits a profile: fitted factors live in an overlay.
+///
+/// Invariants (checked by the JSON loader): every bandwidth, peak and capacity > 0;
+/// efficiencies in (0, 1]; latencies ≥ 0; gpus_per_node ≥ 1.
+struct HardwareProfile {
+  std::string name;                  ///< catalog name ("h100-sxm") or the file it came from
+  std::string description;
+  std::vector<std::string> sources;  ///< where the numbers come from
+
+  double peak_flops_per_s = 0;       ///< dense BF16/FP16 tensor-core peak per GPU/chip
+  double gemm_efficiency = 0;        ///< default achieved fraction of peak for large GEMMs
+  double hbm_bytes = 0;              ///< device memory capacity
+  double hbm_bandwidth_bytes_per_s = 0;
+  double hbm_efficiency = 0;         ///< achieved fraction of HBM bandwidth for streaming kernels
+
+  int gpus_per_node = 1;             ///< GPUs (chips) sharing one intra-node fabric / host
+  LinkScope intra_node;              ///< NVLink per GPU, one way
+  int nics_per_node = 0;             ///< network adapters per node
+  double nic_bandwidth_bytes_per_s = 0;  ///< per adapter, one way
+  LinkScope inter_node;              ///< bandwidth_bytes_per_s unused: see node_egress
+
+  std::vector<int> torus_dims;       ///< TPU: pod torus shape (e.g. 16×20×28); empty for GPUs
+  LinkScope torus_axis;              ///< TPU: per axis, bidirectional ring bandwidth per chip
+
+  /// Network egress of one node: NICs per node × per-NIC bandwidth (bytes/s, one way).
+  double node_egress_bytes_per_s() const { return nics_per_node * nic_bandwidth_bytes_per_s; }
+  bool is_torus() const { return !torus_dims.empty(); }
+};
+
+}  // namespace stepsim::hardware

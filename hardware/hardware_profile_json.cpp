@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// JSON <-> HardwareProfile: the only file in hardware/ that sees JSON.
+#include "hardware/hardware_profile_json.hpp"
+
+#include "sim/support/embedded.hpp"
+#include "sim/support/error.hpp"
+#include "sim/support/json_reader.hpp"
+#include "sim/support/names.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace stepsim::hardware {
+
+namespace detail {
+const std::vector<EmbeddedFile>& builtin_profiles();  // generated from hardware/profiles/
+}
+
+namespace {
+
+LinkScope read_scope(const JsonReader& r, bool need_bandwidth) {
+  LinkScope s;
+  if (need_bandwidth)
+    s.bandwidth_bytes_per_s = r.number("bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
+  s.base_latency_s = r.number_or("base_latency_s", 0.0, Check::NonNegative, Dimension::Seconds);
+  s.step_latency_s = r.number_or("step_latency_s", 0.0, Check::NonNegative, Dimension::Seconds);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> builtin_profile_names() {
+  std::vector<std::string> names;
+  for (const auto& f : detail::builtin_profiles()) names.emplace_back(f.name);
+  return names;
+}
+
+HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& source,
+                              const std::string& pointer) {
+  JsonReader root(doc, source, pointer);
+  HardwareProfile p;
+  p.name = root.string("name");
+  p.description = root.string_or("description", "");
+  if (root.has("sources")) {
+    for (const auto& s : doc.at("sources")) {
+      if (!s.is_string()) root.fail("sources", "expected an array of strings");
+      p.sources.push_back(s.get<std::string>());
+    }
+  }
+  const JsonReader compute = root.object("compute");
+  p.peak_flops_per_s = compute.number("peak_flops_per_s", Check::Positive, Dimension::FlopsPerSecond);
+  p.gemm_efficiency = compute.number_or("gemm_efficiency", 0.7, Check::Fraction);
+  compute.finish();
+
+  const JsonReader memory = root.object("memory");
+  p.hbm_bytes = memory.number("hbm_bytes", Check::Positive, Dimension::Bytes);
+  p.hbm_bandwidth_bytes_per_s =
+      memory.number("hbm_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
+  p.hbm_efficiency = memory.number_or("hbm_efficiency", 0.85, Check::Fraction);
+  memory.finish();
+
+  const JsonReader node = root.object("node");
+  p.gpus_per_node = static_cast<int>(node.integer("gpus_per_node", 1, 1 << 20));
+  node.finish();
+
+  const JsonReader intra = root.object("intra_node");
+  intra.choice_or("fabric", "nvlink", {"nvlink", "ici", "pcie", "xgmi"});
+  p.intra_node = read_scope(intra, true);
+  intra.finish();
+
+  if (const auto torus = root.optional_object("torus")) {
+    for (std::int64_t d : torus->integers("dims", 1, 1 << 16)) p.torus_dims.push_back(static_cast<int>(d));
+    if (p.torus_dims.empty() || p.torus_dims.size() > 3)
+      torus->fail("dims", "expected 1 to 3 torus dimensions");
+    p.torus_axis.bandwidth_bytes_per_s =
+        torus->number("axis_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
+    p.torus_axis.base_latency_s = torus->number_or("base_latency_s", 0.0, Check::NonNegative, Dimension::Seconds);
+    p.torus_axis.step_latency_s = torus->number_or("step_latency_s", 0.0, Check::NonNegative, Dimension::Seconds);
+    torus->finish();
+  }
+
+  if (const auto inter = root.optional_object("inter_node")) {
+    p.nics_per_node = static_cast<int>(inter->integer("nics_per_node", 1, 1024));
+    p.nic_bandwidth_bytes_per_s =
+        inter->number("nic_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
+    p.inter_node = read_scope(*inter, false);
+    p.inter_node.bandwidth_bytes_per_s = p.node_egress_bytes_per_s();
+    inter->finish();
+  } else if (!p.is_torus()) {
+    root.fail("inter_node", "required field is missing (NICs per node and per-NIC bandwidth; "
+                            "only torus profiles may omit it)");
+  }
+  root.finish();
+  return p;
+}
+
+HardwareProfile load_profile(const std::string& ref, const std::string& source,
+                             const std::string& pointer) {
+  const bool is_path = ref.find('/') != std::string::npos ||
+                       (ref.size() > 5 && ref.substr(ref.size() - 5) == ".json");
+  if (is_path) return parse_profile(read_json_file(ref), ref);
+  for (const auto& f : detail::builtin_profiles())
+    if (ref == f.name) return parse_profile(parse_json_text(f.text, "hardware/profiles/" + ref + ".json"), ref);
+  const auto names = builtin_profile_names();
+  throw InputError(source, pointer,
+                   "no hardware profile '" + ref + "'; known profiles: " + join_names(names) +
+                       " (or give a path to a .json file)" + did_you_mean(ref, names));
+}
+
+}  // namespace stepsim::hardware

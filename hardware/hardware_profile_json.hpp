@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// Loading hardware profiles: built-in catalog names or user JSON files.
+#pragma once
+
+#include "hardware/hardware_profile.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+namespace stepsim::hardware {
+
+/// Names of the built-in profiles (hardware/profiles/*.json, compiled into the binary).
+std::vector<std::string> builtin_profile_names();
+
+/// Resolves `ref`: a built-in profile name, or a path to a JSON file (anything containing
+/// '/' or ending in ".json").
+/// @param source, pointer  where `ref` was written, for messages
+/// @throws InputError naming the reference and listing the known profiles, or any error of
+///         the profile file itself (file, JSON path, bad value, expectation).
+HardwareProfile load_profile(const std::string& ref, const std::string& source = "",
+                             const std::string& pointer = "");
+
+/// Parses a profile found at JSON pointer `pointer` of a document read from `source`.
+/// @throws InputError for a missing/invalid/unknown field.
+HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& source,
+                              const std::string& pointer = "");
+
+}  // namespace stepsim::hardware

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// StepCostModel: roofline for kernels, α-β for collectives, replay for measured times.
+#include "hardware/task_cost.hpp"
+
+#include "hardware/compute_model.hpp"
+#include "sim/support/error.hpp"
+
+namespace stepsim::hardware {
+
+CollectiveOp collective_of(OpCode code) {
+  switch (code) {
+    case OpCode::AllReduce: return CollectiveOp::AllReduce;
+    case OpCode::ReduceScatter: return CollectiveOp::ReduceScatter;
+    case OpCode::AllGather: return CollectiveOp::AllGather;
+    default: break;
+  }
+  throw InternalError("collective_of: not a collective op code");
+}
+
+OpCode opcode_of(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return OpCode::AllReduce;
+    case CollectiveOp::ReduceScatter: return OpCode::ReduceScatter;
+    case CollectiveOp::AllGather: return OpCode::AllGather;
+  }
+  return OpCode::AllReduce;
+}
+
+bool is_collective(std::uint32_t op) {
+  return op >= static_cast<std::uint32_t>(OpCode::AllReduce) &&
+         op <= static_cast<std::uint32_t>(OpCode::AllGather);
+}
+
+StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
+                             CollectiveAlgorithm algorithm)
+    : hw_(std::move(hw)), groups_(std::move(groups)), algorithm_(algorithm) {}
+
+CollectiveCost StepCostModel::collective(const sim::Task& task) const {
+  STEPSIM_ASSERT(task.group < groups_.size(), "task '{}' names unknown group {}", task.name, task.group);
+  return collective_cost(hw_, collective_of(static_cast<OpCode>(task.op)), task.bytes,
+                         groups_[task.group], algorithm_);
+}
+
+sim::Time StepCostModel::duration(const sim::Task& task) const {
+  if (is_collective(task.op)) return sim::Time::from_seconds(collective(task).time_s());
+  switch (static_cast<OpCode>(task.op)) {
+    case OpCode::Kernel: return sim::Time::from_seconds(kernel_time_s(hw_, task.flops, task.bytes));
+    case OpCode::Fixed: return sim::Time::from_seconds(task.fixed_s);
+    case OpCode::Layer: return sim::Time::from_seconds(sequence_time_s(hw_, task.flops, task.bytes));
+    default: break;
+  }
+  throw InternalError("task '" + task.name + "' has unknown op code " + std::to_string(task.op));
+}
+
+}  // namespace stepsim::hardware

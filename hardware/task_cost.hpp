@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// TaskCostModel for a training step: prices sim::Task work descriptions with the compute
+// roofline and the α-β collective model of one HardwareProfile.
+#pragma once
+
+#include "hardware/collective_model.hpp"
+#include "hardware/hardware_profile.hpp"
+#include "sim/engine.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace stepsim::hardware {
+
+/// Meaning of sim::Task::op for tasks priced by StepCostModel.
+enum class OpCode : std::uint32_t {
+  Kernel = 0,         ///< roofline of task.flops and task.bytes
+  Fixed = 1,          ///< replays task.fixed_s (measured layer times)
+  Layer = 2,          ///< a fused sequence of GEMMs (task.flops) and streaming kernels (task.bytes)
+  AllReduce = 10,     ///< collective over groups[task.group] of task.bytes (nccl-tests size)
+  ReduceScatter = 11,
+  AllGather = 12,
+};
+
+/// Collective op of a collective OpCode. Precondition: code is a collective.
+CollectiveOp collective_of(OpCode code);
+/// OpCode of a collective op.
+OpCode opcode_of(CollectiveOp op);
+/// True for AllReduce / ReduceScatter / AllGather codes.
+bool is_collective(std::uint32_t op);
+
+/// Prices tasks on one profile. `groups[i]` is the shape of communicator i (task.group).
+class StepCostModel final : public sim::TaskCostModel {
+ public:
+  StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups, CollectiveAlgorithm algorithm);
+  sim::Time duration(const sim::Task& task) const override;
+  /// Closed-form cost of a collective task (for reports).
+  CollectiveCost collective(const sim::Task& task) const;
+  const HardwareProfile& hardware() const { return hw_; }
+
+ private:
+  HardwareProfile hw_;
+  std::vector<GroupShape> groups_;
+  CollectiveAlgorithm algorithm_;
+};
+
+}  // namespace stepsim::hardware

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+// ModelSpec builders: transformer and the seed's MLP.
+#include "models/model_spec.hpp"
+
+#include <fmt/format.h>
+
+namespace stepsim::models {
+
+double dtype_bytes(DType t) {
+  switch (t) {
+    case DType::FP32: return 4;
+    case DType::BF16: return 2;
+    case DType::FP16: return 2;
+    case DType::FP8: return 1;
+  }
+  return 0;
+}
+
+std::string dtype_name(DType t) {
+  switch (t) {
+    case DType::FP32: return "fp32";
+    case DType::BF16: return "bf16";
+    case DType::FP16: return "fp16";
+    case DType::FP8: return "fp8";
+  }
+  return "?";
+}
+
+std::vector<std::size_t> ModelSpec::ready_order(std::size_t l) const {
+  const LayerSpec& layer = layers.at(l);
+  if (!layer.grad_ready_order.empty()) return layer.grad_ready_order;
+  std::vector<std::size_t> order(layer.params.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
+  return order;
+}
+
+std::int64_t ModelSpec::parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& l : layers)
+    for (const auto& p : l.params) n += p.numel;
+  return n;
+}
+
+std::int64_t ModelSpec::trainable_parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& l : layers)
+    for (const auto& p : l.params)
+      if (p.trainable) n += p.numel;
+  return n;
+}
+
+ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
+  ModelSpec m;
+  m.name = name;
+  m.kind = "transformer";
+  const double h = static_cast<double>(s.hidden);
+  const std::int64_t head_dim = s.hidden / s.heads;
+  const std::int64_t kv_dim = head_dim * s.kv_heads;
+  const double act = dtype_bytes(s.dtype);
+  auto tensor = [&](std::string n, std::int64_t numel) { return ParamTensor{std::move(n), numel, s.dtype, true}; };
+
+  LayerSpec embed;
+  embed.name = "embed";
+  embed.params.push_back(tensor("model.embed_tokens.weight", s.vocab * s.hidden));
+  if (s.max_positions > 0) embed.params.push_back(tensor("model.embed_positions.weight", s.max_positions * s.hidden));
+  embed.fwd_streaming_bytes_per_token = 2 * act * h;  // gather a row, write it
+  m.layers.push_back(embed);
+
+  for (std::int64_t i = 0; i < s.layers; ++i) {
+    LayerSpec b;
+    b.name = fmt::format("layers.{}", i);
+    const std::string p = fmt::format("model.layers.{}.", i);
+    auto linear = [&](const std::string& n, std::int64_t in, std::int64_t out) {
+      b.params.push_back(tensor(p + n + ".weight", in * out));
+      if (s.linear_bias) b.params.push_back(tensor(p + n + ".bias", out));
+      b.fwd_gemm_flops_per_token += 2.0 * static_cast<double>(in) * static_cast<double>(out);
+    };
+    // Execution order: input norm, attention projections, post-attention norm, MLP. Backward
+    // produces gradients in the reverse of it (registration order differs: norms last).
+    linear("self_attn.q_proj", s.hidden, s.hidden);
+    linear("self_attn.k_proj", s.hidden, kv_dim);
+    linear("self_attn.v_proj", s.hidden, kv_dim);
+    linear("self_attn.o_proj", s.hidden, s.hidden);
+    if (s.gated_mlp) {
+      linear("mlp.gate_proj", s.hidden, s.ffn);
+      linear("mlp.up_proj", s.hidden, s.ffn);
+      linear("mlp.down_proj", s.ffn, s.hidden);
+    } else {
+      linear("mlp.fc_in", s.hidden, s.ffn);
+      linear("mlp.fc_out", s.ffn, s.hidden);
+    }
+    for (const char* norm : {"input_layernorm", "post_attention_layernorm"}) {
+      b.params.push_back(tensor(p + norm + ".weight", s.hidden));
+      if (s.layernorm) b.params.push_back(tensor(p + norm + ".bias", s.hidden));
+    }
+    const std::size_t per_linear = s.linear_bias ? 2 : 1;
+    const std::size_t per_norm = s.layernorm ? 2 : 1;
+    const std::size_t attn_end = 4 * per_linear;
+    const std::size_t mlp_end = attn_end + (s.gated_mlp ? 3 : 2) * per_linear;
+    std::vector<std::size_t> exec;
+    for (std::size_t k = 0; k < per_norm; ++k) exec.push_back(mlp_end + k);
+    for (std::size_t k = 0; k < attn_end; ++k) exec.push_back(k);
+    for (std::size_t k = 0; k < per_norm; ++k) exec.push_back(mlp_end + per_norm + k);
+    for (std::size_t k = attn_end; k < mlp_end; ++k) exec.push_back(k);
+    b.grad_ready_order.assign(exec.rbegin(), exec.rend());
+    b.fwd_attn_flops_per_token_per_seq = 4.0 * h;
+    const double f = static_cast<double>(s.ffn);
+    const double kv = static_cast<double>(kv_dim);
+    b.activation_bytes_per_token = act * (5 * h + 2 * kv + (s.gated_mlp ? 3 : 2) * f);
+    // Norms (read+write twice), residual adds (3 h each, twice), rotary on q/k, MLP activation.
+    b.fwd_streaming_bytes_per_token = act * (4 * h + 6 * h + 2 * (h + kv) + (s.gated_mlp ? 3 : 2) * f);
+    m.layers.push_back(b);
+  }
+
+  LayerSpec final_norm;
+  final_norm.name = "final_norm";
+  final_norm.params.push_back(tensor("model.norm.weight", s.hidden));
+  if (s.layernorm) final_norm.params.push_back(tensor("model.norm.bias", s.hidden));
+  final_norm.fwd_streaming_bytes_per_token = 2 * act * h;
+  final_norm.activation_bytes_per_token = act * h;
+  m.layers.push_back(final_norm);
+
+  LayerSpec head;
+  head.name = "lm_head";
+  // Tied: the weight belongs to embed_tokens (registered first), so its gradient is ready
+  // only when the embedding's backward ends, at the very end of backward.
+  if (!s.tied_embeddings) head.params.push_back(tensor("lm_head.weight", s.vocab * s.hidden));
+  head.fwd_gemm_flops_per_token = 2.0 * h * static_cast<double>(s.vocab);
+  head.activation_bytes_per_token = 4.0 * static_cast<double>(s.vocab);  // fp32 logits for the loss
+  head.fwd_streaming_bytes_per_token = 2 * 4.0 * static_cast<double>(s.vocab);  // softmax / loss
+  m.layers.push_back(head);
+  return m;
+}
+
+ModelSpec make_mlp(const std::string& name, std::int64_t layers, std::int64_t hidden,
+                   std::int64_t ffn, DType dtype) {
+  ModelSpec m;
+  m.name = name;
+  m.kind = "mlp";
+  const double act = dtype_bytes(dtype);
+  for (std::int64_t i = 0; i < layers; ++i) {
+    LayerSpec l;
+    l.name = fmt::format("layers.{}", i);
+    l.params.push_back({fmt::format("layers.{}.w_in", i), hidden * ffn, dtype, true});
+    l.params.push_back({fmt::format("layers.{}.w_out", i), ffn * hidden, dtype, true});
+    l.fwd_gemm_flops_per_token = 2.0 * 2.0 * static_cast<double>(hidden) * static_cast<double>(ffn);
+    l.activation_bytes_per_token = act * static_cast<double>(hidden + 2 * ffn);
+    l.fwd_streaming_bytes_per_token = 2 * act * static_cast<double>(ffn);  // activation function
+    m.layers.push_back(l);
+  }
+  return m;
+}
+
+}  // namespace stepsim::models

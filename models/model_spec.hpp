@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// ModelSpec: the layers of a model, their parameter tensors (in registration order), FLOPs
+// and activation bytes. Data only: strategies decide what runs where.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stepsim::models {
+
+/// Element types of parameters, gradients and activations.
+enum class DType { FP32, BF16, FP16, FP8 };
+/// Bytes per element: 4, 2, 2, 1.
+double dtype_bytes(DType t);
+/// "fp32", "bf16", "fp16", "fp8".
+std::string dtype_name(DType t);
+
+/// One parameter tensor (nn.Parameter). Order within a model is registration order
+/// (model.parameters()), which PyTorch DDP's bucketing depends on (semantics.md §A.1).
+struct ParamTensor {
+  std::string name;
+  std::int64_t numel = 0;   ///< elements, > 0
+  DType dtype = DType::BF16;
+  bool trainable = true;    ///< requires_grad; frozen tensors get no gradient, bucket or state
+};
+
+/// One layer (module) as the simulator schedules it: forward runs layers in order, backward
+/// in reverse. Per-token quantities scale with micro_batch_size × seq_len tokens.
+struct LayerSpec {
+  std::string name;
+  std::vector<ParamTensor> params;  ///< may be empty (e.g. a tied LM head)
+  /// Indexes into `params` in the order backward produces their gradients; empty means
+  /// reverse registration order.
+  std::vector<std::size_t> grad_ready_order;
+  double fwd_gemm_flops_per_token = 0;  ///< matmul FLOPs (2 per multiply-add)
+  double fwd_attn_flops_per_token_per_seq = 0;  ///< attention core FLOPs, × seq_len
+  double fwd_streaming_bytes_per_token = 0;     ///< HBM bytes of norms, activations, residuals
+  double activation_bytes_per_token = 0;        ///< saved for backward
+  std::optional<double> fwd_s;  ///< measured forward time of one micro-batch (replaces FLOPs)
+  std::optional<double> bwd_s;  ///< measured backward time of one micro-batch
+};
+
+/// A model: ordered layers. `kind` is how it was described ("mlp", "transformer", "layers").
+struct ModelSpec {
+  std::string name;
+  std::string kind;
+  std::string source;  ///< where the shape comes from (public config, paper)
+  std::vector<LayerSpec> layers;
+
+  /// Gradient-ready order of layer `l`'s tensors (grad_ready_order or reverse registration).
+  std::vector<std::size_t> ready_order(std::size_t l) const;
+  /// Parameter count Ψ (all tensors) and trainable count.
+  std::int64_t parameter_count() const;
+  std::int64_t trainable_parameter_count() const;
+};
+
+/// Transformer shape (decoder-only). Tensor list follows Hugging Face's registration order:
+/// embed_tokens, [position embeddings], per block q/k/v/o projections, MLP (gate, up, down |
+/// fc_in, fc_out), the two norms; final norm; lm_head unless tied.
+struct TransformerShape {
+  std::int64_t hidden = 0;
+  std::int64_t layers = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;    ///< grouped-query attention; = heads for MHA
+  std::int64_t ffn = 0;
+  std::int64_t vocab = 0;
+  bool gated_mlp = true;        ///< SwiGLU (gate+up+down) vs two-matrix MLP
+  bool tied_embeddings = false; ///< lm_head shares embed_tokens.weight
+  bool linear_bias = false;     ///< biases on projections and MLP
+  bool layernorm = false;       ///< LayerNorm (weight+bias) instead of RMSNorm (weight)
+  std::int64_t max_positions = 0;  ///< learned position embeddings (0 = rotary, none)
+  DType dtype = DType::BF16;
+};
+
+/// Builds the layer list of a transformer.
+///
+/// FLOPs per token: 2 × matmul parameters forward (the 6Ψ convention counts 2 fwd + 4 bwd),
+/// plus attention core 4·hidden·seq per layer forward (QKᵀ and AV, PaLM appendix B,
+/// no causal discount). The LM head costs 2·hidden·vocab per token even when tied.
+/// Activation bytes per token per block (bf16, flash attention, no recompute):
+/// 2 × (5·hidden + 2·kv_dim + 3·ffn) gated, 2 × (5·hidden + 2·kv_dim + 2·ffn) otherwise
+/// (Korthikanti et al. 2022 §4 accounting without the s² attention term); LM head logits fp32.
+/// Precondition: shape validated (all sizes > 0, heads divisible by kv_heads).
+ModelSpec make_transformer(const std::string& name, const TransformerShape& shape);
+
+/// The seed's MLP model (seed 000 §2.3): L layers of W_in[D,F], W_out[F,D], no biases.
+/// Forward 2·2·D·F FLOPs per token per layer; activations 2·(D + 2F) bytes per token.
+ModelSpec make_mlp(const std::string& name, std::int64_t layers, std::int64_t hidden,
+                   std::int64_t ffn, DType dtype);
+
+}  // namespace stepsim::models

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+// JSON -> ModelSpec (the only file in models/ that reads model JSON).
+#include "models/model_spec_json.hpp"
+
+#include "sim/support/embedded.hpp"
+#include "sim/support/error.hpp"
+#include "sim/support/json_reader.hpp"
+#include "sim/support/names.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <limits>
+
+namespace stepsim::models {
+
+namespace detail {
+const std::vector<EmbeddedFile>& builtin_models();  // generated from models/catalog/
+}
+
+namespace {
+
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
+
+const std::vector<std::string>& dtype_names() {
+  static const std::vector<std::string> names = {"fp32", "bf16", "fp16", "fp8"};
+  return names;
+}
+
+TransformerShape read_transformer(const JsonReader& r, DType dtype) {
+  TransformerShape s;
+  s.hidden = r.integer("hidden", 1, kMaxDim);
+  s.layers = r.integer("layers", 1, 1 << 20);
+  s.heads = r.integer("heads", 1, 1 << 20);
+  s.kv_heads = r.integer_or("kv_heads", s.heads, 1, 1 << 20);
+  s.ffn = r.integer("ffn", 1, kMaxDim);
+  s.vocab = r.integer("vocab", 1, kMaxDim);
+  s.gated_mlp = r.boolean_or("gated_mlp", true);
+  s.tied_embeddings = r.boolean_or("tied_embeddings", false);
+  s.linear_bias = r.boolean_or("linear_bias", false);
+  s.layernorm = r.choice_or("norm", "rmsnorm", {"rmsnorm", "layernorm"}) == "layernorm";
+  s.max_positions = r.integer_or("max_positions", 0, 0, kMaxDim);
+  s.dtype = dtype;
+  if (s.hidden % s.heads != 0)
+    r.fail("heads", fmt::format("hidden ({}) must be divisible by heads ({})", s.hidden, s.heads));
+  if (s.heads % s.kv_heads != 0)
+    r.fail("kv_heads", fmt::format("heads ({}) must be divisible by kv_heads ({})", s.heads, s.kv_heads));
+  return s;
+}
+
+LayerSpec read_layer(const JsonReader& r, DType dtype) {
+  LayerSpec l;
+  l.name = r.string("name");
+  for (const JsonReader& p : r.objects("params", false)) {
+    ParamTensor t;
+    t.name = p.string("name");
+    t.numel = p.integer("numel", 1, kMaxDim);
+    t.dtype = p.has("dtype") ? parse_dtype(p.string("dtype"), p.source(), p.path("dtype")) : dtype;
+    t.trainable = p.boolean_or("trainable", true);
+    p.finish();
+    l.params.push_back(t);
+  }
+  const bool measured = r.has("fwd_s") || r.has("bwd_s");
+  if (measured) {
+    l.fwd_s = r.number("fwd_s", Check::NonNegative, Dimension::Seconds);
+    l.bwd_s = r.number("bwd_s", Check::NonNegative, Dimension::Seconds);
+    for (const char* k : {"fwd_flops_per_token", "attn_flops_per_token_per_seq"})
+      if (r.has(k)) r.fail(k, "give either measured fwd_s/bwd_s or FLOPs, not both");
+  } else {
+    l.fwd_gemm_flops_per_token = r.number("fwd_flops_per_token", Check::NonNegative);
+    l.fwd_attn_flops_per_token_per_seq = r.number_or("attn_flops_per_token_per_seq", 0.0, Check::NonNegative);
+  }
+  l.fwd_streaming_bytes_per_token = r.number_or("streaming_bytes_per_token", 0.0, Check::NonNegative, Dimension::Bytes);
+  l.activation_bytes_per_token = r.number_or("activation_bytes_per_token", 0.0, Check::NonNegative, Dimension::Bytes);
+  r.finish();
+  return l;
+}
+
+}  // namespace
+
+DType parse_dtype(const std::string& text, const std::string& source, const std::string& pointer) {
+  const auto& names = dtype_names();
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (text == names[i]) return static_cast<DType>(i);
+  throw InputError(source, pointer,
+                   fmt::format("unknown dtype '{}'; valid values: {}{}", text, join_names(names),
+                               did_you_mean(text, names)));
+}
+
+std::vector<std::string> builtin_model_names() {
+  std::vector<std::string> names;
+  for (const auto& f : detail::builtin_models()) names.emplace_back(f.name);
+  return names;
+}
+
+ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, const std::string& pointer) {
+  JsonReader r(doc, source, pointer);
+  const std::string name = r.string("name");
+  const std::string kind = r.choice_or("kind", "", {"mlp", "transformer", "layers"});
+  if (kind.empty()) r.fail("kind", "required field is missing (one of: mlp, transformer, layers)");
+  const std::string src = r.string_or("source", "");
+  const DType dtype = r.has("dtype") ? parse_dtype(r.string("dtype"), source, r.path("dtype")) : DType::BF16;
+  // DType order in dtype_names() matches the enum.
+  static_assert(static_cast<int>(DType::FP32) == 0 && static_cast<int>(DType::FP8) == 3);
+  ModelSpec m;
+  if (kind == "transformer") {
+    m = make_transformer(name, read_transformer(r, dtype));
+  } else if (kind == "mlp") {
+    const auto layers = r.integer("layers", 1, 1 << 20);
+    const auto hidden = r.integer("hidden", 1, kMaxDim);
+    const auto ffn = r.integer("ffn", 1, kMaxDim);
+    m = make_mlp(name, layers, hidden, ffn, dtype);
+  } else {
+    m.name = name;
+    m.kind = "layers";
+    for (const JsonReader& l : r.objects("layers", true)) m.layers.push_back(read_layer(l, dtype));
+  }
+  m.source = src;
+  r.finish();
+  if (m.parameter_count() <= 0) r.fail("layers", "the model has no parameters");
+  return m;
+}
+
+ModelSpec load_model(const std::string& ref, const std::string& source, const std::string& pointer) {
+  const bool is_path = ref.find('/') != std::string::npos ||
+                       (ref.size() > 5 && ref.substr(ref.size() - 5) == ".json");
+  if (is_path) return parse_model(read_json_file(ref), ref, "");
+  for (const auto& f : detail::builtin_models())
+    if (ref == f.name) return parse_model(parse_json_text(f.text, "models/catalog/" + ref + ".json"), ref, "");
+  const auto names = builtin_model_names();
+  throw InputError(source, pointer,
+                   "no model '" + ref + "' in the catalog; known models: " + join_names(names) +
+                       " (or give a path to a .json file)" + did_you_mean(ref, names));
+}
+
+}  // namespace stepsim::models

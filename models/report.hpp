@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// Report: what one simulated step tells the user, and the single entry point run().
+#pragma once
+
+#include "models/memory.hpp"
+#include "models/scenario.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stepsim::models {
+
+/// Collectives of one kind and size, per step per rank.
+struct CollectiveSummary {
+  std::string op;            ///< "AllReduce", ...
+  double bytes = 0;          ///< buffer size as nccl-tests counts it
+  std::int64_t count = 0;    ///< how many per step
+  double time_s = 0;         ///< one call (closed form)
+  double latency_s = 0;      ///< its α part
+  double algbw_bytes_per_s = 0;  ///< bytes / time_s (nccl-tests algbw)
+  double busbw_bytes_per_s = 0;  ///< algbw × 2(n−1)/n or (n−1)/n (nccl-tests busbw)
+  std::string algorithm;
+};
+
+/// One task on the critical path (name, start, end) — the tail shown in reports.
+struct PathEntry {
+  std::string name;
+  double start_s = 0;
+  double end_s = 0;
+};
+
+/// Result of simulating one optimizer step. Times are per rank (symmetric mode: every rank).
+struct Report {
+  std::string schema = "stepsim.report/1";
+  Scenario scenario;
+  double step_time_s = 0;
+  double compute_time_s = 0;     ///< compute stream busy (forward, backward, optimizer, copies)
+  double forward_time_s = 0;
+  double backward_time_s = 0;
+  double optimizer_time_s = 0;
+  double overhead_time_s = 0;    ///< framework kernels (bucket copy-back)
+  double comm_time_s = 0;        ///< communication stream busy
+  double exposed_comm_s = 0;     ///< communication not overlapped by compute
+  double overlap_fraction = 0;   ///< 1 − exposed / comm (1 when no communication)
+  double tokens_per_step = 0;    ///< global: dp × micro_batch_size × seq_len × grad_accum
+  double tokens_per_s = 0;       ///< global throughput
+  double model_flops_per_gpu = 0;
+  double mfu = 0;                ///< model FLOPs / (step_time × peak)
+  double comm_bound_threshold_tokens_per_gpu = 0;  ///< seed 000 §7, for this DP group
+  std::vector<CollectiveSummary> collectives;
+  std::size_t bucket_count = 0;
+  double bucket_bytes_max = 0;
+  double gradient_bytes = 0;     ///< all gradients reduced per sync
+  MemoryBreakdown memory;
+  std::size_t tasks = 0;
+  std::uint64_t events = 0;
+  std::vector<PathEntry> critical_path_tail;  ///< the last few tasks of the critical path
+  std::size_t critical_path_tasks = 0;
+  std::vector<std::string> warnings;
+  double wall_time_s = 0;
+};
+
+/// Simulates one step of `scenario`: lowers it with its strategy, plays the graph on the
+/// engine with the profile's cost model, and derives the report. The single entry point used
+/// by the CLI, sweeps and compare.
+/// @throws InputError when the scenario describes something the models cannot price
+///         (e.g. a multi-node group on a profile without a network).
+Report run(const Scenario& scenario);
+
+/// Stable JSON rendering (schema "stepsim.report/1"); `wall_time_s` is the only field that
+/// varies between identical runs.
+std::string report_json(const Report& r);
+/// Human-readable breakdown for the terminal.
+std::string report_text(const Report& r);
+
+}  // namespace stepsim::models

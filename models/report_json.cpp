@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// Report -> JSON (schema "stepsim.report/1"), keys in a fixed order.
+#include "models/report.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace stepsim::models {
+
+std::string report_json(const Report& r) {
+  using ordered = nlohmann::ordered_json;
+  ordered j;
+  j["schema"] = r.schema;
+  j["scenario"] = ordered::parse(r.scenario.resolved->dump());
+  j["model"] = {{"name", r.scenario.model.name},
+                {"kind", r.scenario.model.kind},
+                {"parameters", r.scenario.model.parameter_count()},
+                {"trainable_parameters", r.scenario.model.trainable_parameter_count()},
+                {"layers", r.scenario.model.layers.size()}};
+  j["hardware"] = {{"name", r.scenario.hardware.name},
+                   {"peak_flops_per_s", r.scenario.hardware.peak_flops_per_s},
+                   {"hbm_bytes", r.scenario.hardware.hbm_bytes},
+                   {"gpus_per_node", r.scenario.cluster.gpus_per_node},
+                   {"nodes", r.scenario.cluster.nodes}};
+  j["calibration"] = nullptr;
+  j["step_time_s"] = r.step_time_s;
+  j["compute_time_s"] = r.compute_time_s;
+  j["forward_time_s"] = r.forward_time_s;
+  j["backward_time_s"] = r.backward_time_s;
+  j["optimizer_time_s"] = r.optimizer_time_s;
+  j["overhead_time_s"] = r.overhead_time_s;
+  j["comm_time_s"] = r.comm_time_s;
+  j["exposed_comm_s"] = r.exposed_comm_s;
+  j["overlap_fraction"] = r.overlap_fraction;
+  j["tokens_per_step"] = r.tokens_per_step;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["model_flops_per_gpu"] = r.model_flops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["comm_bound_threshold_tokens_per_gpu"] = r.comm_bound_threshold_tokens_per_gpu;
+  j["buckets"] = {{"count", r.bucket_count},
+                  {"max_bytes", r.bucket_bytes_max},
+                  {"gradient_bytes", r.gradient_bytes}};
+  ordered colls = ordered::array();
+  for (const auto& c : r.collectives)
+    colls.push_back({{"op", c.op},
+                     {"bytes", c.bytes},
+                     {"count", c.count},
+                     {"time_s", c.time_s},
+                     {"latency_time_s", c.latency_s},
+                     {"algbw_bytes_per_s", c.algbw_bytes_per_s},
+                     {"busbw_bytes_per_s", c.busbw_bytes_per_s},
+                     {"algorithm", c.algorithm}});
+  j["collectives"] = colls;
+  j["memory"] = {{"params_bytes", r.memory.params_bytes},
+                 {"grads_bytes", r.memory.grads_bytes},
+                 {"optimizer_bytes", r.memory.optimizer_bytes},
+                 {"activations_bytes", r.memory.activations_bytes},
+                 {"buffers_bytes", r.memory.buffers_bytes},
+                 {"total_bytes", r.memory.total_bytes},
+                 {"capacity_bytes", r.memory.capacity_bytes},
+                 {"fits", r.memory.fits}};
+  ordered tail = ordered::array();
+  for (const auto& p : r.critical_path_tail)
+    tail.push_back({{"task", p.name}, {"start_s", p.start_s}, {"end_s", p.end_s}});
+  j["critical_path"] = {{"tasks", r.critical_path_tasks}, {"tail", tail}};
+  j["warnings"] = r.warnings;
+  j["tasks"] = r.tasks;
+  j["events"] = r.events;
+  j["wall_time_s"] = r.wall_time_s;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace stepsim::models

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// Report -> text for the terminal (fixed precision, so golden files do not churn).
+#include "models/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace stepsim::models {
+
+namespace {
+
+std::string ms(double s) { return fmt::format("{:10.3f} ms", s * 1e3); }
+std::string gb(double b) { return fmt::format("{:8.2f} GB", b / 1e9); }
+std::string size(double b) {
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.2f} MB", b / 1e6);
+  if (b >= 1e3) return fmt::format("{:.2f} kB", b / 1e3);
+  return fmt::format("{:.0f} B", b);
+}
+std::string count(double n) {
+  if (n >= 1e9) return fmt::format("{:.2f} B", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.2f} M", n / 1e6);
+  if (n >= 1e3) return fmt::format("{:.2f} k", n / 1e3);
+  return fmt::format("{:.0f}", n);
+}
+
+}  // namespace
+
+std::string report_text(const Report& r) {
+  const Scenario& s = r.scenario;
+  std::string o;
+  auto line = [&o](const std::string& text) { o += text + "\n"; };
+  line(fmt::format("stepsim: {} step of {} on {} x {} ({} node{} x {} GPUs){}",
+                   s.parallelism.strategy, s.model.name, s.parallelism.dp, s.hardware.name,
+                   s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.ranks_per_node(),
+                   s.name.empty() ? "" : "  [" + s.name + "]"));
+  line(fmt::format("  model     {} parameters ({} trainable), {} layers, {}", count(static_cast<double>(s.model.parameter_count())),
+                   count(static_cast<double>(s.model.trainable_parameter_count())), s.model.layers.size(), s.model.kind));
+  line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/GPU/step, {} tokens/step in all",
+                   s.batch.micro_batch_size, s.batch.seq_len, s.batch.grad_accum, count(static_cast<double>(s.tokens_per_gpu_step())),
+                   count(r.tokens_per_step)));
+  line(fmt::format("  buckets   {} (first_bucket_mb {:g}, bucket_cap_mb {:g}; largest {}), {} of gradients per sync",
+                   r.bucket_count, s.parallelism.first_bucket_mb, s.parallelism.bucket_cap_mb,
+                   size(r.bucket_bytes_max), size(r.gradient_bytes)));
+  line("");
+  line(fmt::format("step time        {}", ms(r.step_time_s)));
+  line(fmt::format("  forward        {}", ms(r.forward_time_s)));
+  line(fmt::format("  backward       {}", ms(r.backward_time_s)));
+  line(fmt::format("  optimizer      {}", ms(r.optimizer_time_s)));
+  line(fmt::format("  ddp copies     {}", ms(r.overhead_time_s)));
+  line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
+                   r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
+  line(fmt::format("communication    {}   ({:.1f} % hidden behind compute)", ms(r.comm_time_s),
+                   100 * r.overlap_fraction));
+  line(fmt::format("throughput       {} tokens/s, MFU {:.1f} % (model FLOPs / peak {:.0f} TFLOP/s)",
+                   count(r.tokens_per_s), 100 * r.mfu, s.hardware.peak_flops_per_s / 1e12));
+  if (r.comm_bound_threshold_tokens_per_gpu > 0) {
+    const double tokens = static_cast<double>(s.tokens_per_micro_batch());
+    line(fmt::format("comm-bound at    {:.0f} tokens/GPU for this DP group (seed 000 §7); this step "
+                     "backs {:.0f} per micro-batch ({:.2f}x)",
+                     r.comm_bound_threshold_tokens_per_gpu, tokens, tokens / r.comm_bound_threshold_tokens_per_gpu));
+  }
+
+  if (!r.collectives.empty()) {
+    line("");
+    line("collectives per step per rank (sizes as nccl-tests counts them)");
+    line(fmt::format("  {:<14}{:>12}{:>7}{:>13}{:>13}{:>12}{:>12}  {}", "op", "size", "count", "time each",
+                     "total", "algbw", "busbw", "algorithm"));
+    std::vector<CollectiveSummary> rows = r.collectives;
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+      return a.time_s * static_cast<double>(a.count) > b.time_s * static_cast<double>(b.count);
+    });
+    const std::size_t shown = std::min<std::size_t>(rows.size(), 6);
+    for (std::size_t i = 0; i < shown; ++i) {
+      const auto& c = rows[i];
+      line(fmt::format("  {:<14}{:>12}{:>7}{:>10.3f} ms{:>10.3f} ms{:>7.1f} GB/s{:>7.1f} GB/s  {}", c.op, size(c.bytes),
+                       c.count, c.time_s * 1e3, c.time_s * 1e3 * static_cast<double>(c.count),
+                       c.algbw_bytes_per_s / 1e9, c.busbw_bytes_per_s / 1e9, c.algorithm));
+    }
+    if (rows.size() > shown) {
+      std::int64_t n = 0;
+      double t = 0;
+      for (std::size_t i = shown; i < rows.size(); ++i) {
+        n += rows[i].count;
+        t += rows[i].time_s * static_cast<double>(rows[i].count);
+      }
+      line(fmt::format("  ... {} more sizes: {} calls, {:.3f} ms", rows.size() - shown, n, t * 1e3));
+    }
+  }
+
+  const auto& m = r.memory;
+  line("");
+  line("memory per GPU (GB = 1e9 bytes)");
+  line(fmt::format("  parameters     {}", gb(m.params_bytes)));
+  line(fmt::format("  gradients      {}", gb(m.grads_bytes)));
+  line(fmt::format("  optimizer      {}", gb(m.optimizer_bytes)));
+  line(fmt::format("  activations    {}   (one micro-batch)", gb(m.activations_bytes)));
+  line(fmt::format("  buffers        {}   (DDP gradient buckets)", gb(m.buffers_bytes)));
+  line(fmt::format("  total          {} of {}: {}", gb(m.total_bytes), gb(m.capacity_bytes),
+                   m.fits ? "fits" : "DOES NOT FIT"));
+
+  line("");
+  std::string tail;
+  for (const auto& p : r.critical_path_tail) tail += (tail.empty() ? "" : " -> ") + p.name;
+  line(fmt::format("critical path    {} tasks, ends: {}", r.critical_path_tasks, tail));
+  line(fmt::format("simulated        {} tasks, {} events", r.tasks, r.events));
+  for (const auto& w : r.warnings) line("warning: " + w);
+  return o;
+}
+
+}  // namespace stepsim::models

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared compute tasks (forward, backward segments, optimizer).
+#include "models/strategy/compute_tasks.hpp"
+
+#include "hardware/task_cost.hpp"
+#include "models/scenario.hpp"
+#include "models/strategy/strategy.hpp"
+
+namespace stepsim::models {
+
+namespace {
+
+double forward_flops(const Scenario& s, const LayerSpec& l) {
+  const double tokens = static_cast<double>(s.tokens_per_micro_batch());
+  return tokens * (l.fwd_gemm_flops_per_token +
+                   l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len));
+}
+
+std::string short_name(const std::string& layer, const std::string& param) {
+  // "model.layers.3.mlp.down_proj.weight" -> "mlp.down_proj.weight"
+  const std::string key = layer + ".";
+  const auto pos = param.find(key);
+  return pos == std::string::npos ? param : param.substr(pos + key.size());
+}
+
+}  // namespace
+
+sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& prefix) {
+  const LayerSpec& l = s.model.layers[layer];
+  sim::Task t;
+  t.kind = sim::TaskKind::Compute;
+  t.name = prefix + "fwd." + l.name;
+  t.stream = kComputeStream;
+  t.layer = static_cast<std::int32_t>(layer);
+  t.phase = static_cast<std::uint32_t>(Phase::Forward);
+  if (l.fwd_s) {
+    t.op = static_cast<std::uint32_t>(hardware::OpCode::Fixed);
+    t.fixed_s = *l.fwd_s;
+  } else {
+    t.op = static_cast<std::uint32_t>(hardware::OpCode::Layer);
+    t.flops = forward_flops(s, l);
+    t.bytes = static_cast<double>(s.tokens_per_micro_batch()) * l.fwd_streaming_bytes_per_token;
+  }
+  return t;
+}
+
+std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t layer,
+                                               const std::string& prefix,
+                                               double grad_copy_bytes_per_grad_byte) {
+  const LayerSpec& l = s.model.layers[layer];
+  const double tokens = static_cast<double>(s.tokens_per_micro_batch());
+  double numel_total = 0, numel_frozen = 0;
+  for (const auto& p : l.params) {
+    numel_total += static_cast<double>(p.numel);
+    if (!p.trainable) numel_frozen += static_cast<double>(p.numel);
+  }
+  // dgrad always (the input gradient flows on); wgrad only for trainable tensors.
+  const double frozen_share = numel_total > 0 ? numel_frozen / numel_total : 0.0;
+  const double bwd_gemm = tokens * l.fwd_gemm_flops_per_token * (2.0 - frozen_share);
+  const double bwd_attn = 2.0 * tokens * l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len);
+  const double bwd_stream = 2.0 * tokens * l.fwd_streaming_bytes_per_token;
+
+  auto base = [&](std::string name) {
+    sim::Task t;
+    t.kind = sim::TaskKind::Compute;
+    t.name = std::move(name);
+    t.stream = kComputeStream;
+    t.layer = static_cast<std::int32_t>(layer);
+    t.phase = static_cast<std::uint32_t>(Phase::Backward);
+    t.op = static_cast<std::uint32_t>(l.bwd_s ? hardware::OpCode::Fixed : hardware::OpCode::Layer);
+    return t;
+  };
+  std::vector<BackwardSegment> out;
+  if (l.params.empty()) {
+    BackwardSegment seg{base(prefix + "bwd." + l.name), 0, false, false};
+    seg.task.flops = bwd_gemm + bwd_attn;
+    seg.task.bytes = bwd_stream;
+    if (l.bwd_s) seg.task.fixed_s = *l.bwd_s;
+    out.push_back(std::move(seg));
+    return out;
+  }
+  for (std::size_t idx : s.model.ready_order(layer)) {
+    const ParamTensor& p = l.params[idx];
+    const double share = static_cast<double>(p.numel) / numel_total;
+    BackwardSegment seg{base(prefix + "bwd." + l.name + "." + short_name(l.name, p.name)), idx, true, p.trainable};
+    seg.task.flops = share * (bwd_gemm + bwd_attn);
+    const double grad_bytes = p.trainable ? static_cast<double>(p.numel) * dtype_bytes(p.dtype) : 0.0;
+    seg.task.bytes = share * bwd_stream + grad_copy_bytes_per_grad_byte * grad_bytes;
+    if (l.bwd_s) seg.task.fixed_s = share * *l.bwd_s;
+    out.push_back(std::move(seg));
+  }
+  return out;
+}
+
+sim::Task optimizer_task(double params, double grad_bytes_per_param, double param_bytes_per_param) {
+  sim::Task t;
+  t.kind = sim::TaskKind::Compute;
+  t.name = "optimizer.adam";
+  t.stream = kComputeStream;
+  t.phase = static_cast<std::uint32_t>(Phase::Optimizer);
+  t.op = static_cast<std::uint32_t>(hardware::OpCode::Kernel);
+  // fp32 master, m, v read and written (24 B) + gradient read + low-precision params written.
+  t.bytes = params * (24.0 + grad_bytes_per_param + param_bytes_per_param);
+  t.flops = params * 12.0;  // a dozen FLOPs per element; never the bound
+  return t;
+}
+
+double model_flops_per_gpu_step(const Scenario& s) {
+  double f = 0;
+  for (const auto& l : s.model.layers) f += 3.0 * forward_flops(s, l);
+  return f * static_cast<double>(s.batch.grad_accum);
+}
+
+}  // namespace stepsim::models

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// PyTorch DistributedDataParallel, steady state (after the bucket rebuild).
+//
+// Rules modelled (shared/reference/semantics.md §A):
+//  - buckets are rebuilt in gradient-ready order with limits [first_bucket, bucket_cap]
+//    (rule 13; reducer.hpp kDefaultFirstBucketBytes = 1 MiB, kDefaultBucketBytesCap = 25 MiB);
+//    tensors are never split, dtypes never share a bucket (rules 3-4);
+//  - each gradient is copied into its bucket and divided by the world size in the same kernel
+//    on the compute stream (rule 16); gradient_as_bucket_view replaces it with an in-place div_;
+//  - buckets are all-reduced strictly in index order on the process group's single NCCL
+//    stream, which waits for the compute work enqueued before the launch (rules 18, 20);
+//  - finalize_backward makes the compute stream wait for every bucket and copies the buckets
+//    back into .grad (rule 22; skipped with gradient_as_bucket_view), and optimizer.step()
+//    follows on the compute stream;
+//  - no_sync(): micro-batches other than the last launch no communication (rule 24);
+//    `sync_every_micro_batch` syncs each one instead.
+#include "hardware/task_cost.hpp"
+#include "models/scenario.hpp"
+#include "models/strategy/buckets.hpp"
+#include "models/strategy/compute_tasks.hpp"
+#include "models/strategy/strategy.hpp"
+
+#include <fmt/format.h>
+
+namespace stepsim::models {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+struct GradRef {
+  std::size_t layer;
+  std::size_t param;
+};
+
+}  // namespace
+
+LoweredStep lower_ddp(const Scenario& s) {
+  LoweredStep out;
+  out.groups.push_back({static_cast<int>(s.parallelism.dp), s.ranks_per_node(), 0});
+  const ModelSpec& m = s.model;
+
+  // Gradient-ready order of the trainable tensors: layers in reverse, tensors in each
+  // layer's ready order.
+  std::vector<GradRef> ready;
+  std::vector<BucketInput> inputs;
+  double grad_bytes_total = 0, trainable = 0, param_bytes = 0, grad_bytes_per_param = 2;
+  for (std::size_t l = m.layers.size(); l-- > 0;) {
+    for (std::size_t idx : m.ready_order(l)) {
+      const ParamTensor& p = m.layers[l].params[idx];
+      if (!p.trainable) continue;
+      const double bytes = static_cast<double>(p.numel) * dtype_bytes(p.dtype);
+      ready.push_back({l, idx});
+      inputs.push_back({bytes, static_cast<std::uint32_t>(p.dtype)});
+      grad_bytes_total += bytes;
+      trainable += static_cast<double>(p.numel);
+    }
+  }
+  for (const auto& l : m.layers)
+    for (const auto& p : l.params) param_bytes += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
+  if (trainable > 0) grad_bytes_per_param = grad_bytes_total / trainable;
+
+  const auto assignment = assign_buckets(
+      inputs, {s.parallelism.first_bucket_mb * kMiB, s.parallelism.bucket_cap_mb * kMiB});
+  // bucket_of[layer][param] for the tensors that have a gradient.
+  std::vector<std::vector<std::size_t>> bucket_of(m.layers.size());
+  for (std::size_t l = 0; l < m.layers.size(); ++l) bucket_of[l].assign(m.layers[l].params.size(), 0);
+  for (std::size_t b = 0; b < assignment.size(); ++b) {
+    out.buckets.push_back({assignment[b].bytes, assignment[b].tensors.size()});
+    for (std::size_t i : assignment[b].tensors) bucket_of[ready[i].layer][ready[i].param] = b;
+  }
+
+  sim::TaskGraph& g = out.graph;
+  const std::int64_t micro_batches = s.batch.grad_accum;
+  sim::RendezvousId next_rendezvous = 0;
+  for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
+    const std::string prefix = micro_batches > 1 ? fmt::format("mb{}.", mb) : "";
+    const bool sync = mb == micro_batches - 1 || s.parallelism.sync_every_micro_batch;
+    for (std::size_t l = 0; l < m.layers.size(); ++l) g.add_task(forward_task(s, l, prefix));
+
+    // The bucket copy (or in-place div_ with gradient_as_bucket_view) reads and writes each
+    // gradient once, only when hooks are armed (not under no_sync).
+    const double copy = sync ? 2.0 : 0.0;
+    std::vector<sim::TaskId> last_grad_task(assignment.size(), sim::kNoTask);
+    for (std::size_t l = m.layers.size(); l-- > 0;) {
+      for (auto& seg : backward_segments(s, l, prefix, copy)) {
+        const sim::TaskId id = g.add_task(std::move(seg.task));
+        if (sync && seg.produces_grad) last_grad_task[bucket_of[l][seg.param]] = id;
+      }
+    }
+    if (!sync) continue;
+
+    sim::TaskId last_collective = sim::kNoTask;
+    for (std::size_t b = 0; b < assignment.size(); ++b) {
+      sim::Task t;
+      t.kind = sim::TaskKind::Transfer;
+      t.name = fmt::format("{}allreduce.bucket{}", prefix, b);
+      t.stream = kCommStream;
+      t.rendezvous = next_rendezvous++;
+      t.op = static_cast<std::uint32_t>(hardware::OpCode::AllReduce);
+      t.group = 0;
+      t.phase = static_cast<std::uint32_t>(Phase::Communication);
+      t.bytes = assignment[b].bytes;
+      last_collective = g.add_task(std::move(t));
+      // The NCCL stream waits for the compute work enqueued before this launch, i.e. up to the
+      // bucket's last-ready gradient (buckets are in ready order, so that is the bucket's end).
+      g.add_dependency(last_grad_task[b], last_collective);
+    }
+    sim::Task fin;
+    fin.kind = sim::TaskKind::Compute;
+    fin.stream = kComputeStream;
+    fin.phase = static_cast<std::uint32_t>(Phase::Overhead);
+    fin.op = static_cast<std::uint32_t>(hardware::OpCode::Kernel);
+    if (s.parallelism.gradient_as_bucket_view) {
+      fin.name = prefix + "ddp.finalize_backward";  // wait only: .grad already views the buckets
+    } else {
+      fin.name = prefix + "ddp.copy_bucket_to_grad";
+      fin.bytes = 2.0 * grad_bytes_total;
+    }
+    const sim::TaskId fin_id = g.add_task(std::move(fin));
+    if (last_collective != sim::kNoTask) g.add_dependency(last_collective, fin_id);
+  }
+  if (s.optimizer == "adam" && trainable > 0) {
+    const double param_bytes_per_param = param_bytes / static_cast<double>(m.parameter_count());
+    g.add_task(optimizer_task(trainable, grad_bytes_per_param, param_bytes_per_param));
+  }
+  g.freeze("ddp");
+  return out;
+}
+
+}  // namespace stepsim::models

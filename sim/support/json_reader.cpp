@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: Apache-2.0
+// Path-tracking JSON reader and the JSON file loader.
+#include "sim/support/json_reader.hpp"
+
+#include "sim/support/error.hpp"
+#include "sim/support/names.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace stepsim {
+
+namespace {
+
+std::string escape_pointer_token(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+std::string type_name(const nlohmann::json& v) {
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return "null";
+}
+
+std::string check_text(Check check) {
+  switch (check) {
+    case Check::Any: return "a finite number";
+    case Check::Positive: return "a positive number";
+    case Check::NonNegative: return "a non-negative number";
+    case Check::Fraction: return "a number in (0, 1]";
+  }
+  return "a number";
+}
+
+}  // namespace
+
+std::string json_excerpt(const nlohmann::json& value) {
+  std::string s = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+JsonReader::JsonReader(const nlohmann::json& node, std::string source, std::string pointer)
+    : node_(&node), source_(std::move(source)), pointer_(std::move(pointer)) {
+  if (!node.is_object())
+    throw InputError(source_, pointer_.empty() ? "/" : pointer_,
+                     fmt::format("expected an object, got {} {}", type_name(node),
+                                 json_excerpt(node)));
+}
+
+std::string JsonReader::path(std::string_view key) const {
+  return pointer_ + "/" + escape_pointer_token(key);
+}
+
+const nlohmann::json* JsonReader::find(std::string_view key) const {
+  if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.emplace_back(key);
+  const auto it = node_->find(std::string(key));
+  if (it == node_->end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const nlohmann::json& JsonReader::require(std::string_view key) const {
+  const nlohmann::json* v = find(key);
+  if (!v) throw InputError(source_, path(key), "required field is missing");
+  return *v;
+}
+
+void JsonReader::fail(std::string_view key, const std::string& message) const {
+  throw InputError(source_, path(key), message);
+}
+
+bool JsonReader::has(std::string_view key) const { return find(key) != nullptr; }
+
+bool JsonReader::is_string(std::string_view key) const {
+  const nlohmann::json* v = find(key);
+  return v && v->is_string();
+}
+
+double JsonReader::number(std::string_view key, Check check, std::optional<Dimension> dim) const {
+  const nlohmann::json& v = require(key);
+  double x = 0;
+  std::string unit_hint = dim ? fmt::format(" ({})", dimension_name(*dim)) : "";
+  if (v.is_number()) {
+    x = v.get<double>();
+  } else if (v.is_string() && dim) {
+    try {
+      x = parse_quantity(v.get<std::string>(), *dim);
+    } catch (const UnitError& e) {
+      fail(key, e.what());
+    }
+  } else {
+    fail(key, fmt::format("expected {}{}, got {} {}", check_text(check), unit_hint, type_name(v),
+                          json_excerpt(v)));
+  }
+  const bool ok = std::isfinite(x) && (check != Check::Positive || x > 0) &&
+                  (check != Check::NonNegative || x >= 0) &&
+                  (check != Check::Fraction || (x > 0 && x <= 1));
+  if (!ok) fail(key, fmt::format("expected {}{}, got {}", check_text(check), unit_hint, json_excerpt(v)));
+  return x;
+}
+
+double JsonReader::number_or(std::string_view key, double fallback, Check check,
+                             std::optional<Dimension> dim) const {
+  return find(key) ? number(key, check, dim) : fallback;
+}
+
+std::int64_t JsonReader::integer(std::string_view key, std::int64_t min, std::int64_t max) const {
+  const nlohmann::json& v = require(key);
+  const std::string expect = max == INT64_MAX ? fmt::format("an integer ≥ {}", min)
+                                              : fmt::format("an integer in [{}, {}]", min, max);
+  if (v.is_number_integer()) {
+    // Unsigned values above INT64_MAX are out of range by construction.
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
+      fail(key, fmt::format("expected {}, got {}", expect, json_excerpt(v)));
+    const auto x = v.get<std::int64_t>();
+    if (x < min || x > max) fail(key, fmt::format("expected {}, got {}", expect, json_excerpt(v)));
+    return x;
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && d >= static_cast<double>(min) &&
+        d <= static_cast<double>(max) && std::fabs(d) < 9.0e15)
+      return static_cast<std::int64_t>(d);
+  }
+  fail(key, fmt::format("expected {}, got {}", expect, json_excerpt(v)));
+}
+
+std::int64_t JsonReader::integer_or(std::string_view key, std::int64_t fallback, std::int64_t min,
+                                    std::int64_t max) const {
+  return find(key) ? integer(key, min, max) : fallback;
+}
+
+std::string JsonReader::string(std::string_view key) const {
+  const nlohmann::json& v = require(key);
+  if (!v.is_string())
+    fail(key, fmt::format("expected a string, got {} {}", type_name(v), json_excerpt(v)));
+  return v.get<std::string>();
+}
+
+std::string JsonReader::string_or(std::string_view key, std::string fallback) const {
+  return find(key) ? string(key) : fallback;
+}
+
+std::string JsonReader::choice_or(std::string_view key, std::string fallback,
+                                  const std::vector<std::string>& valid) const {
+  if (!find(key)) return fallback;
+  std::string s = string(key);
+  if (std::find(valid.begin(), valid.end(), s) == valid.end())
+    fail(key, fmt::format("unknown value '{}'; valid values: {}{}", s, join_names(valid),
+                          did_you_mean(s, valid)));
+  return s;
+}
+
+bool JsonReader::boolean_or(std::string_view key, bool fallback) const {
+  const nlohmann::json* v = find(key);
+  if (!v) return fallback;
+  if (!v->is_boolean())
+    fail(key, fmt::format("expected true or false, got {} {}", type_name(*v), json_excerpt(*v)));
+  return v->get<bool>();
+}
+
+JsonReader JsonReader::object(std::string_view key) const {
+  return JsonReader(require(key), source_, path(key));
+}
+
+std::optional<JsonReader> JsonReader::optional_object(std::string_view key) const {
+  const nlohmann::json* v = find(key);
+  if (!v) return std::nullopt;
+  return JsonReader(*v, source_, path(key));
+}
+
+std::vector<JsonReader> JsonReader::objects(std::string_view key, bool non_empty) const {
+  const nlohmann::json& v = require(key);
+  if (!v.is_array())
+    fail(key, fmt::format("expected an array of objects, got {} {}", type_name(v), json_excerpt(v)));
+  if (non_empty && v.empty()) fail(key, "expected a non-empty array, got []");
+  std::vector<JsonReader> out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out.emplace_back(v[i], source_, fmt::format("{}/{}", path(key), i));
+  return out;
+}
+
+std::vector<std::int64_t> JsonReader::integers(std::string_view key, std::int64_t min,
+                                               std::int64_t max) const {
+  const nlohmann::json& v = require(key);
+  if (!v.is_array())
+    fail(key, fmt::format("expected an array of integers, got {} {}", type_name(v), json_excerpt(v)));
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    nlohmann::json wrapper = nlohmann::json::object();
+    wrapper[std::to_string(i)] = v[i];
+    JsonReader r(wrapper, source_, path(key));
+    out.push_back(r.integer(std::to_string(i), min, max));
+  }
+  return out;
+}
+
+void JsonReader::finish() const {
+  for (const auto& [k, v] : node_->items()) {
+    if (std::find(known_.begin(), known_.end(), k) != known_.end()) continue;
+    throw InputError(source_, path(k),
+                     fmt::format("unknown key '{}'{}; known keys here: {}", k,
+                                 did_you_mean(k, known_), join_names(known_)));
+  }
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& source) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw InputError(source, "", "file is empty (expected a JSON object)");
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // Convert nlohmann's byte offset into line:column for the message.
+    const std::size_t offset = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < offset; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string what = e.what();
+    // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error
+    // while parsing value - invalid literal; last read: 'x'" — keep the part after "error while".
+    const auto pos = what.find("syntax error while parsing");
+    std::string detail = pos == std::string::npos ? what : what.substr(pos + 13);
+    throw InputError(fmt::format("{}:{}:{}", source, line, col), "",
+                     fmt::format("JSON syntax error: {}", detail));
+  }
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) throw InputError(path, "", "no such file");
+  if (fs::is_directory(status)) throw InputError(path, "", "is a directory, expected a JSON file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot open file for reading (check permissions)");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) throw InputError(path, "", "error while reading the file");
+  return parse_json_text(buf.str(), path);
+}
+
+void apply_override(nlohmann::json& doc, const std::string& assignment, const std::string& flag) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError(flag, "",
+                     fmt::format("expected PATH=VALUE (e.g. parallelism.dp=64), got '{}'", assignment));
+  const std::string dotted = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  nlohmann::json value;
+  try {
+    value = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error&) {
+    value = text;  // not JSON: a plain string
+  }
+  if (!doc.is_object())
+    throw InputError(flag, "", "the scenario document is not a JSON object");
+  nlohmann::json* node = &doc;
+  std::string pointer;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty())
+      throw InputError(flag, "", fmt::format("empty component in path '{}'", dotted));
+    pointer += "/" + escape_pointer_token(key);
+    if (dot == std::string::npos) {
+      (*node)[key] = value;
+      return;
+    }
+    nlohmann::json& next = (*node)[key];
+    if (next.is_null()) next = nlohmann::json::object();
+    if (!next.is_object())
+      throw InputError(flag, pointer,
+                       fmt::format("'{}' is {}, not an object, so '{}' cannot be set", key,
+                                   type_name(next), dotted));
+    node = &next;
+    start = dot + 1;
+  }
+}
+
+}  // namespace stepsim

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// Timeline: start and end of every task, the events processed, and the critical path.
+#pragma once
+
+#include "sim/task.hpp"
+#include "sim/time.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace stepsim::sim {
+
+class TaskGraph;
+
+/// When one task ran, and which finishing task let it start (its binding predecessor: the
+/// last of its stream predecessor and dependencies to finish; kNoTask for tasks ready at 0).
+struct TaskRecord {
+  Time start;
+  Time end;
+  TaskId binding = kNoTask;
+};
+
+/// Half-open interval [begin, end) of simulated time.
+struct Interval {
+  Time begin;
+  Time end;
+};
+
+/// Result of Engine::run: one record per task (indexed by TaskId).
+class Timeline {
+ public:
+  Timeline(std::vector<TaskRecord> records, std::uint64_t events)
+      : records_(std::move(records)), events_(events) {}
+  const TaskRecord& operator[](TaskId id) const { return records_[id]; }
+  std::size_t size() const { return records_.size(); }
+  /// Latest end over all tasks (the makespan); 0 for an empty graph.
+  Time makespan() const;
+  /// Number of discrete events the engine processed.
+  std::uint64_t events() const { return events_; }
+  /// Chain of binding predecessors ending at the task that finishes last (ties: the highest
+  /// id), in execution order. Every gap on the chain is time nothing on it was waiting for.
+  std::vector<TaskId> critical_path() const;
+
+ private:
+  std::vector<TaskRecord> records_;
+  std::uint64_t events_ = 0;
+};
+
+/// Union of the intervals of the tasks selected by `pick`, merged and sorted.
+std::vector<Interval> busy_intervals(const TaskGraph& graph, const Timeline& timeline,
+                                     const std::function<bool(const Task&)>& pick);
+/// Total length of a sorted, merged interval list.
+Time total_length(const std::vector<Interval>& merged);
+/// Length of `a` not covered by `b` (both sorted and merged).
+Time uncovered_length(const std::vector<Interval>& a, const std::vector<Interval>& b);
+
+}  // namespace stepsim::sim
