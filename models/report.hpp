@@ -47,7 +47,12 @@ struct Report {
   double tokens_per_s = 0;       ///< global throughput
   double model_flops_per_gpu = 0;
   double mfu = 0;                ///< model FLOPs / (step_time × peak)
-  double comm_bound_threshold_tokens_per_gpu = 0;  ///< seed 000 §7, for this DP group
+  double comm_bound_threshold_tokens_per_gpu = 0;  ///< seed 000 §7 (peak FLOP/s), for this DP group
+  /// The same threshold as this simulation sees it: tokens per GPU per micro-batch at which one
+  /// micro-batch's simulated backward would last as long as one sync's communication
+  /// (tokens × comm / backward; backward scales about linearly with tokens). Lower than the
+  /// seeds' figure when kernels run below peak.
+  double comm_bound_tokens_per_gpu_effective = 0;
   std::vector<CollectiveSummary> collectives;
   std::size_t bucket_count = 0;
   double bucket_bytes_max = 0;

@@ -36,6 +36,7 @@ std::string report_json(const Report& r) {
   j["model_flops_per_gpu"] = r.model_flops_per_gpu;
   j["mfu"] = r.mfu;
   j["comm_bound_threshold_tokens_per_gpu"] = r.comm_bound_threshold_tokens_per_gpu;
+  j["comm_bound_tokens_per_gpu_effective"] = r.comm_bound_tokens_per_gpu_effective;
   j["buckets"] = {{"count", r.bucket_count},
                   {"max_bytes", r.bucket_bytes_max},
                   {"gradient_bytes", r.gradient_bytes}};

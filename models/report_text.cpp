@@ -31,7 +31,7 @@ std::string report_text(const Report& r) {
   const Scenario& s = r.scenario;
   std::string o;
   auto line = [&o](const std::string& text) { o += text + "\n"; };
-  line(fmt::format("stepsim: {} step of {} on {} x {} ({} node{} x {} GPUs){}",
+  line(fmt::format("stepsim: {} step of {} on {} x {} ({} node{} x {} per node){}",
                    s.parallelism.strategy, s.model.name, s.parallelism.dp, s.hardware.name,
                    s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.ranks_per_node(),
                    s.name.empty() ? "" : "  [" + s.name + "]"));
@@ -57,9 +57,11 @@ std::string report_text(const Report& r) {
                    count(r.tokens_per_s), 100 * r.mfu, s.hardware.peak_flops_per_s / 1e12));
   if (r.comm_bound_threshold_tokens_per_gpu > 0) {
     const double tokens = static_cast<double>(s.tokens_per_micro_batch());
-    line(fmt::format("comm-bound at    {:.0f} tokens/GPU for this DP group (seed 000 §7); this step "
-                     "backs {:.0f} per micro-batch ({:.2f}x)",
-                     r.comm_bound_threshold_tokens_per_gpu, tokens, tokens / r.comm_bound_threshold_tokens_per_gpu));
+    line(fmt::format("comm-bound at    {:.0f} tokens/GPU per micro-batch for this DP group at peak FLOP/s "
+                     "(seed 000 §7),", r.comm_bound_threshold_tokens_per_gpu));
+    line(fmt::format("                 {:.0f} at this simulation's kernel speeds; this step has {:.0f} ({:.2f}x the latter)",
+                     r.comm_bound_tokens_per_gpu_effective, tokens,
+                     r.comm_bound_tokens_per_gpu_effective > 0 ? tokens / r.comm_bound_tokens_per_gpu_effective : 0.0));
   }
 
   if (!r.collectives.empty()) {

@@ -80,6 +80,11 @@ Report run(const Scenario& s) {
   r.mfu = r.step_time_s > 0 ? r.model_flops_per_gpu / (r.step_time_s * s.hardware.peak_flops_per_s) : 0;
   if (!step.groups.empty() && step.groups[0].ranks > 1)
     r.comm_bound_threshold_tokens_per_gpu = hardware::dp_threshold(s.hardware, step.groups[0]).tokens_per_gpu;
+  const double syncs = s.parallelism.sync_every_micro_batch ? static_cast<double>(s.batch.grad_accum) : 1.0;
+  const double backward_per_mb = r.backward_time_s / static_cast<double>(s.batch.grad_accum);
+  if (backward_per_mb > 0 && r.comm_time_s > 0)
+    r.comm_bound_tokens_per_gpu_effective =
+        static_cast<double>(s.tokens_per_micro_batch()) * (r.comm_time_s / syncs) / backward_per_mb;
   r.bucket_count = step.buckets.size();
   for (const auto& b : step.buckets) {
     r.bucket_bytes_max = std::max(r.bucket_bytes_max, b.bytes);

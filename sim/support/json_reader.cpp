@@ -244,6 +244,12 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
     std::string detail = pos == std::string::npos ? what : what.substr(pos + 13);
     throw InputError(fmt::format("{}:{}:{}", source, line, col), "",
                      fmt::format("JSON syntax error: {}", detail));
+  } catch (const nlohmann::json::exception& e) {
+    // e.g. out_of_range 406 "number overflow parsing '1e999'": no position is reported.
+    std::string what = e.what();
+    const auto pos = what.find("] ");
+    throw InputError(source, "", "invalid JSON: " + (pos == std::string::npos ? what : what.substr(pos + 2)) +
+                                     " (numbers must be finite doubles)");
   }
 }
 

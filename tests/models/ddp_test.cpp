@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of the DDP strategy and run(): schedule rules of semantics.md §A and report invariants.
+#include "models/report.hpp"
+#include "models/scenario.hpp"
+#include "models/strategy/strategy.hpp"
+#include "tests/support/catch.hpp"
+
+#include <nlohmann/json.hpp>
+
+using namespace stepsim;
+using namespace stepsim::models;
+
+namespace {
+
+Scenario scenario(const std::string& extra_sets_json) {
+  auto doc = nlohmann::json::parse(R"({"model": "llama3.2-1b", "hardware": "h100-sxm",
+      "parallelism": {"dp": 64}, "batch": {"seq_len": 2048}})");
+  doc.merge_patch(nlohmann::json::parse(extra_sets_json));
+  return parse_scenario(doc, "test.json");
+}
+
+std::int64_t allreduce_count(const Report& r) {
+  std::int64_t n = 0;
+  for (const auto& c : r.collectives) n += c.count;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("ddp: no_sync communicates only on the last micro-batch (semantics §A.6 rule 24)", "[models]") {
+  const Report one = run(scenario("{}"));
+  const Report accum = run(scenario(R"({"batch": {"grad_accum": 4}})"));
+  const Report every = run(scenario(R"({"batch": {"grad_accum": 4}, "parallelism": {"sync_every_micro_batch": true}})"));
+  CHECK(allreduce_count(accum) == allreduce_count(one));
+  CHECK(allreduce_count(every) == 4 * allreduce_count(one));
+  CHECK(accum.comm_time_s == Approx(one.comm_time_s));
+  CHECK(every.comm_time_s == Approx(4 * one.comm_time_s));
+  CHECK(every.step_time_s > accum.step_time_s);
+}
+
+TEST_CASE("ddp: bucket sizes follow bucket_cap_mb; tiny caps give one bucket per tensor", "[models]") {
+  const Report def = run(scenario("{}"));
+  CHECK(def.bucket_count == 49);
+  const Report tiny = run(scenario(R"({"parallelism": {"bucket_cap_mb": 0.05, "first_bucket_mb": 0.05}})"));
+  // Llama-3.2-1B: 16 blocks × 9 tensors + final norm + tied embedding = 146 tensors; norms
+  // (4 kB) pair up with their neighbour until 0.05 MB is reached.
+  CHECK(tiny.bucket_count == 113);
+  const Report huge = run(scenario(R"({"parallelism": {"bucket_cap_mb": 1e6, "first_bucket_mb": 1e6}})"));
+  CHECK(huge.bucket_count == 1);
+  CHECK(huge.gradient_bytes == Approx(2.0 * 1'235'814'400));
+}
+
+TEST_CASE("ddp: one whole-model bucket is fully exposed after backward (seed 000 §2.5)", "[models][invariant]") {
+  const Report huge = run(scenario(R"({"parallelism": {"bucket_cap_mb": 1e6, "first_bucket_mb": 1e6}})"));
+  REQUIRE(huge.collectives.size() == 1);
+  CHECK(huge.exposed_comm_s == Approx(huge.collectives[0].time_s).epsilon(1e-9));
+  CHECK(huge.step_time_s == Approx(huge.compute_time_s + huge.exposed_comm_s).epsilon(1e-9));
+}
+
+TEST_CASE("ddp: step time = compute + exposed communication on one rank", "[models][invariant]") {
+  for (const char* patch : {"{}", R"({"batch": {"grad_accum": 3}})", R"({"batch": {"seq_len": 512}})"}) {
+    const Report r = run(scenario(patch));
+    CHECK(r.step_time_s == Approx(r.compute_time_s + r.exposed_comm_s).epsilon(1e-9));
+    CHECK(r.compute_time_s == Approx(r.forward_time_s + r.backward_time_s + r.optimizer_time_s + r.overhead_time_s).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("ddp: more network bandwidth is never slower", "[models][invariant]") {
+  auto doc = nlohmann::json::parse(R"({"model": "llama3.2-1b", "parallelism": {"dp": 64}, "batch": {"seq_len": 1024},
+    "hardware": {"name": "x", "compute": {"peak_flops_per_s": 989e12}, "memory": {"hbm_bytes": 80e9,
+      "hbm_bandwidth_bytes_per_s": 3.35e12}, "node": {"gpus_per_node": 8},
+      "intra_node": {"bandwidth_bytes_per_s": 450e9, "step_latency_s": 1e-6},
+      "inter_node": {"nics_per_node": 2, "nic_bandwidth_bytes_per_s": 50e9, "step_latency_s": 4e-6}}})");
+  double previous = 1e30;
+  for (int nics : {2, 4, 8}) {
+    doc["hardware"]["inter_node"]["nics_per_node"] = nics;
+    const Report r = run(parse_scenario(doc, "test.json"));
+    CHECK(r.step_time_s <= previous);
+    previous = r.step_time_s;
+  }
+}
+
+TEST_CASE("ddp: tied embedding gradient is ready only at the end of backward", "[models]") {
+  const Report r = run(scenario("{}"));
+  // The critical path ends: embedding backward -> its AllReduce -> copy-back -> Adam.
+  REQUIRE(r.critical_path_tail.size() == 4);
+  CHECK(r.critical_path_tail[0].name == "bwd.embed.model.embed_tokens.weight");
+  CHECK(r.critical_path_tail[1].name.rfind("allreduce.bucket", 0) == 0);
+  CHECK(r.critical_path_tail[2].name == "ddp.copy_bucket_to_grad");
+  CHECK(r.critical_path_tail[3].name == "optimizer.adam");
+}
+
+TEST_CASE("ddp: frozen parameters get no gradient, bucket or optimizer state", "[models]") {
+  auto doc = nlohmann::json::parse(R"({"hardware": "h100-sxm", "parallelism": {"dp": 8},
+    "model": {"name": "adapter", "kind": "layers", "layers": [
+      {"name": "frozen", "params": [{"name": "w0", "numel": 1000000, "trainable": false}], "fwd_flops_per_token": 2e6},
+      {"name": "lora", "params": [{"name": "w1", "numel": 1000}], "fwd_flops_per_token": 2e3}]}})");
+  const Report r = run(parse_scenario(doc, "test.json"));
+  CHECK(r.gradient_bytes == 2000);
+  CHECK(r.bucket_count == 1);
+  CHECK(r.memory.grads_bytes == 2000);
+  CHECK(r.memory.optimizer_bytes == 12 * 1000);
+  CHECK(r.memory.params_bytes == 2 * 1001000);
+}
+
+TEST_CASE("ddp: measured layer times are replayed as given", "[models]") {
+  auto doc = nlohmann::json::parse(R"({"hardware": "h100-sxm", "parallelism": {"dp": 1}, "optimizer": "none",
+    "model": {"name": "measured", "kind": "layers", "layers": [
+      {"name": "a", "params": [{"name": "w", "numel": 1000}], "fwd_s": 0.010, "bwd_s": 0.020},
+      {"name": "b", "params": [{"name": "w", "numel": 1000}], "fwd_s": 0.005, "bwd_s": 0.015}]}})");
+  const Report r = run(parse_scenario(doc, "test.json"));
+  CHECK(r.forward_time_s == Approx(0.015));
+  CHECK(r.backward_time_s == Approx(0.035));
+  CHECK(r.comm_time_s == 0);  // dp = 1: AllReduce over one rank costs nothing
+}
+
+TEST_CASE("ddp: same scenario, same report bytes (except wall time)", "[models]") {
+  auto strip = [](std::string s) {
+    const auto pos = s.find("\"wall_time_s\"");
+    return s.substr(0, pos);
+  };
+  CHECK(strip(report_json(run(scenario("{}")))) == strip(report_json(run(scenario("{}")))));
+  CHECK(report_text(run(scenario("{}"))) == report_text(run(scenario("{}"))));
+}

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of sim/support: units, names, the JSON reader, overrides, atomic files.
+#include "sim/support/atomic_file.hpp"
+#include "sim/support/error.hpp"
+#include "sim/support/json_reader.hpp"
+#include "sim/support/names.hpp"
+#include "sim/support/units.hpp"
+#include "tests/support/catch.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace stepsim;
+using Catch::Matchers::Contains;
+
+TEST_CASE("units: binary and decimal prefixes (DESIGN.md: GB = 1e9, GiB = 2^30)", "[support]") {
+  CHECK(parse_quantity("25MiB", Dimension::Bytes) == 25.0 * 1024 * 1024);
+  CHECK(parse_quantity("16GB", Dimension::Bytes) == 16e9);
+  CHECK(parse_quantity("1 KiB", Dimension::Bytes) == 1024.0);
+  CHECK(parse_quantity("12345", Dimension::Bytes) == 12345.0);
+  CHECK(parse_quantity("400GB/s", Dimension::BytesPerSecond) == 400e9);
+  CHECK(parse_quantity("400Gb/s", Dimension::BytesPerSecond) == 50e9);
+  CHECK(parse_quantity("400Gbps", Dimension::BytesPerSecond) == 50e9);
+  CHECK(parse_quantity("16us", Dimension::Seconds) == Approx(16e-6));
+  CHECK(parse_quantity("2ms", Dimension::Seconds) == Approx(2e-3));
+  CHECK(parse_quantity("989TFLOP/s", Dimension::FlopsPerSecond) == 989e12);
+}
+
+TEST_CASE("units: wrong dimension and garbage are errors naming both", "[support]") {
+  CHECK_THROWS_WITH(parse_quantity("400GB/s", Dimension::Bytes), "expected bytes, got a bandwidth '400GB/s'");
+  CHECK_THROWS_WITH(parse_quantity("16GB", Dimension::BytesPerSecond), "expected a bandwidth, got bytes '16GB'");
+  CHECK_THROWS_WITH(parse_quantity("abc", Dimension::Bytes), Contains("expected bytes such as"));
+  CHECK_THROWS_WITH(parse_quantity("5 parsecs", Dimension::Seconds), Contains("unknown unit 'parsecs'"));
+}
+
+TEST_CASE("names: edit distance and suggestions", "[support]") {
+  CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(edit_distance("", "abc") == 3);
+  CHECK(suggest("gpu_per_node", {"gpus_per_node", "nodes"}) == "gpus_per_node");
+  CHECK(suggest("zzzzzzzz", {"ddp", "fsdp"}).empty());
+  CHECK(did_you_mean("zer03", {"zero3", "ddp"}) == " (did you mean 'zero3'?)");
+}
+
+TEST_CASE("JsonReader: typed access, defaults and range checks", "[support]") {
+  const auto doc = nlohmann::json::parse(R"({"a": 3, "b": "25MiB", "c": true, "d": {"e": "x"}, "f": 2.5})");
+  JsonReader r(doc, "s.json", "");
+  CHECK(r.integer("a", 1, 10) == 3);
+  CHECK(r.number("b", Check::Positive, Dimension::Bytes) == 25.0 * 1024 * 1024);
+  CHECK(r.boolean_or("c", false));
+  CHECK(r.number_or("missing", 7.0) == 7.0);
+  CHECK(r.object("d").string("e") == "x");
+  CHECK_THROWS_WITH(r.integer("f", 1, 10), "s.json: /f: expected an integer in [1, 10], got 2.5");
+  CHECK_THROWS_WITH(r.integer("a", 5, 10), "s.json: /a: expected an integer in [5, 10], got 3");
+  CHECK_THROWS_WITH(r.string("zz"), "s.json: /zz: required field is missing");
+}
+
+TEST_CASE("JsonReader: unknown keys are rejected with a suggestion", "[support]") {
+  const auto doc = nlohmann::json::parse(R"({"gpus_per_nod": 8})");
+  JsonReader r(doc, "s.json", "/cluster");
+  r.integer_or("gpus_per_node", 8, 1, 64);
+  CHECK_THROWS_WITH(r.finish(), Contains("s.json: /cluster/gpus_per_nod: unknown key 'gpus_per_nod' "
+                                         "(did you mean 'gpus_per_node'?)"));
+}
+
+TEST_CASE("parse_json_text: syntax errors carry line:column", "[support]") {
+  CHECK_THROWS_WITH(parse_json_text("{\n  \"a\": 1,\n}\n", "x.json"), Contains("x.json:3:1: JSON syntax error"));
+  CHECK_THROWS_WITH(parse_json_text("  \n", "x.json"), "x.json: file is empty (expected a JSON object)");
+}
+
+TEST_CASE("apply_override: JSON values, plain strings, nested creation", "[support]") {
+  nlohmann::json doc = nlohmann::json::parse(R"({"parallelism": {"dp": 8}, "model": "m"})");
+  apply_override(doc, "parallelism.dp=64", "--set");
+  apply_override(doc, "parallelism.bucket_cap_mb=12.5", "--set");
+  apply_override(doc, "hardware=h100-sxm", "--set");
+  apply_override(doc, "batch.seq_len=2048", "--set");
+  CHECK(doc["parallelism"]["dp"].get<int>() == 64);
+  CHECK(doc["parallelism"]["bucket_cap_mb"].get<double>() == 12.5);
+  CHECK(doc["hardware"].get<std::string>() == "h100-sxm");
+  CHECK(doc["batch"]["seq_len"].get<int>() == 2048);
+  CHECK_THROWS_WITH(apply_override(doc, "model.x=1", "--set"), Contains("'model' is a string, not an object"));
+  CHECK_THROWS_AS(apply_override(doc, "novalue", "--set"), InputError);
+}
+
+TEST_CASE("write_file_atomically: replaces content, refuses a missing directory", "[support]") {
+  const auto dir = std::filesystem::temp_directory_path() / "stepsim_atomic_test";
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "out.txt").string();
+  write_file_atomically(path, "first");
+  write_file_atomically(path, "second");
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  CHECK(text == "second");
+  CHECK_THROWS_WITH(write_file_atomically((dir / "nope" / "x.txt").string(), "x"), Contains("does not exist"));
+  std::filesystem::remove_all(dir);
+}
