@@ -1,241 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // The stepsim CLI: parse arguments, call the library, print. The only place that maps errors
-// to exit codes: 0 ok, 2 bad input, 1 internal error.
-#include "hardware/collective_model.hpp"
-#include "hardware/hardware_profile_json.hpp"
-#include "models/model_spec_json.hpp"
-#include "models/report.hpp"
-#include "models/scenario.hpp"
-#include "models/strategy/strategy.hpp"
+// to exit codes: 0 ok, 2 bad input, 1 internal error. Subcommands live in cmd_*.cpp.
 #include "sim/support/error.hpp"
-#include "sim/support/names.hpp"
-#include "sim/support/units.hpp"
+#include "tools/commands.hpp"
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <iostream>
-
-namespace {
-
-using namespace stepsim;
-using ordered = nlohmann::ordered_json;
-
-struct RunArgs {
-  std::string scenario;
-  std::vector<std::string> sets;
-  std::string format = "text";
-};
-
-struct CollectiveArgs {
-  std::string op;
-  std::string hardware;
-  long long ranks = 0;
-  std::string size;
-  long long gpus_per_node = 0;
-  int axes = 0;
-  std::string cost_model = "alpha-beta";
-  std::string algorithm = "auto";
-  std::string format = "text";
-};
-
-struct ThresholdArgs {
-  std::string hardware;
-  long long ranks = 0;
-  long long gpus_per_node = 0;
-  int axes = 0;
-  long long moe_experts = 0;
-  long long moe_topk = 0;
-  std::string format = "text";
-};
-
-void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
-
-hardware::GroupShape group_shape(const hardware::HardwareProfile& hw, long long ranks,
-                                 long long gpus_per_node, int axes) {
-  if (ranks < 1 || ranks > 100'000'000)
-    throw InputError("--ranks", "", fmt::format("expected an integer in [1, 100000000], got {}", ranks));
-  if (gpus_per_node < 0 || gpus_per_node > (1 << 20))
-    throw InputError("--gpus-per-node", "", fmt::format("expected a positive integer, got {}", gpus_per_node));
-  if (axes != 0 && !hw.is_torus())
-    throw InputError("--axes", "", fmt::format("profile '{}' has no torus; --axes applies to TPU profiles", hw.name));
-  if (axes < 0 || axes > 3) throw InputError("--axes", "", fmt::format("expected 1, 2 or 3 torus axes, got {}", axes));
-  const int g = gpus_per_node > 0 ? static_cast<int>(gpus_per_node) : hw.gpus_per_node;
-  const long long ranks_per_node = std::min<long long>(g, ranks);
-  if (ranks > g && ranks % g != 0 && !hw.is_torus())
-    throw InputError("--ranks", "", fmt::format("{} ranks is not a whole number of {}-GPU nodes", ranks, g));
-  return {static_cast<int>(ranks), static_cast<int>(ranks_per_node), axes};
-}
-
-hardware::CollectiveAlgorithm algorithm_from(const std::string& name) {
-  if (name == "ring") return hardware::CollectiveAlgorithm::Ring;
-  if (name == "hierarchical") return hardware::CollectiveAlgorithm::Hierarchical;
-  return hardware::CollectiveAlgorithm::Auto;
-}
-
-int cmd_run(const RunArgs& a) {
-  const models::Scenario s = models::load_scenario(a.scenario, a.sets);
-  const models::Report r = models::run(s);
-  print(a.format == "json" ? models::report_json(r) : models::report_text(r));
-  return 0;
-}
-
-int cmd_collective(const CollectiveArgs& a) {
-  const auto hw = hardware::load_profile(a.hardware, "--hardware");
-  double bytes = 0;
-  try {
-    bytes = parse_quantity(a.size, Dimension::Bytes);
-  } catch (const UnitError& e) {
-    throw InputError("--size", "", e.what());
-  }
-  if (!(bytes >= 0) || bytes > 1e18)
-    throw InputError("--size", "", fmt::format("expected a size in [0, 1e18] bytes, got '{}'", a.size));
-  const auto group = group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
-  const hardware::CollectiveOp op = a.op == "allreduce"       ? hardware::CollectiveOp::AllReduce
-                                    : a.op == "reducescatter" ? hardware::CollectiveOp::ReduceScatter
-                                                              : hardware::CollectiveOp::AllGather;
-  const auto c = hardware::collective_cost(hw, op, bytes, group, algorithm_from(a.algorithm));
-  const double n = group.ranks;
-  const double bus = n <= 1 ? 0 : (op == hardware::CollectiveOp::AllReduce ? 2 * (n - 1) / n : (n - 1) / n);
-  const double algbw = c.time_s() > 0 ? bytes / c.time_s() : 0;
-  ordered j;
-  j["op"] = hardware::collective_op_label(op);
-  j["hardware"] = hw.name;
-  j["cost_model"] = a.cost_model;
-  j["ranks"] = group.ranks;
-  j["gpus_per_node"] = group.ranks_per_node;
-  j["nodes"] = (group.ranks + group.ranks_per_node - 1) / group.ranks_per_node;
-  j["bytes"] = bytes;
-  j["time_s"] = c.time_s();
-  j["bandwidth_time_s"] = c.bandwidth_s;
-  j["latency_time_s"] = c.latency_s;
-  j["algbw_bytes_per_s"] = algbw;
-  j["busbw_bytes_per_s"] = algbw * bus;
-  j["algorithm"] = c.algorithm;
-  j["bottleneck"] = c.bottleneck;
-  if (!c.torus_dims.empty()) j["torus_dims"] = c.torus_dims;
-  if (a.format == "json") {
-    print(j.dump(2) + "\n");
-  } else {
-    print(fmt::format("{} of {:.6g} bytes over {} ranks ({} per node) on {} [{} / {}]\n",
-                      j["op"].get<std::string>(), bytes, group.ranks, group.ranks_per_node, hw.name,
-                      a.cost_model, c.algorithm));
-    print(fmt::format("  time        {:.6g} s  = bandwidth {:.6g} s + latency {:.6g} s\n", c.time_s(),
-                      c.bandwidth_s, c.latency_s));
-    print(fmt::format("  algbw       {:.2f} GB/s   busbw {:.2f} GB/s (nccl-tests definitions)\n", algbw / 1e9,
-                      algbw * bus / 1e9));
-    print(fmt::format("  bottleneck  {}\n", c.bottleneck));
-  }
-  return 0;
-}
-
-int cmd_threshold(const ThresholdArgs& a) {
-  const auto hw = hardware::load_profile(a.hardware, "--hardware");
-  const auto group = group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
-  const bool moe = a.moe_experts != 0 || a.moe_topk != 0;
-  if (moe && (a.moe_experts < 1 || a.moe_topk < 1 || a.moe_topk > a.moe_experts || a.moe_experts > (1 << 20)))
-    throw InputError("--moe-experts/--moe-topk", "",
-                     fmt::format("expected 1 ≤ topk ≤ experts (both given), got experts {} topk {}",
-                                 a.moe_experts, a.moe_topk));
-  const auto t = hardware::dp_threshold(hw, group, moe ? static_cast<int>(a.moe_experts) : 1,
-                                        moe ? static_cast<int>(a.moe_topk) : 1);
-  ordered j;
-  j["hardware"] = hw.name;
-  j["ranks"] = group.ranks;
-  j["gpus_per_node"] = group.ranks_per_node;
-  j["peak_flops_per_s"] = hw.peak_flops_per_s;
-  j["tokens_per_gpu"] = t.tokens_per_gpu;
-  j["tokens_per_gpu_asymptotic"] = t.tokens_per_gpu_asymptotic;
-  j["moe_factor"] = t.moe_factor;
-  j["min_global_batch_tokens"] = t.min_global_batch_tokens;
-  j["min_global_batch_tokens_asymptotic"] = t.min_global_batch_tokens_asymptotic;
-  j["bottleneck"] = t.bottleneck;
-  j["algorithm"] = t.algorithm;
-  if (!t.torus_dims.empty()) j["torus_dims"] = t.torus_dims;
-  j["formula"] = "tokens/GPU = C * t_bw(AllReduce of V) / (2V): backward 4*Psi*tokens/C equals the "
-                 "bandwidth time of the bf16 gradient AllReduce (seed 000 §7.1, §7.3, §7.4)";
-  if (a.format == "json") {
-    print(j.dump(2) + "\n");
-  } else {
-    print(fmt::format("DP communication-bound threshold on {} x {} ({})\n", group.ranks, hw.name, t.algorithm));
-    print(fmt::format("  tokens per GPU      {:.0f}   (exact ring factors)\n", t.tokens_per_gpu));
-    print(fmt::format("  asymptotic (C/W)    {:.0f}   (every (k-1)/k taken as 1)\n", t.tokens_per_gpu_asymptotic));
-    if (moe) print(fmt::format("  MoE factor E/k      {:g}   (already applied)\n", t.moe_factor));
-    print(fmt::format("  min global batch    {:.4g} tokens  (asymptotic {:.4g})\n", t.min_global_batch_tokens,
-                      t.min_global_batch_tokens_asymptotic));
-    print(fmt::format("  bottleneck          {}\n", t.bottleneck));
-    if (!t.torus_dims.empty()) {
-      std::string dims;
-      for (int d : t.torus_dims) dims += (dims.empty() ? "" : "x") + std::to_string(d);
-      print(fmt::format("  torus rings         {}\n", dims));
-    }
-    print("  below this many tokens per GPU per micro-batch, the gradient AllReduce cannot hide behind backward\n");
-  }
-  return 0;
-}
-
-int cmd_list(const std::string& what) {
-  if (what == "profiles" || what == "hardware") {
-    for (const auto& n : hardware::builtin_profile_names()) {
-      const auto p = hardware::load_profile(n);
-      print(fmt::format("{:<12} {}\n", n, p.description));
-    }
-  } else if (what == "models") {
-    for (const auto& n : models::builtin_model_names()) {
-      const auto m = models::load_model(n);
-      print(fmt::format("{:<12} {:>8.3f} B parameters, {} layers ({})\n", n, static_cast<double>(m.parameter_count()) / 1e9,
-                        m.layers.size(), m.kind));
-    }
-  } else {
-    for (const auto& s : models::strategy_registry()) print(fmt::format("{:<8} {}\n", s.name, s.description));
-  }
-  return 0;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
+  using namespace stepsim;
   CLI::App app{"stepsim: discrete-event simulator of one data-parallel training step"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "stepsim 0.1");
-
-  RunArgs run_args;
-  auto* run = app.add_subcommand("run", "simulate one training step of a scenario");
-  run->add_option("scenario", run_args.scenario, "scenario JSON file")->required();
-  run->add_option("--set", run_args.sets, "override a scenario field before validation: PATH=VALUE (repeatable)");
-  run->add_option("--format", run_args.format, "output format")->check(CLI::IsMember({"text", "json"}));
-
-  CollectiveArgs coll;
-  auto* collective = app.add_subcommand("collective", "closed-form time of one collective");
-  collective->add_option("op", coll.op, "allreduce | reducescatter | allgather")
-      ->required()
-      ->check(CLI::IsMember({"allreduce", "reducescatter", "allgather"}));
-  collective->add_option("--hardware", coll.hardware, "profile name or JSON file")->required();
-  collective->add_option("--ranks", coll.ranks, "ranks in the communicator")->required();
-  collective->add_option("--size", coll.size, "buffer size as nccl-tests counts it: bytes or '16GB', '25MiB'")->required();
-  collective->add_option("--gpus-per-node", coll.gpus_per_node, "GPUs per node (default: the profile's)");
-  collective->add_option("--axes", coll.axes, "TPU: torus axes used at once (1-3; default all)");
-  collective->add_option("--cost-model", coll.cost_model, "collective cost model")->check(CLI::IsMember({"alpha-beta"}));
-  collective->add_option("--algorithm", coll.algorithm, "auto | ring | hierarchical")
-      ->check(CLI::IsMember({"auto", "ring", "hierarchical"}));
-  collective->add_option("--format", coll.format, "output format")->check(CLI::IsMember({"text", "json"}));
-
-  ThresholdArgs thr;
-  auto* threshold = app.add_subcommand("threshold", "tokens per GPU below which pure DP is communication-bound");
-  threshold->add_option("--hardware", thr.hardware, "profile name or JSON file")->required();
-  threshold->add_option("--ranks", thr.ranks, "DP degree")->required();
-  threshold->add_option("--gpus-per-node", thr.gpus_per_node, "GPUs per node (default: the profile's)");
-  threshold->add_option("--axes", thr.axes, "TPU: torus axes used for DP (1-3; default all)");
-  threshold->add_option("--moe-experts", thr.moe_experts, "MoE: experts per layer E");
-  threshold->add_option("--moe-topk", thr.moe_topk, "MoE: experts per token k");
-  threshold->add_option("--format", thr.format, "output format")->check(CLI::IsMember({"text", "json"}));
-
-  std::string list_what = "strategies";
-  auto* list = app.add_subcommand("list", "list built-in profiles, models or strategies");
-  list->add_option("what", list_what, "profiles | models | strategies")
-      ->check(CLI::IsMember({"profiles", "hardware", "models", "strategies"}));
+  tools::Action action;
+  tools::add_run_command(app, action);
+  tools::add_collective_commands(app, action);
+  tools::add_list_command(app, action);
 
   try {
     app.parse(argc, argv);
@@ -251,10 +32,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*run) return cmd_run(run_args);
-    if (*collective) return cmd_collective(coll);
-    if (*threshold) return cmd_threshold(thr);
-    if (*list) return cmd_list(list_what);
+    return action ? action() : 0;
   } catch (const InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
@@ -265,5 +43,4 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
-  return 0;
 }

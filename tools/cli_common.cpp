@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers shared by subcommands.
+#include "tools/commands.hpp"
+
+#include "sim/support/error.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+namespace stepsim::tools {
+
+void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
+
+hardware::GroupShape group_shape(const hardware::HardwareProfile& hw, long long ranks,
+                                 long long gpus_per_node, int axes) {
+  if (ranks < 1 || ranks > 100'000'000)
+    throw InputError("--ranks", "", fmt::format("expected an integer in [1, 100000000], got {}", ranks));
+  if (gpus_per_node < 0 || gpus_per_node > (1 << 20))
+    throw InputError("--gpus-per-node", "", fmt::format("expected a positive integer, got {}", gpus_per_node));
+  if (axes != 0 && !hw.is_torus())
+    throw InputError("--axes", "", fmt::format("profile '{}' has no torus; --axes applies to TPU profiles", hw.name));
+  if (axes < 0 || axes > 3) throw InputError("--axes", "", fmt::format("expected 1, 2 or 3 torus axes, got {}", axes));
+  const int g = gpus_per_node > 0 ? static_cast<int>(gpus_per_node) : hw.gpus_per_node;
+  const long long ranks_per_node = std::min<long long>(g, ranks);
+  if (ranks > g && ranks % g != 0 && !hw.is_torus())
+    throw InputError("--ranks", "", fmt::format("{} ranks is not a whole number of {}-GPU nodes", ranks, g));
+  return {static_cast<int>(ranks), static_cast<int>(ranks_per_node), axes};
+}
+
+hardware::CollectiveAlgorithm algorithm_from(const std::string& name) {
+  if (name == "ring") return hardware::CollectiveAlgorithm::Ring;
+  if (name == "hierarchical") return hardware::CollectiveAlgorithm::Hierarchical;
+  return hardware::CollectiveAlgorithm::Auto;
+}
+
+}  // namespace stepsim::tools

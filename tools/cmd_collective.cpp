@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stepsim collective` and `stepsim threshold`: closed-form collective costs and the DP threshold.
+#include "tools/commands.hpp"
+
+#include "sim/support/error.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include "hardware/hardware_profile_json.hpp"
+#include "sim/support/units.hpp"
+
+#include <memory>
+
+namespace stepsim::tools {
+
+namespace {
+
+using ordered = nlohmann::ordered_json;
+
+struct CollectiveArgs {
+  std::string op;
+  std::string hardware;
+  long long ranks = 0;
+  std::string size;
+  long long gpus_per_node = 0;
+  int axes = 0;
+  std::string cost_model = "alpha-beta";
+  std::string algorithm = "auto";
+  std::string format = "text";
+};
+
+struct ThresholdArgs {
+  std::string hardware;
+  long long ranks = 0;
+  long long gpus_per_node = 0;
+  int axes = 0;
+  long long moe_experts = 0;
+  long long moe_topk = 0;
+  std::string format = "text";
+};
+
+int cmd_collective(const CollectiveArgs& a) {
+  const auto hw = hardware::load_profile(a.hardware, "--hardware");
+  double bytes = 0;
+  try {
+    bytes = parse_quantity(a.size, Dimension::Bytes);
+  } catch (const UnitError& e) {
+    throw InputError("--size", "", e.what());
+  }
+  if (!(bytes >= 0) || bytes > 1e18)
+    throw InputError("--size", "", fmt::format("expected a size in [0, 1e18] bytes, got '{}'", a.size));
+  const auto group = group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
+  const hardware::CollectiveOp op = a.op == "allreduce"       ? hardware::CollectiveOp::AllReduce
+                                    : a.op == "reducescatter" ? hardware::CollectiveOp::ReduceScatter
+                                                              : hardware::CollectiveOp::AllGather;
+  const auto c = hardware::collective_cost(hw, op, bytes, group, algorithm_from(a.algorithm));
+  const double n = group.ranks;
+  const double bus = n <= 1 ? 0 : (op == hardware::CollectiveOp::AllReduce ? 2 * (n - 1) / n : (n - 1) / n);
+  const double algbw = c.time_s() > 0 ? bytes / c.time_s() : 0;
+  ordered j;
+  j["op"] = hardware::collective_op_label(op);
+  j["hardware"] = hw.name;
+  j["cost_model"] = a.cost_model;
+  j["ranks"] = group.ranks;
+  j["gpus_per_node"] = group.ranks_per_node;
+  j["nodes"] = (group.ranks + group.ranks_per_node - 1) / group.ranks_per_node;
+  j["bytes"] = bytes;
+  j["time_s"] = c.time_s();
+  j["bandwidth_time_s"] = c.bandwidth_s;
+  j["latency_time_s"] = c.latency_s;
+  j["algbw_bytes_per_s"] = algbw;
+  j["busbw_bytes_per_s"] = algbw * bus;
+  j["algorithm"] = c.algorithm;
+  j["bottleneck"] = c.bottleneck;
+  if (!c.torus_dims.empty()) j["torus_dims"] = c.torus_dims;
+  if (a.format == "json") {
+    print(j.dump(2) + "\n");
+  } else {
+    print(fmt::format("{} of {:.6g} bytes over {} ranks ({} per node) on {} [{} / {}]\n",
+                      j["op"].get<std::string>(), bytes, group.ranks, group.ranks_per_node, hw.name,
+                      a.cost_model, c.algorithm));
+    print(fmt::format("  time        {:.6g} s  = bandwidth {:.6g} s + latency {:.6g} s\n", c.time_s(),
+                      c.bandwidth_s, c.latency_s));
+    print(fmt::format("  algbw       {:.2f} GB/s   busbw {:.2f} GB/s (nccl-tests definitions)\n", algbw / 1e9,
+                      algbw * bus / 1e9));
+    print(fmt::format("  bottleneck  {}\n", c.bottleneck));
+  }
+  return 0;
+}
+
+int cmd_threshold(const ThresholdArgs& a) {
+  const auto hw = hardware::load_profile(a.hardware, "--hardware");
+  const auto group = group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
+  const bool moe = a.moe_experts != 0 || a.moe_topk != 0;
+  if (moe && (a.moe_experts < 1 || a.moe_topk < 1 || a.moe_topk > a.moe_experts || a.moe_experts > (1 << 20)))
+    throw InputError("--moe-experts/--moe-topk", "",
+                     fmt::format("expected 1 ≤ topk ≤ experts (both given), got experts {} topk {}",
+                                 a.moe_experts, a.moe_topk));
+  const auto t = hardware::dp_threshold(hw, group, moe ? static_cast<int>(a.moe_experts) : 1,
+                                        moe ? static_cast<int>(a.moe_topk) : 1);
+  ordered j;
+  j["hardware"] = hw.name;
+  j["ranks"] = group.ranks;
+  j["gpus_per_node"] = group.ranks_per_node;
+  j["peak_flops_per_s"] = hw.peak_flops_per_s;
+  j["tokens_per_gpu"] = t.tokens_per_gpu;
+  j["tokens_per_gpu_asymptotic"] = t.tokens_per_gpu_asymptotic;
+  j["moe_factor"] = t.moe_factor;
+  j["min_global_batch_tokens"] = t.min_global_batch_tokens;
+  j["min_global_batch_tokens_asymptotic"] = t.min_global_batch_tokens_asymptotic;
+  j["bottleneck"] = t.bottleneck;
+  j["algorithm"] = t.algorithm;
+  if (!t.torus_dims.empty()) j["torus_dims"] = t.torus_dims;
+  j["formula"] = "tokens/GPU = C * t_bw(AllReduce of V) / (2V): backward 4*Psi*tokens/C equals the "
+                 "bandwidth time of the bf16 gradient AllReduce (seed 000 §7.1, §7.3, §7.4)";
+  if (a.format == "json") {
+    print(j.dump(2) + "\n");
+  } else {
+    print(fmt::format("DP communication-bound threshold on {} x {} ({})\n", group.ranks, hw.name, t.algorithm));
+    print(fmt::format("  tokens per GPU      {:.0f}   (exact ring factors)\n", t.tokens_per_gpu));
+    print(fmt::format("  asymptotic (C/W)    {:.0f}   (every (k-1)/k taken as 1)\n", t.tokens_per_gpu_asymptotic));
+    if (moe) print(fmt::format("  MoE factor E/k      {:g}   (already applied)\n", t.moe_factor));
+    print(fmt::format("  min global batch    {:.4g} tokens  (asymptotic {:.4g})\n", t.min_global_batch_tokens,
+                      t.min_global_batch_tokens_asymptotic));
+    print(fmt::format("  bottleneck          {}\n", t.bottleneck));
+    if (!t.torus_dims.empty()) {
+      std::string dims;
+      for (int d : t.torus_dims) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+      print(fmt::format("  torus rings         {}\n", dims));
+    }
+    print("  below this many tokens per GPU per micro-batch, the gradient AllReduce cannot hide behind backward\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_collective_commands(CLI::App& app, Action& action) {
+  auto coll = std::make_shared<CollectiveArgs>();
+  auto* collective = app.add_subcommand("collective", "closed-form time of one collective");
+  collective->add_option("op", coll->op, "allreduce | reducescatter | allgather")
+      ->required()
+      ->check(CLI::IsMember({"allreduce", "reducescatter", "allgather"}));
+  collective->add_option("--hardware", coll->hardware, "profile name or JSON file")->required();
+  collective->add_option("--ranks", coll->ranks, "ranks in the communicator")->required();
+  collective->add_option("--size", coll->size, "buffer size as nccl-tests counts it: bytes or '16GB', '25MiB'")->required();
+  collective->add_option("--gpus-per-node", coll->gpus_per_node, "GPUs per node (default: the profile's)");
+  collective->add_option("--axes", coll->axes, "TPU: torus axes used at once (1-3; default all)");
+  collective->add_option("--cost-model", coll->cost_model, "collective cost model")->check(CLI::IsMember({"alpha-beta"}));
+  collective->add_option("--algorithm", coll->algorithm, "auto | ring | hierarchical")
+      ->check(CLI::IsMember({"auto", "ring", "hierarchical"}));
+  collective->add_option("--format", coll->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  collective->callback([coll, &action] { action = [coll] { return cmd_collective(*coll); }; });
+
+  auto thr = std::make_shared<ThresholdArgs>();
+  auto* threshold = app.add_subcommand("threshold", "tokens per GPU below which pure DP is communication-bound");
+  threshold->add_option("--hardware", thr->hardware, "profile name or JSON file")->required();
+  threshold->add_option("--ranks", thr->ranks, "DP degree")->required();
+  threshold->add_option("--gpus-per-node", thr->gpus_per_node, "GPUs per node (default: the profile's)");
+  threshold->add_option("--axes", thr->axes, "TPU: torus axes used for DP (1-3; default all)");
+  threshold->add_option("--moe-experts", thr->moe_experts, "MoE: experts per layer E");
+  threshold->add_option("--moe-topk", thr->moe_topk, "MoE: experts per token k");
+  threshold->add_option("--format", thr->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  threshold->callback([thr, &action] { action = [thr] { return cmd_threshold(*thr); }; });
+}
+
+}  // namespace stepsim::tools

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CLI's subcommands: each file registers one (or a family) on the CLI11 app.
+#pragma once
+
+#include "hardware/collective_model.hpp"
+#include "hardware/hardware_profile.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace stepsim::tools {
+
+/// What main() runs after parsing: the chosen subcommand's body. Returns the exit status;
+/// throws InputError (exit 2) or InternalError (exit 1), which only main() maps.
+using Action = std::function<int()>;
+
+void add_run_command(CLI::App& app, Action& action);
+void add_collective_commands(CLI::App& app, Action& action);  // collective, threshold
+void add_list_command(CLI::App& app, Action& action);
+
+/// Writes text to stdout as is.
+void print(const std::string& s);
+
+/// Communicator shape from CLI flags; validates them (InputError naming the flag).
+hardware::GroupShape group_shape(const hardware::HardwareProfile& hw, long long ranks,
+                                 long long gpus_per_node, int axes);
+
+/// "auto" | "ring" | "hierarchical" (already validated by CLI11).
+hardware::CollectiveAlgorithm algorithm_from(const std::string& name);
+
+}  // namespace stepsim::tools
