@@ -79,8 +79,9 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
                                  "network (nics_per_node × nic_bandwidth_bytes_per_s)",
                                  n_ranks, nodes));
   if (algorithm == CollectiveAlgorithm::Ring) {
-    // One flat ring: each step's slowest hop (the node NIC shared by g ranks, or NVLink).
-    const double w = std::min(w_intra, w_node / g);
+    // One flat ring over every rank, spread over as many channels as NICs (NCCL places each
+    // channel's node crossing on its own NIC): per rank, min(NVLink, node egress).
+    const double w = std::min(w_intra, w_node);
     c.algorithm = "ring";
     c.bottleneck = w < w_intra ? "node network egress" : "intra-node fabric";
     c.bandwidth_s = m * ring_factor(n_ranks, exact) * bytes / w;
@@ -105,6 +106,19 @@ CollectiveCost cost(const HardwareProfile& hw, CollectiveOp op, double bytes, co
   STEPSIM_ASSERT(group.ranks >= 1 && group.ranks_per_node >= 1, "bad group shape {}x{}",
                  group.ranks, group.ranks_per_node);
   STEPSIM_ASSERT(bytes >= 0 && std::isfinite(bytes), "bad collective size {}", bytes);
+  if (hw.is_torus()) {
+    long long pod = 1;
+    for (int d : hw.torus_dims) pod *= d;
+    if (group.ranks > pod)
+      throw InputError(hw.name, "/torus/dims",
+                       fmt::format("a group of {} chips is larger than the torus ({} chips); "
+                                   "multi-slice (DCN) data parallelism is not modelled",
+                                   group.ranks, pod));
+    if (group.torus_axes > static_cast<int>(hw.torus_dims.size()))
+      throw InputError(hw.name, "/torus/dims",
+                       fmt::format("{} torus axes asked for, but the torus has {}", group.torus_axes,
+                                   hw.torus_dims.size()));
+  }
   if (group.ranks == 1) {
     CollectiveCost c;
     c.algorithm = "none";
@@ -120,7 +134,7 @@ CollectiveCost cost(const HardwareProfile& hw, CollectiveOp op, double bytes, co
 
 CollectiveCost collective_cost(const HardwareProfile& hw, CollectiveOp op, double bytes,
                                const GroupShape& group, CollectiveAlgorithm algorithm) {
-  return cost(hw, op, bytes, group, algorithm, true);
+  return cost(hw, op, bytes + 0.0, group, algorithm, true);  // + 0.0 turns -0 into 0
 }
 
 std::vector<int> torus_ring_lengths(const HardwareProfile& hw, int ranks, int axes) {
@@ -130,7 +144,8 @@ std::vector<int> torus_ring_lengths(const HardwareProfile& hw, int ranks, int ax
     for (int d : hw.torus_dims) pod *= d;
     if (pod == ranks) return hw.torus_dims;
   }
-  // Most balanced factorisation: peel off the divisor of `rest` closest to its k-th root.
+  // Most balanced factorisation: peel off the divisor of `rest` closest to its k-th root
+  // (divisors found in O(sqrt(rest))).
   std::vector<int> dims;
   int rest = ranks;
   for (int k = axes; k >= 1; --k) {
@@ -140,8 +155,11 @@ std::vector<int> torus_ring_lengths(const HardwareProfile& hw, int ranks, int ax
     }
     const double target = std::pow(rest, 1.0 / k);
     int best = 1;
-    for (int d = 1; d <= rest; ++d)
-      if (rest % d == 0 && std::fabs(d - target) < std::fabs(best - target)) best = d;
+    for (int d = 1; static_cast<long long>(d) * d <= rest; ++d) {
+      if (rest % d != 0) continue;
+      for (int cand : {d, rest / d})
+        if (std::fabs(cand - target) < std::fabs(best - target)) best = cand;
+    }
     dims.push_back(best);
     rest /= best;
   }

@@ -41,6 +41,9 @@ struct CollectiveCost {
   std::string algorithm;   ///< "none", "ring", "hierarchical", "torus"
   std::string bottleneck;  ///< which link sets the bandwidth term
   std::vector<int> torus_dims;  ///< the ring lengths used on a torus
+  /// "" for the nominal model; else which calibration segment was applied (calibration.hpp).
+  std::string calibration;
+  bool calibration_extrapolated = false;  ///< size or rank count outside the fitted range
   double time_s() const { return latency_s + bandwidth_s; }
 };
 

@@ -41,8 +41,10 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   p.name = root.string("name");
   p.description = root.string_or("description", "");
   if (root.has("sources")) {
-    for (const auto& s : doc.at("sources")) {
-      if (!s.is_string()) root.fail("sources", "expected an array of strings");
+    const nlohmann::json& sources = doc.at("sources");
+    if (!sources.is_array()) root.fail("sources", "expected an array of strings, got " + json_excerpt(sources));
+    for (const auto& s : sources) {
+      if (!s.is_string()) root.fail("sources", "expected an array of strings, got " + json_excerpt(s));
       p.sources.push_back(s.get<std::string>());
     }
   }
@@ -90,6 +92,23 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
                             "only torus profiles may omit it)");
   }
   root.finish();
+  // Physically meaningless magnitudes (denormals, 1e300) would print inf or 300-digit numbers.
+  const auto in_range = [&](const JsonReader& r, const char* key, double v, double lo, double hi, const char* unit) {
+    if (v < lo || v > hi)
+      r.fail(key, fmt::format("expected {} in [{:g}, {:g}] {}, got {:g}", key, lo, hi, unit, v));
+  };
+  in_range(compute, "peak_flops_per_s", p.peak_flops_per_s, 1e6, 1e21, "FLOP/s");
+  in_range(memory, "hbm_bytes", p.hbm_bytes, 1e6, 1e18, "bytes");
+  in_range(memory, "hbm_bandwidth_bytes_per_s", p.hbm_bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");
+  in_range(intra, "bandwidth_bytes_per_s", p.intra_node.bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");
+  if (p.nics_per_node > 0)
+    in_range(*root.optional_object("inter_node"), "nic_bandwidth_bytes_per_s", p.nic_bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");
+  if (p.is_torus())
+    in_range(*root.optional_object("torus"), "axis_bandwidth_bytes_per_s", p.torus_axis.bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");
+  for (const LinkScope* l : {&p.intra_node, &p.inter_node, &p.torus_axis})
+    if (l->base_latency_s > 1.0 || l->step_latency_s > 1.0)
+      root.fail(l == &p.intra_node ? "intra_node" : l == &p.inter_node ? "inter_node" : "torus",
+                "latencies above 1 s are not a collective's latency (expected seconds, e.g. 5e-6 or \"5us\")");
   return p;
 }
 

@@ -32,24 +32,35 @@ bool is_collective(std::uint32_t op) {
 }
 
 StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
-                             CollectiveAlgorithm algorithm)
-    : hw_(std::move(hw)), groups_(std::move(groups)), algorithm_(algorithm) {}
+                             CollectiveAlgorithm algorithm,
+                             std::shared_ptr<const CalibrationOverlay> calibration)
+    : hw_(std::move(hw)), groups_(std::move(groups)), algorithm_(algorithm),
+      calibration_(std::move(calibration)) {}
 
 CollectiveCost StepCostModel::collective(const sim::Task& task) const {
   STEPSIM_ASSERT(task.group < groups_.size(), "task '{}' names unknown group {}", task.name, task.group);
-  return collective_cost(hw_, collective_of(static_cast<OpCode>(task.op)), task.bytes,
-                         groups_[task.group], algorithm_);
+  return calibrated_collective_cost(hw_, calibration_.get(), collective_of(static_cast<OpCode>(task.op)),
+                                    task.bytes, groups_[task.group], algorithm_);
 }
 
-sim::Time StepCostModel::duration(const sim::Task& task) const {
-  if (is_collective(task.op)) return sim::Time::from_seconds(collective(task).time_s());
+double StepCostModel::seconds(const sim::Task& task) const {
+  if (is_collective(task.op)) return collective(task).time_s();
   switch (static_cast<OpCode>(task.op)) {
-    case OpCode::Kernel: return sim::Time::from_seconds(kernel_time_s(hw_, task.flops, task.bytes));
-    case OpCode::Fixed: return sim::Time::from_seconds(task.fixed_s);
-    case OpCode::Layer: return sim::Time::from_seconds(sequence_time_s(hw_, task.flops, task.bytes));
+    case OpCode::Kernel: return kernel_time_s(hw_, task.flops, task.bytes);
+    case OpCode::Fixed: return task.fixed_s;
+    case OpCode::Layer: return sequence_time_s(hw_, task.flops, task.bytes);
     default: break;
   }
   throw InternalError("task '" + task.name + "' has unknown op code " + std::to_string(task.op));
+}
+
+sim::Time StepCostModel::duration(const sim::Task& task) const {
+  const double s = seconds(task);
+  try {
+    return sim::Time::from_seconds(s);
+  } catch (const InputError& e) {
+    throw InputError(hw_.name, "", fmt::format("task '{}' would take {:g} s: {}", task.name, s, e.detail()));
+  }
 }
 
 }  // namespace stepsim::hardware

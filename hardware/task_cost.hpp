@@ -3,11 +3,13 @@
 // roofline and the α-β collective model of one HardwareProfile.
 #pragma once
 
+#include "hardware/calibration.hpp"
 #include "hardware/collective_model.hpp"
 #include "hardware/hardware_profile.hpp"
 #include "sim/engine.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace stepsim::hardware {
@@ -30,18 +32,27 @@ OpCode opcode_of(CollectiveOp op);
 bool is_collective(std::uint32_t op);
 
 /// Prices tasks on one profile. `groups[i]` is the shape of communicator i (task.group).
+/// With a calibration overlay, collectives take calibrated_collective_cost() (the nominal
+/// α-β cost with the overlay's size-segment factors on top); without one, collective_cost().
 class StepCostModel final : public sim::TaskCostModel {
  public:
-  StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups, CollectiveAlgorithm algorithm);
+  StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups, CollectiveAlgorithm algorithm,
+                std::shared_ptr<const CalibrationOverlay> calibration = nullptr);
+  /// @throws InputError naming the task when its duration is outside sim::Time's range.
   sim::Time duration(const sim::Task& task) const override;
+  /// Duration in seconds before rounding to picoseconds.
+  double seconds(const sim::Task& task) const;
   /// Closed-form cost of a collective task (for reports).
   CollectiveCost collective(const sim::Task& task) const;
   const HardwareProfile& hardware() const { return hw_; }
+  /// The overlay in use, or nullptr for the nominal model.
+  const CalibrationOverlay* calibration() const { return calibration_.get(); }
 
  private:
   HardwareProfile hw_;
   std::vector<GroupShape> groups_;
   CollectiveAlgorithm algorithm_;
+  std::shared_ptr<const CalibrationOverlay> calibration_;
 };
 
 }  // namespace stepsim::hardware

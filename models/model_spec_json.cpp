@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <limits>
 
 namespace stepsim::models {
@@ -20,6 +21,7 @@ const std::vector<EmbeddedFile>& builtin_models();  // generated from models/cat
 namespace {
 
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
+constexpr double kMaxParams = 1e15;  // keeps every count exact in int64 and double
 
 const std::vector<std::string>& dtype_names() {
   static const std::vector<std::string> names = {"fp32", "bf16", "fp16", "fp8"};
@@ -40,6 +42,13 @@ TransformerShape read_transformer(const JsonReader& r, DType dtype) {
   s.layernorm = r.choice_or("norm", "rmsnorm", {"rmsnorm", "layernorm"}) == "layernorm";
   s.max_positions = r.integer_or("max_positions", 0, 0, kMaxDim);
   s.dtype = dtype;
+  // Tensor sizes are products of these; refuse shapes whose counts would leave exact int64
+  // arithmetic (1e15 parameters is far beyond any model).
+  const double h = static_cast<double>(s.hidden);
+  const double biggest = std::max({h * static_cast<double>(s.vocab), h * static_cast<double>(s.ffn), h * h});
+  const double total = biggest * (3.0 + 12.0 * static_cast<double>(s.layers));
+  if (total > kMaxParams)
+    r.fail("hidden", fmt::format("this shape has about {:.3g} parameters; expected at most {:g}", total, kMaxParams));
   if (s.hidden % s.heads != 0)
     r.fail("heads", fmt::format("hidden ({}) must be divisible by heads ({})", s.hidden, s.heads));
   if (s.heads % s.kv_heads != 0)
@@ -108,6 +117,9 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, cons
     const auto layers = r.integer("layers", 1, 1 << 20);
     const auto hidden = r.integer("hidden", 1, kMaxDim);
     const auto ffn = r.integer("ffn", 1, kMaxDim);
+    const double total = 2.0 * static_cast<double>(layers) * static_cast<double>(hidden) * static_cast<double>(ffn);
+    if (total > kMaxParams)
+      r.fail("hidden", fmt::format("this shape has {:.3g} parameters; expected at most {:g}", total, kMaxParams));
     m = make_mlp(name, layers, hidden, ffn, dtype);
   } else {
     m.name = name;
@@ -116,6 +128,11 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, cons
   }
   m.source = src;
   r.finish();
+  double total = 0;
+  for (const auto& l : m.layers)
+    for (const auto& t : l.params) total += static_cast<double>(t.numel);
+  if (total > kMaxParams)
+    r.fail("layers", fmt::format("the model has {:.3g} parameters; expected at most {:g}", total, kMaxParams));
   if (m.parameter_count() <= 0) r.fail("layers", "the model has no parameters");
   return m;
 }

@@ -108,11 +108,12 @@ Report run(const Scenario& s) {
         (r.memory.params_bytes + r.memory.grads_bytes + r.memory.optimizer_bytes) /
             static_cast<double>(s.model.parameter_count())));
   const double tokens_mb = static_cast<double>(s.tokens_per_micro_batch());
-  if (r.comm_bound_threshold_tokens_per_gpu > 0 && tokens_mb < r.comm_bound_threshold_tokens_per_gpu)
+  if (r.comm_bound_tokens_per_gpu_effective > 0 && tokens_mb < r.comm_bound_tokens_per_gpu_effective)
     r.warnings.push_back(fmt::format(
-        "communication-bound: {:.0f} tokens per GPU per micro-batch is below the DP threshold of "
-        "{:.0f} for this cluster (seed 000 §7); the gradient AllReduce cannot hide behind backward",
-        tokens_mb, r.comm_bound_threshold_tokens_per_gpu));
+        "communication-bound: {:.0f} tokens per GPU per micro-batch is below the {:.0f} at which this "
+        "step's backward lasts as long as its gradient communication ({:.0f} at peak FLOP/s); "
+        "gradient traffic cannot hide behind backward",
+        tokens_mb, r.comm_bound_tokens_per_gpu_effective, r.comm_bound_threshold_tokens_per_gpu));
   r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return r;
 }

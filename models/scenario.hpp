@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,58 @@ struct ParallelismConfig {
   bool gradient_as_bucket_view = false; ///< distributed.py default False (semantics §A.6 r23)
 };
 
+/// How FSDP/HSDP reshard a unit after its forward (FSDP2 `reshard_after_forward`,
+/// semantics.md §B.4 rule 49).
+enum class ReshardMode {
+  Default,     ///< None: True for non-root units, False for the root (newest FSDP2)
+  True,        ///< free after forward, all-gather again in backward (ZeRO-3-like)
+  False,       ///< keep unsharded until after backward (ZeRO-2-like)
+  Group,       ///< int k: keep a shard over k ranks; backward all-gather over k ranks
+  Torchtitan,  ///< torchtitan's rule: every block but the last True, root False
+};
+
+/// FSDP1 `backward_prefetch` (semantics.md §B.3 rules 37–38).
+enum class BackwardPrefetch { BackwardPre, BackwardPost, None };
+
+/// Knobs of the sharded strategies, named as in PyTorch FSDP and DeepSpeed (defaults from
+/// semantics.md "Simulator parameters with real defaults").
+struct ShardingConfig {
+  // FSDP / HSDP
+  std::string fsdp_version = "fsdp2";        ///< "fsdp2" (fully_shard) or "fsdp1"
+  std::int64_t unit_layers = 1;              ///< transformer blocks per FSDP unit; 0 = whole model
+  ReshardMode reshard_after_forward = ReshardMode::Default;
+  std::int64_t reshard_group = 0;            ///< k for ReshardMode::Group
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::BackwardPre;
+  bool forward_prefetch = false;             ///< FSDP1 explicit forward prefetch
+  bool limit_all_gathers = true;             ///< FSDP1 rate limiter (2 in flight)
+  std::int64_t shard_group_size = 0;         ///< HSDP shard group (0 = GPUs per node)
+  bool defer_replica_all_reduce = false;     ///< HSDP: set_requires_all_reduce(False) until the last micro-batch
+  // DeepSpeed ZeRO
+  double reduce_bucket_size = 5e8;           ///< elements (zero/config.py)
+  bool overlap_comm = false;                 ///< default False for stage 1/2, True for stage 3
+  bool gradient_reduce_scatter = false;      ///< ZeRO-1/2: true ReduceScatter instead of DeepSpeed's whole-bucket AllReduce
+  double stage3_prefetch_bucket_size = 5e7;  ///< elements
+  double stage3_max_live_parameters = 1e9;   ///< elements
+  double stage3_max_reuse_distance = 1e9;    ///< elements
+  double stage3_param_persistence_threshold = 1e5;  ///< elements
+};
+
+/// Mixed precision (FSDP MixedPrecisionPolicy / DeepSpeed bf16): parameters are all-gathered
+/// and computed in `param_dtype`, gradients reduced in `reduce_dtype`.
+struct PrecisionConfig {
+  DType param_dtype = DType::BF16;   ///< when set in the scenario, every tensor is held in it
+  std::optional<DType> reduce_dtype; ///< default: each tensor's own dtype
+  /// Bytes per element of the gradient collective of a tensor held in `tensor_dtype`.
+  double reduce_bytes(DType tensor_dtype) const { return dtype_bytes(reduce_dtype.value_or(tensor_dtype)); }
+  bool fp32_grad_accum = false;  ///< accumulate gradients across micro-batches in an fp32 buffer
+};
+
+/// Activation memory and recomputation (Korthikanti et al. 2022).
+struct ActivationConfig {
+  bool flash_attention = true;   ///< false: the attention scores (a·s per token) are stored too
+  bool full_recompute = false;   ///< keep only each layer's input; forward runs again in backward
+};
+
 /// Batch: tokens per GPU per micro-batch = micro_batch_size × seq_len.
 struct BatchConfig {
   std::int64_t micro_batch_size = 1;  ///< sequences per GPU per micro-batch
@@ -50,6 +103,9 @@ struct Scenario {
   ClusterConfig cluster;
   ParallelismConfig parallelism;
   BatchConfig batch;
+  ShardingConfig sharding;
+  PrecisionConfig precision;
+  ActivationConfig activations;
   std::string optimizer = "adam";   ///< "adam" or "none" (no step, no state)
   std::string cost_model = "alpha-beta";
   hardware::CollectiveAlgorithm algorithm = hardware::CollectiveAlgorithm::Auto;
@@ -58,6 +114,12 @@ struct Scenario {
 
   /// GPUs per node actually used by the DP group: min(gpus_per_node, dp).
   int ranks_per_node() const;
+  /// Ranks one parameter is sharded over: dp for zero*/fsdp, the shard group for hsdp, 1 for ddp.
+  std::int64_t shard_ranks() const;
+  /// True for the ZeRO stages and FSDP/HSDP.
+  bool sharded() const { return parallelism.strategy != "ddp"; }
+  /// ZeRO stage of the strategy (0 for ddp, 3 for fsdp/hsdp).
+  int zero_stage() const;
   /// Tokens each GPU processes per micro-batch.
   std::int64_t tokens_per_micro_batch() const { return batch.micro_batch_size * batch.seq_len; }
   /// Tokens each GPU processes per optimizer step.

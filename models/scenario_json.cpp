@@ -7,13 +7,32 @@
 #include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"
+#include "sim/support/names.hpp"
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
 
 namespace stepsim::models {
 
 int Scenario::ranks_per_node() const {
   return static_cast<int>(std::min<std::int64_t>(cluster.gpus_per_node, parallelism.dp));
+}
+
+std::int64_t Scenario::shard_ranks() const {
+  if (parallelism.strategy == "ddp") return 1;
+  if (parallelism.strategy == "hsdp")
+    return sharding.shard_group_size > 0 ? sharding.shard_group_size : ranks_per_node();
+  return parallelism.dp;
+}
+
+int Scenario::zero_stage() const {
+  const std::string& st = parallelism.strategy;
+  if (st == "zero1") return 1;
+  if (st == "zero2") return 2;
+  if (st == "zero3" || st == "fsdp" || st == "hsdp") return 3;
+  return 0;
 }
 
 std::vector<std::string> strategy_names() {
@@ -26,13 +45,29 @@ namespace {
 
 constexpr std::int64_t kMaxRanks = 100'000'000;
 
+// A relative file path in a scenario is relative to the scenario's directory (then to the
+// working directory, for --set values typed at a shell). Catalog names pass through.
+std::string resolve_path(const std::string& ref, const std::string& source, const std::string& pointer) {
+  namespace fs = std::filesystem;
+  const bool is_path = ref.find('/') != std::string::npos ||
+                       (ref.size() > 5 && ref.substr(ref.size() - 5) == ".json");
+  if (!is_path || fs::path(ref).is_absolute()) return ref;
+  std::error_code ec;
+  const fs::path beside = fs::path(source).parent_path() / ref;
+  if (fs::exists(beside, ec)) return beside.lexically_normal().string();
+  if (fs::exists(ref, ec)) return ref;
+  throw InputError(source, pointer,
+                   fmt::format("no such file '{}' (looked in '{}' and in the working directory)", ref,
+                               fs::path(source).parent_path().string().empty() ? "." : fs::path(source).parent_path().string()));
+}
+
 // Fields that hold a catalog name, a file path or an inline object.
 template <typename T, typename LoadFn, typename ParseFn>
 T read_reference(const JsonReader& root, const nlohmann::json& doc, const char* key,
                  std::string& ref, LoadFn load, ParseFn parse) {
   if (!root.has(key)) root.fail(key, "required field is missing");
   if (root.is_string(key)) {
-    ref = root.string(key);
+    ref = resolve_path(root.string(key), root.source(), root.path(key));
     return load(ref, root.source(), root.path(key));
   }
   const nlohmann::json& v = doc.at(key);
@@ -41,6 +76,98 @@ T read_reference(const JsonReader& root, const nlohmann::json& doc, const char* 
                        json_excerpt(v));
   ref = "inline";
   return parse(v, root.source(), root.path(key));
+}
+
+}  // namespace
+
+namespace {
+
+// Reads the FSDP / HSDP / ZeRO knobs of /parallelism and rejects those that do not apply to the
+// chosen strategy (a knob that silently does nothing is worse than an error).
+void read_sharding(const JsonReader& par, Scenario& s) {
+  const std::string& strategy = s.parallelism.strategy;
+  struct Applies {
+    const char* key;
+    std::vector<std::string> strategies;
+  };
+  const std::vector<Applies> table = {
+      {"fsdp_version", {"fsdp", "hsdp"}},
+      {"unit_layers", {"fsdp", "hsdp"}},
+      {"reshard_after_forward", {"fsdp", "hsdp"}},
+      {"backward_prefetch", {"fsdp", "hsdp"}},
+      {"forward_prefetch", {"fsdp", "hsdp"}},
+      {"limit_all_gathers", {"fsdp", "hsdp"}},
+      {"shard_group_size", {"hsdp"}},
+      {"defer_replica_all_reduce", {"hsdp"}},
+      {"reduce_bucket_size", {"zero1", "zero2", "zero3"}},
+      {"overlap_comm", {"zero1", "zero2", "zero3"}},
+      {"gradient_reduce_scatter", {"zero1", "zero2"}},
+      {"stage3_prefetch_bucket_size", {"zero3"}},
+      {"stage3_max_live_parameters", {"zero3"}},
+      {"stage3_max_reuse_distance", {"zero3"}},
+      {"stage3_param_persistence_threshold", {"zero3"}},
+      {"bucket_cap_mb", {"ddp"}},
+      {"first_bucket_mb", {"ddp"}},
+      {"gradient_as_bucket_view", {"ddp"}},
+      {"sync_every_micro_batch", {"ddp", "fsdp", "hsdp"}},
+  };
+  for (const auto& row : table) {
+    if (!par.has(row.key)) continue;
+    if (std::find(row.strategies.begin(), row.strategies.end(), strategy) == row.strategies.end())
+      par.fail(row.key, fmt::format("'{}' does not apply to strategy '{}' (it applies to: {})", row.key,
+                                    strategy, join_names(row.strategies)));
+  }
+  auto& z = s.sharding;
+  z.fsdp_version = par.choice_or("fsdp_version", "fsdp2", {"fsdp2", "fsdp1"});
+  z.unit_layers = par.integer_or("unit_layers", 1, 0, 1 << 20);
+  if (par.has("reshard_after_forward")) {
+    const std::string key = "reshard_after_forward";
+    if (par.is_string(key)) {
+      const std::string v = par.choice_or(key, "default", {"default", "torchtitan"});
+      z.reshard_after_forward = v == "torchtitan" ? ReshardMode::Torchtitan : ReshardMode::Default;
+    } else if (par.is_boolean(key)) {
+      z.reshard_after_forward = par.boolean_or(key, true) ? ReshardMode::True : ReshardMode::False;
+    } else {
+      z.reshard_group = par.integer(key, 2, 1 << 20);
+      z.reshard_after_forward = ReshardMode::Group;
+    }
+  }
+  const std::string prefetch = par.choice_or("backward_prefetch", "BACKWARD_PRE", {"BACKWARD_PRE", "BACKWARD_POST", "none"});
+  z.backward_prefetch = prefetch == "BACKWARD_POST" ? BackwardPrefetch::BackwardPost
+                        : prefetch == "none"        ? BackwardPrefetch::None
+                                                    : BackwardPrefetch::BackwardPre;
+  z.forward_prefetch = par.boolean_or("forward_prefetch", false);
+  z.limit_all_gathers = par.boolean_or("limit_all_gathers", true);
+  z.shard_group_size = par.integer_or("shard_group_size", 0, 1, 1 << 20);
+  z.defer_replica_all_reduce = par.boolean_or("defer_replica_all_reduce", false);
+  z.reduce_bucket_size = par.number_or("reduce_bucket_size", 5e8, Check::Positive);
+  z.overlap_comm = par.boolean_or("overlap_comm", strategy == "zero3");  // config.py overlap_comm_valid
+  z.gradient_reduce_scatter = par.boolean_or("gradient_reduce_scatter", false);
+  z.stage3_prefetch_bucket_size = par.number_or("stage3_prefetch_bucket_size", 5e7, Check::NonNegative);
+  z.stage3_max_live_parameters = par.number_or("stage3_max_live_parameters", 1e9, Check::NonNegative);
+  z.stage3_max_reuse_distance = par.number_or("stage3_max_reuse_distance", 1e9, Check::NonNegative);
+  z.stage3_param_persistence_threshold = par.number_or("stage3_param_persistence_threshold", 1e5, Check::NonNegative);
+}
+
+// Cross-field rules of the sharded strategies, once the cluster shape is known.
+void check_sharding(const JsonReader& par, const Scenario& s) {
+  const auto& z = s.sharding;
+  const std::int64_t dp = s.parallelism.dp;
+  if (s.parallelism.strategy == "hsdp") {
+    const std::int64_t g = s.shard_ranks();
+    if (dp % g != 0 || g > dp)
+      par.fail("shard_group_size", fmt::format("the shard group ({} ranks) must divide dp ({})", g, dp));
+  }
+  if (z.reshard_after_forward == ReshardMode::Group) {
+    const std::int64_t n = s.shard_ranks();
+    if (z.reshard_group >= n || n % z.reshard_group != 0)
+      par.fail("reshard_after_forward",
+               fmt::format("an integer reshard_after_forward must be a non-trivial divisor of the shard "
+                           "group size ({}), got {}", n, z.reshard_group));
+  }
+  if (z.fsdp_version == "fsdp2" && (par.has("forward_prefetch") || par.has("limit_all_gathers")))
+    par.fail(par.has("forward_prefetch") ? "forward_prefetch" : "limit_all_gathers",
+             "is an FSDP1 option; set \"fsdp_version\": \"fsdp1\" (FSDP2 prefetches implicitly)");
 }
 
 }  // namespace
@@ -70,6 +197,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   p.first_bucket_mb = par->number_or("first_bucket_mb", p.first_bucket_mb, Check::Positive);
   p.sync_every_micro_batch = par->boolean_or("sync_every_micro_batch", false);
   p.gradient_as_bucket_view = par->boolean_or("gradient_as_bucket_view", false);
+  read_sharding(*par, s);
   par->finish();
 
   const auto cluster = root.optional_object("cluster");
@@ -95,6 +223,20 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                      fmt::format("dp ({}) fits in one node of {} GPUs, but /cluster/nodes is {}",
                                  p.dp, gpn, s.cluster.nodes));
 
+  check_sharding(*par, s);
+  if (s.hardware.is_torus()) {
+    long long pod = 1;
+    for (int d : s.hardware.torus_dims) pod *= d;
+    if (p.dp > pod)
+      throw InputError(source, "/parallelism/dp",
+                       fmt::format("dp ({}) is larger than the {} torus ({} chips); multi-slice (DCN) data "
+                                   "parallelism is not modelled", p.dp, s.hardware.name, pod));
+  }
+  if (s.hardware.is_torus() && s.algorithm != hardware::CollectiveAlgorithm::Auto)
+    throw InputError(source, "/collectives/algorithm",
+                     fmt::format("profile '{}' is a torus; its collectives are rings over the torus axes "
+                                 "(use \"auto\")", s.hardware.name));
+
   const auto batch = root.optional_object("batch");
   if (batch) {
     s.batch.micro_batch_size = batch->integer_or("micro_batch_size", 1, 1, 1 << 30);
@@ -103,7 +245,41 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     batch->finish();
   }
 
+  if (const auto prec = root.optional_object("precision")) {
+    if (prec->has("param_dtype")) {
+      s.precision.param_dtype = parse_dtype(prec->string("param_dtype"), source, prec->path("param_dtype"));
+      for (auto& layer : s.model.layers)
+        for (auto& t : layer.params) t.dtype = s.precision.param_dtype;
+    }
+    if (prec->has("reduce_dtype"))
+      s.precision.reduce_dtype = parse_dtype(prec->string("reduce_dtype"), source, prec->path("reduce_dtype"));
+    s.precision.fp32_grad_accum = prec->boolean_or("fp32_grad_accum", false);
+    prec->finish();
+  }
+  if (const auto act = root.optional_object("activations")) {
+    s.activations.flash_attention = act->choice_or("attention", "flash", {"flash", "eager"}) == "flash";
+    s.activations.full_recompute = act->choice_or("recompute", "none", {"none", "full"}) == "full";
+    act->finish();
+  }
   s.optimizer = root.choice_or("optimizer", "adam", {"adam", "none"});
+
+  // Token counts stay exact (and far from int64 overflow) below 1e15 per step.
+  const double tokens = static_cast<double>(p.dp) * static_cast<double>(s.batch.micro_batch_size) *
+                        static_cast<double>(s.batch.seq_len) * static_cast<double>(s.batch.grad_accum);
+  if (tokens > 1e15)
+    throw InputError(source, "/batch",
+                     fmt::format("/parallelism/dp × micro_batch_size × seq_len × grad_accum = {:.3g} tokens per "
+                                 "step; expected at most 1e15", tokens));
+  // The lowered graph holds about (layers + tensors) tasks per micro-batch.
+  double per_micro_batch = 0;
+  for (const auto& l : s.model.layers) per_micro_batch += 2.0 + static_cast<double>(l.params.size());
+  const double tasks = per_micro_batch * static_cast<double>(s.batch.grad_accum);
+  constexpr double kMaxTasks = 4e6;
+  if (tasks > kMaxTasks)
+    throw InputError(source, "/batch/grad_accum",
+                     fmt::format("{} micro-batches of {} layers lower into about {:.3g} tasks; the limit is {:g} "
+                                 "per step (reduce grad_accum: no_sync micro-batches are identical)",
+                                 s.batch.grad_accum, s.model.layers.size(), tasks, kMaxTasks));
 
   if (const auto coll = root.optional_object("collectives")) {
     s.cost_model = coll->choice_or("cost_model", "alpha-beta", {"alpha-beta"});
@@ -121,12 +297,54 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
 
   // Echo: the input with defaults filled in, so a report names everything it used.
   nlohmann::json resolved = doc;
-  resolved["parallelism"] = {{"strategy", p.strategy},
-                             {"dp", p.dp},
-                             {"bucket_cap_mb", p.bucket_cap_mb},
-                             {"first_bucket_mb", p.first_bucket_mb},
-                             {"sync_every_micro_batch", p.sync_every_micro_batch},
-                             {"gradient_as_bucket_view", p.gradient_as_bucket_view}};
+  nlohmann::json par_echo = {{"strategy", p.strategy}, {"dp", p.dp}};
+  const auto& z = s.sharding;
+  if (p.strategy == "ddp") {
+    par_echo["bucket_cap_mb"] = p.bucket_cap_mb;
+    par_echo["first_bucket_mb"] = p.first_bucket_mb;
+    par_echo["gradient_as_bucket_view"] = p.gradient_as_bucket_view;
+  }
+  if (p.strategy == "ddp" || p.strategy == "fsdp" || p.strategy == "hsdp")
+    par_echo["sync_every_micro_batch"] = p.sync_every_micro_batch;
+  if (p.strategy == "fsdp" || p.strategy == "hsdp") {
+    par_echo["fsdp_version"] = z.fsdp_version;
+    par_echo["unit_layers"] = z.unit_layers;
+    switch (z.reshard_after_forward) {
+      case ReshardMode::Default: par_echo["reshard_after_forward"] = "default"; break;
+      case ReshardMode::Torchtitan: par_echo["reshard_after_forward"] = "torchtitan"; break;
+      case ReshardMode::True: par_echo["reshard_after_forward"] = true; break;
+      case ReshardMode::False: par_echo["reshard_after_forward"] = false; break;
+      case ReshardMode::Group: par_echo["reshard_after_forward"] = z.reshard_group; break;
+    }
+    par_echo["backward_prefetch"] = z.backward_prefetch == BackwardPrefetch::BackwardPre    ? "BACKWARD_PRE"
+                                    : z.backward_prefetch == BackwardPrefetch::BackwardPost ? "BACKWARD_POST"
+                                                                                            : "none";
+    if (z.fsdp_version == "fsdp1") {
+      par_echo["forward_prefetch"] = z.forward_prefetch;
+      par_echo["limit_all_gathers"] = z.limit_all_gathers;
+    }
+  }
+  if (p.strategy == "hsdp") {
+    par_echo["shard_group_size"] = s.shard_ranks();
+    par_echo["defer_replica_all_reduce"] = z.defer_replica_all_reduce;
+  }
+  if (s.zero_stage() > 0 && p.strategy.rfind("zero", 0) == 0) {
+    par_echo["reduce_bucket_size"] = z.reduce_bucket_size;
+    par_echo["overlap_comm"] = z.overlap_comm;
+    if (p.strategy != "zero3") par_echo["gradient_reduce_scatter"] = z.gradient_reduce_scatter;
+  }
+  if (p.strategy == "zero3") {
+    par_echo["stage3_prefetch_bucket_size"] = z.stage3_prefetch_bucket_size;
+    par_echo["stage3_max_live_parameters"] = z.stage3_max_live_parameters;
+    par_echo["stage3_max_reuse_distance"] = z.stage3_max_reuse_distance;
+    par_echo["stage3_param_persistence_threshold"] = z.stage3_param_persistence_threshold;
+  }
+  resolved["parallelism"] = par_echo;
+  resolved["precision"] = {{"param_dtype", dtype_name(s.precision.param_dtype)},
+                           {"reduce_dtype", s.precision.reduce_dtype ? dtype_name(*s.precision.reduce_dtype) : "param"},
+                           {"fp32_grad_accum", s.precision.fp32_grad_accum}};
+  resolved["activations"] = {{"attention", s.activations.flash_attention ? "flash" : "eager"},
+                             {"recompute", s.activations.full_recompute ? "full" : "none"}};
   resolved["cluster"] = {{"gpus_per_node", s.cluster.gpus_per_node}, {"nodes", s.cluster.nodes}};
   resolved["batch"] = {{"micro_batch_size", s.batch.micro_batch_size},
                        {"seq_len", s.batch.seq_len},
@@ -145,7 +363,19 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   nlohmann::json doc = read_json_file(path);
   for (const auto& o : overrides) apply_override(doc, o, "--set " + o);
-  return parse_scenario(doc, path);
+  try {
+    return parse_scenario(doc, path);
+  } catch (const InputError& e) {
+    // Say when an override, not the file, holds the bad value.
+    if (overrides.empty() || e.path().empty() || e.source() != path) throw;
+    for (const auto& o : overrides) {
+      std::string dotted = "/" + o.substr(0, o.find('='));
+      std::replace(dotted.begin(), dotted.end(), '.', '/');
+      if (e.path().rfind(dotted, 0) == 0 || dotted.rfind(e.path(), 0) == 0)
+        throw InputError(path + " (--set " + o + ")", e.path(), e.detail());
+    }
+    throw;
+  }
 }
 
 }  // namespace stepsim::models

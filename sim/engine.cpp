@@ -78,6 +78,12 @@ class Run {
     const Time now = queue_.now();
     const Time d = cost_.duration(graph_.task(v));
     STEPSIM_ASSERT(d >= Time(), "negative duration for task '{}'", graph_.task(v).name);
+    // Keep every instant inside int64 picoseconds (Time's documented range).
+    constexpr std::int64_t kMaxPs = 9'000'000'000'000'000'000;
+    if (d.ps() > kMaxPs - now.ps())
+      throw InputError("", "", fmt::format("the simulated step passes 9e6 s (about 104 days) at task '{}'; "
+                                           "the input describes a meaningless step",
+                                           graph_.task(v).name));
     records_[v].start = now;
     records_[v].end = now + d;
     queue_.schedule(records_[v].end, EventPriority::Normal, v);

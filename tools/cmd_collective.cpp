@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include "hardware/calibration.hpp"
+#include "hardware/calibration_json.hpp"
 #include "hardware/hardware_profile_json.hpp"
 #include "sim/support/units.hpp"
 
@@ -29,6 +31,7 @@ struct CollectiveArgs {
   std::string cost_model = "alpha-beta";
   std::string algorithm = "auto";
   std::string format = "text";
+  std::string calibration;  ///< overlay JSON ("" = nominal)
 };
 
 struct ThresholdArgs {
@@ -55,7 +58,10 @@ int cmd_collective(const CollectiveArgs& a) {
   const hardware::CollectiveOp op = a.op == "allreduce"       ? hardware::CollectiveOp::AllReduce
                                     : a.op == "reducescatter" ? hardware::CollectiveOp::ReduceScatter
                                                               : hardware::CollectiveOp::AllGather;
-  const auto c = hardware::collective_cost(hw, op, bytes, group, algorithm_from(a.algorithm));
+  std::shared_ptr<const hardware::CalibrationOverlay> overlay;
+  if (!a.calibration.empty())
+    overlay = std::make_shared<const hardware::CalibrationOverlay>(hardware::read_calibration(a.calibration));
+  const auto c = hardware::calibrated_collective_cost(hw, overlay.get(), op, bytes, group, algorithm_from(a.algorithm));
   const double n = group.ranks;
   const double bus = n <= 1 ? 0 : (op == hardware::CollectiveOp::AllReduce ? 2 * (n - 1) / n : (n - 1) / n);
   const double algbw = c.time_s() > 0 ? bytes / c.time_s() : 0;
@@ -75,17 +81,28 @@ int cmd_collective(const CollectiveArgs& a) {
   j["algorithm"] = c.algorithm;
   j["bottleneck"] = c.bottleneck;
   if (!c.torus_dims.empty()) j["torus_dims"] = c.torus_dims;
+  j["calibration"] = overlay ? ordered(hardware::describe_overlay(*overlay)) : ordered(nullptr);
+  if (overlay) {
+    j["calibration_segment"] = c.calibration;
+    j["calibration_extrapolated"] = c.calibration_extrapolated;
+  }
   if (a.format == "json") {
     print(j.dump(2) + "\n");
   } else {
-    print(fmt::format("{} of {:.6g} bytes over {} ranks ({} per node) on {} [{} / {}]\n",
-                      j["op"].get<std::string>(), bytes, group.ranks, group.ranks_per_node, hw.name,
-                      a.cost_model, c.algorithm));
-    print(fmt::format("  time        {:.6g} s  = bandwidth {:.6g} s + latency {:.6g} s\n", c.time_s(),
-                      c.bandwidth_s, c.latency_s));
-    print(fmt::format("  algbw       {:.2f} GB/s   busbw {:.2f} GB/s (nccl-tests definitions)\n", algbw / 1e9,
+    const auto ms = [](double sec) { return fmt::format("{:.4f} ms", sec * 1e3); };
+    print(fmt::format("{} of {} over {} ranks ({} per node) on {} [{} / {}]\n", j["op"].get<std::string>(),
+                      bytes >= 1e6 ? fmt::format("{:.2f} MB", bytes / 1e6) : fmt::format("{:.0f} B", bytes),
+                      group.ranks, group.ranks_per_node, hw.name, a.cost_model, c.algorithm));
+    print(fmt::format("  time        {} = bandwidth {} + latency {}\n", ms(c.time_s()), ms(c.bandwidth_s),
+                      ms(c.latency_s)));
+    print(fmt::format("  algbw       {:.3g} GB/s   busbw {:.3g} GB/s (nccl-tests definitions)\n", algbw / 1e9,
                       algbw * bus / 1e9));
     print(fmt::format("  bottleneck  {}\n", c.bottleneck));
+    print(fmt::format("  calibration {}\n", overlay ? hardware::describe_overlay(*overlay) : "none (nominal profile)"));
+    if (overlay) print(fmt::format("  segment     {}\n", c.calibration));
+    if (c.calibration_extrapolated)
+      print("  warning: calibration_extrapolated: size or rank count outside the fitted range; the nearest "
+            "segment's factors were used\n");
   }
   return 0;
 }
@@ -152,6 +169,7 @@ void add_collective_commands(CLI::App& app, Action& action) {
   collective->add_option("--algorithm", coll->algorithm, "auto | ring | hierarchical")
       ->check(CLI::IsMember({"auto", "ring", "hierarchical"}));
   collective->add_option("--format", coll->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  collective->add_option("--calibration", coll->calibration, "calibration overlay JSON (stepsim calibrate nccl-tests -o)");
   collective->callback([coll, &action] { action = [coll] { return cmd_collective(*coll); }; });
 
   auto thr = std::make_shared<ThresholdArgs>();

@@ -19,6 +19,9 @@ using Action = std::function<int()>;
 void add_run_command(CLI::App& app, Action& action);
 void add_collective_commands(CLI::App& app, Action& action);  // collective, threshold
 void add_list_command(CLI::App& app, Action& action);
+void add_calibrate_command(CLI::App& app, Action& action);  // calibrate nccl-tests
+void add_sweep_command(CLI::App& app, Action& action);
+void add_batch_command(CLI::App& app, Action& action);
 
 /// Writes text to stdout as is.
 void print(const std::string& s);

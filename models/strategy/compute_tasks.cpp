@@ -106,8 +106,20 @@ sim::Task optimizer_task(double params, double grad_bytes_per_param, double para
 }
 
 double model_flops_per_gpu_step(const Scenario& s) {
+  // Forward + backward as simulated (frozen tensors skip wgrad), without recomputation: the
+  // 6·Ψ·tokens convention when everything trains.
+  const double tokens = static_cast<double>(s.tokens_per_micro_batch());
   double f = 0;
-  for (const auto& l : s.model.layers) f += 3.0 * forward_flops(s, l);
+  for (const auto& l : s.model.layers) {
+    double numel = 0, frozen = 0;
+    for (const auto& p : l.params) {
+      numel += static_cast<double>(p.numel);
+      if (!p.trainable) frozen += static_cast<double>(p.numel);
+    }
+    const double frozen_share = numel > 0 ? frozen / numel : 0.0;
+    f += tokens * (l.fwd_gemm_flops_per_token * (3.0 - frozen_share) +
+                   3.0 * l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len));
+  }
   return f * static_cast<double>(s.batch.grad_accum);
 }
 

@@ -91,6 +91,11 @@ bool JsonReader::is_string(std::string_view key) const {
   return v && v->is_string();
 }
 
+bool JsonReader::is_boolean(std::string_view key) const {
+  const nlohmann::json* v = find(key);
+  return v && v->is_boolean();
+}
+
 double JsonReader::number(std::string_view key, Check check, std::optional<Dimension> dim) const {
   const nlohmann::json& v = require(key);
   double x = 0;
@@ -111,7 +116,7 @@ double JsonReader::number(std::string_view key, Check check, std::optional<Dimen
                   (check != Check::NonNegative || x >= 0) &&
                   (check != Check::Fraction || (x > 0 && x <= 1));
   if (!ok) fail(key, fmt::format("expected {}{}, got {}", check_text(check), unit_hint, json_excerpt(v)));
-  return x;
+  return x + 0.0;  // -0 becomes 0, so reports never print "-0"
 }
 
 double JsonReader::number_or(std::string_view key, double fallback, Check check,
@@ -220,11 +225,59 @@ void JsonReader::finish() const {
   }
 }
 
+namespace {
+
+// Deepest nesting of arrays/objects in `text` (strings skipped). nlohmann's parser and dump()
+// recurse, so absurd nesting must be refused before either runs.
+std::size_t nesting_depth(const std::string& text) {
+  std::size_t depth = 0, max_depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+constexpr std::size_t kMaxNesting = 256;
+
+}  // namespace
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& source) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw InputError(source, "", "file is empty (expected a JSON object)");
+  if (nesting_depth(text) > kMaxNesting)
+    throw InputError(source, "", fmt::format("JSON nested deeper than {} levels; expected a scenario, "
+                                             "profile or model description", kMaxNesting));
   try {
-    return nlohmann::json::parse(text);
+    // Reject duplicate keys: nlohmann keeps the last one silently, which would hide a typo.
+    std::vector<std::vector<std::string>> keys;
+    std::string duplicate;
+    const auto check_keys = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+      using E = nlohmann::json::parse_event_t;
+      if (event == E::object_start) keys.emplace_back();
+      else if (event == E::object_end && !keys.empty()) keys.pop_back();
+      else if (event == E::key && !keys.empty() && duplicate.empty()) {
+        const std::string k = parsed.get<std::string>();
+        auto& seen = keys.back();
+        if (std::find(seen.begin(), seen.end(), k) != seen.end()) duplicate = k;
+        seen.push_back(k);
+      }
+      return true;
+    };
+    nlohmann::json doc = nlohmann::json::parse(text, check_keys);
+    if (!duplicate.empty())
+      throw InputError(source, "", fmt::format("duplicate key '{}' in one JSON object (which one was meant?)", duplicate));
+    return doc;
   } catch (const nlohmann::json::parse_error& e) {
     // Convert nlohmann's byte offset into line:column for the message.
     const std::size_t offset = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
@@ -257,6 +310,8 @@ nlohmann::json read_json_file(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const auto status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw InputError(path, "", "cannot access the file: " + ec.message());
   if (ec || !fs::exists(status)) throw InputError(path, "", "no such file");
   if (fs::is_directory(status)) throw InputError(path, "", "is a directory, expected a JSON file");
   std::ifstream in(path, std::ios::binary);
@@ -279,6 +334,9 @@ void apply_override(nlohmann::json& doc, const std::string& assignment, const st
     value = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error&) {
     value = text;  // not JSON: a plain string
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(flag, "", fmt::format("cannot read the value '{}': {}", text,
+                                           std::string(e.what()).substr(std::string(e.what()).find("] ") + 2)));
   }
   if (!doc.is_object())
     throw InputError(flag, "", "the scenario document is not a JSON object");

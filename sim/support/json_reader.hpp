@@ -61,6 +61,8 @@ class JsonReader {
   bool boolean_or(std::string_view key, bool fallback) const;
   /// True when the key holds a string (used for fields that are a name or an inline object).
   bool is_string(std::string_view key) const;
+  /// True when the key holds a boolean.
+  bool is_boolean(std::string_view key) const;
   /// Nested object (required).
   JsonReader object(std::string_view key) const;
   /// Nested object if present.

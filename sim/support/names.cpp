@@ -3,6 +3,7 @@
 #include "sim/support/names.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 
 namespace stepsim {
@@ -22,7 +23,22 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+namespace {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+}  // namespace
+
 std::string suggest(std::string_view name, const std::vector<std::string>& candidates) {
+  // A case-insensitive match or a candidate that extends the name ("h100" -> "h100-sxm") wins.
+  const std::string lname = lower(name);
+  for (const auto& c : candidates)
+    if (lower(c) == lname) return c;
+  if (lname.size() >= 2)
+    for (const auto& c : candidates)
+      if (lower(c).rfind(lname, 0) == 0) return c;
   const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
   std::string best;
   std::size_t best_d = limit + 1;

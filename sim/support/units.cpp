@@ -104,6 +104,9 @@ double parse_quantity(std::string_view text, Dimension expected) {
   if (!unit)
     throw UnitError(fmt::format("unknown unit '{}' in '{}' (expected {})", unit_text, text,
                                 dimension_name(expected)));
+  if (expected == Dimension::Bytes && unit_text.back() == 'b')
+    throw UnitError(fmt::format("'{}' is in bits; sizes are in bytes (use B, e.g. '{}B')", text,
+                                std::string(t.substr(0, t.size() - 1))));
   if (unit->dim != expected)
     throw UnitError(fmt::format("expected {}, got {} '{}'", dimension_name(expected),
                                 dimension_name(unit->dim), text));

@@ -88,9 +88,9 @@ TEST_CASE("hardware: hierarchical takes the slower segment (seed 000 §7.2)", "[
   auto half = h100;
   half.nics_per_node = 4;
   CHECK(collective_cost(half, CollectiveOp::AllReduce, v, {64, 8, 0}).bandwidth_s == Approx(2 * 7.0 / 8 * v / 200e9));
-  // A flat ring across nodes is bounded by the per-GPU share of the NICs.
+  // A flat ring across nodes is bounded by min(NVLink, node egress).
   const auto ring = collective_cost(h100, CollectiveOp::AllReduce, v, {64, 8, 0}, CollectiveAlgorithm::Ring);
-  CHECK(ring.bandwidth_s == Approx(2 * 63.0 / 64 * v / 50e9));
+  CHECK(ring.bandwidth_s == Approx(2 * 63.0 / 64 * v / 400e9));  // channels spread over the 8 NICs
 }
 
 TEST_CASE("hardware: TPU torus rings over k axes", "[hardware]") {

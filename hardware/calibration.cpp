@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// Calibration overlay lookup and application (style.md §2.1.1, §3.3).
+#include "hardware/calibration.hpp"
+
+#include "sim/support/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace stepsim::hardware {
+
+std::string calibration_scope_name(CalibrationScope scope) {
+  return scope == CalibrationScope::IntraNode ? "intra_node" : "inter_node";
+}
+
+CalibrationScope scope_of(const GroupShape& group) {
+  const int g = std::max(1, std::min(group.ranks_per_node, group.ranks));
+  const int nodes = (group.ranks + g - 1) / g;
+  return nodes <= 1 ? CalibrationScope::IntraNode : CalibrationScope::InterNode;
+}
+
+CalibrationMatch find_calibration(const CalibrationOverlay& overlay, CollectiveOp op,
+                                  const GroupShape& group, double bytes) {
+  CalibrationMatch m;
+  const CalibrationScope scope = scope_of(group);
+  double best_distance = 0;
+  for (const auto& t : overlay.tables) {
+    if (t.op != op || t.scope != scope || t.segments.empty()) continue;
+    const double d = std::fabs(std::log2(static_cast<double>(t.ranks)) - std::log2(static_cast<double>(group.ranks)));
+    const bool better = m.table == nullptr || d < best_distance ||
+                        (d == best_distance && t.ranks > m.table->ranks);
+    if (better) {
+      m.table = &t;
+      best_distance = d;
+    }
+  }
+  if (m.table == nullptr) return m;
+  m.ranks_extrapolated = m.table->ranks != group.ranks;
+  const auto& segs = m.table->segments;
+  if (bytes < segs.front().lo_bytes) {
+    m.segment = &segs.front();
+    m.size_extrapolated = true;
+    return m;
+  }
+  if (bytes >= segs.back().hi_bytes) {
+    m.segment = &segs.back();
+    m.size_extrapolated = true;
+    return m;
+  }
+  for (const auto& s : segs)
+    if (s.lo_bytes <= bytes && bytes < s.hi_bytes) {
+      m.segment = &s;
+      return m;
+    }
+  throw InternalError(fmt::format("calibration table for {} has a gap at {} bytes", collective_op_label(op), bytes));
+}
+
+CollectiveCost apply_factors(const CollectiveCost& nominal, const CalibrationSegment& segment) {
+  CollectiveCost c = nominal;
+  c.latency_s = nominal.latency_s * segment.latency_factor;
+  c.bandwidth_s = nominal.bandwidth_s / segment.bandwidth_factor;
+  return c;
+}
+
+CollectiveCost calibrated_collective_cost(const HardwareProfile& hw, const CalibrationOverlay* overlay,
+                                          CollectiveOp op, double bytes, const GroupShape& group,
+                                          CollectiveAlgorithm algorithm) {
+  const CollectiveCost nominal = collective_cost(hw, op, bytes, group, algorithm);
+  if (overlay == nullptr || group.ranks <= 1) return nominal;
+  const CalibrationMatch m = find_calibration(*overlay, op, group, bytes);
+  if (m.segment == nullptr) {
+    CollectiveCost c = nominal;
+    c.calibration = fmt::format("none for {} {} (nominal)", collective_op_label(op),
+                                calibration_scope_name(scope_of(group)));
+    return c;
+  }
+  CollectiveCost c = apply_factors(nominal, *m.segment);
+  c.calibration = fmt::format("{} {} n={} [{:.0f}, {:.0f}) B: latency x{:.4g}, bandwidth x{:.4g}",
+                              collective_op_label(op), calibration_scope_name(m.table->scope), m.table->ranks,
+                              m.segment->lo_bytes, m.segment->hi_bytes, m.segment->latency_factor,
+                              m.segment->bandwidth_factor);
+  c.calibration_extrapolated = m.size_extrapolated || m.ranks_extrapolated;
+  return c;
+}
+
+std::string describe_overlay(const CalibrationOverlay& overlay) {
+  std::string out = overlay.name;
+  std::string srcs;
+  for (const auto& s : overlay.sources) {
+    if (!srcs.empty()) srcs += "; ";
+    srcs += fmt::format("{} sha256 {}", s.file, s.sha256.substr(0, 12));
+    if (!s.gpu.empty()) srcs += ", " + s.gpu;
+    srcs += fmt::format(", {} ranks", s.ranks);
+    if (s.nodes > 0) srcs += fmt::format(" / {} nodes", s.nodes);
+    if (!s.nccl_version.empty()) srcs += ", NCCL " + s.nccl_version;
+  }
+  out += fmt::format(" (over {} {}", overlay.hardware, overlay.cost_model);
+  if (!srcs.empty()) out += "; fitted on " + srcs;
+  return out + ")";
+}
+
+void check_overlay(const CalibrationOverlay& overlay, const std::string& source) {
+  for (std::size_t i = 0; i < overlay.tables.size(); ++i) {
+    const auto& t = overlay.tables[i];
+    const std::string where = fmt::format("/tables/{}", i);
+    if (t.segments.empty()) throw InputError(source, where + "/segments", "expected at least one segment");
+    if (t.ranks < 2) throw InputError(source, where + "/ranks", fmt::format("expected ≥ 2 ranks, got {}", t.ranks));
+    for (std::size_t k = 0; k < t.segments.size(); ++k) {
+      const auto& s = t.segments[k];
+      const std::string at = fmt::format("{}/segments/{}", where, k);
+      if (!(s.lo_bytes >= 0 && s.hi_bytes > s.lo_bytes && std::isfinite(s.hi_bytes)))
+        throw InputError(source, at, fmt::format("expected 0 ≤ lo_bytes < hi_bytes, got [{}, {})", s.lo_bytes, s.hi_bytes));
+      if (!(s.latency_factor > 0 && std::isfinite(s.latency_factor)))
+        throw InputError(source, at + "/latency_factor", fmt::format("expected a finite factor > 0, got {}", s.latency_factor));
+      if (!(s.bandwidth_factor > 0 && std::isfinite(s.bandwidth_factor)))
+        throw InputError(source, at + "/bandwidth_factor", fmt::format("expected a finite factor > 0, got {}", s.bandwidth_factor));
+      if (k > 0 && t.segments[k - 1].hi_bytes != s.lo_bytes)
+        throw InputError(source, at + "/lo_bytes",
+                         fmt::format("segments must be contiguous: previous hi_bytes {} but lo_bytes {}",
+                                     t.segments[k - 1].hi_bytes, s.lo_bytes));
+    }
+  }
+}
+
+}  // namespace stepsim::hardware

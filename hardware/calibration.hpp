@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// Calibration overlay: size-segmented latency and bandwidth factors over the nominal collective
+// model, fitted from measurements (style.md §2.1.1 SimGrid's network factors, §3.3).
+// A profile keeps the datasheet numbers; an overlay keeps the fit and where it came from.
+#pragma once
+
+#include "hardware/collective_model.hpp"
+#include "hardware/hardware_profile.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace stepsim::hardware {
+
+/// Where a collective's traffic goes, as SimGrid's factor callbacks tell local from remote
+/// routes (style.md §3.3 rule 2): all ranks in one node, or spanning several nodes.
+enum class CalibrationScope { IntraNode, InterNode };
+
+/// "intra_node" or "inter_node" (the JSON spelling).
+std::string calibration_scope_name(CalibrationScope scope);
+
+/// Scope of a communicator: IntraNode when ceil(ranks / ranks_per_node) == 1.
+CalibrationScope scope_of(const GroupShape& group);
+
+/// One size segment: collectives of total size V (nccl-tests' S) with lo_bytes ≤ V < hi_bytes
+/// (half-open) take
+///   t = latency_factor · α_nom + bandwidth_s_nom / bandwidth_factor,
+/// i.e. SimGrid's `lat_factor(S)·L + S/(bw_factor(S)·B)` (style.md §2.1.1).
+struct CalibrationSegment {
+  double lo_bytes = 0;          ///< inclusive
+  double hi_bytes = 0;          ///< exclusive; > lo_bytes
+  double latency_factor = 1;    ///< fitted intercept ÷ nominal α (> 0)
+  double bandwidth_factor = 1;  ///< nominal β-slope ÷ fitted slope = fitted busbw ÷ nominal busbw (> 0)
+  int points = 0;               ///< measurements the segment was fitted on
+  double max_residual = 0;      ///< max |t_fit − t_meas| / t_meas over those points
+};
+
+/// The segments of one (op, scope, ranks) key, contiguous and sorted: segment k's hi_bytes
+/// equals segment k+1's lo_bytes. [segments.front().lo_bytes, segments.back().hi_bytes) is the
+/// measured range.
+struct CalibrationTable {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  CalibrationScope scope = CalibrationScope::IntraNode;
+  int ranks = 0;           ///< communicator size the table was fitted at
+  int ranks_per_node = 0;  ///< GPUs per node of that communicator
+  std::string source;      ///< file name of the measurement it came from
+  std::vector<CalibrationSegment> segments;
+};
+
+/// Provenance of one measurement file an overlay was fitted on.
+struct CalibrationSource {
+  std::string file;          ///< file name as given
+  std::string sha256;        ///< hex SHA-256 of its bytes
+  std::string format;        ///< "nccl-tests" (raw stdout) or "nccl-tests-csv"
+  std::string gpu;           ///< GPU model as printed ("" when not printed)
+  int ranks = 0;
+  int nodes = 0;             ///< 0 when unknown
+  std::string nccl_version;  ///< "" when not printed
+};
+
+/// A fitted overlay. Invariants (checked by the JSON reader and by fit code): every table
+/// has ≥ 1 segment, segments contiguous with lo < hi, factors > 0 and finite.
+struct CalibrationOverlay {
+  std::string name;                  ///< file it was read from, or the -o path when fitted
+  std::string hardware;              ///< nominal profile name the factors are relative to
+  std::string cost_model = "alpha-beta";  ///< nominal model the factors are relative to
+  std::vector<CalibrationSource> sources;
+  std::vector<CalibrationTable> tables;
+};
+
+/// The segment a lookup chose.
+struct CalibrationMatch {
+  const CalibrationTable* table = nullptr;      ///< nullptr when the overlay has no table for the op and scope
+  const CalibrationSegment* segment = nullptr;
+  bool size_extrapolated = false;   ///< V outside the table's measured range: nearest segment used
+  bool ranks_extrapolated = false;  ///< no table at this rank count: nearest rank count used
+};
+
+/// Lookup rule (one rule, unit-tested at lo−1, lo, hi−1, hi):
+///  * tables of the same op and scope; the one with equal `ranks`, else the one whose ranks
+///    are nearest in log2 (ties: the larger), flagged ranks_extrapolated;
+///  * in it, the segment with lo ≤ V < hi; V below the first lo uses the first segment and V
+///    at or above the last hi uses the last, flagged size_extrapolated.
+CalibrationMatch find_calibration(const CalibrationOverlay& overlay, CollectiveOp op,
+                                  const GroupShape& group, double bytes);
+
+/// Applies `segment`'s factors to a nominal cost: latency × latency_factor, bandwidth ÷
+/// bandwidth_factor. Algorithm and bottleneck are kept.
+CollectiveCost apply_factors(const CollectiveCost& nominal, const CalibrationSegment& segment);
+
+/// The nominal collective_cost() with the overlay's matching segment applied on top
+/// (SimGrid's factor mechanism). With `overlay` == nullptr or no matching table, returns the
+/// nominal cost unchanged. Sets CollectiveCost::calibration and ::calibration_extrapolated.
+/// @throws InputError as collective_cost().
+CollectiveCost calibrated_collective_cost(const HardwareProfile& hw, const CalibrationOverlay* overlay,
+                                          CollectiveOp op, double bytes, const GroupShape& group,
+                                          CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
+
+/// One-line description of an overlay for reports: "NAME (fitted on FILE sha256 PREFIX…, GPU,
+/// N ranks / M nodes, NCCL V)".
+std::string describe_overlay(const CalibrationOverlay& overlay);
+
+/// Checks the invariants above; `source` names the overlay in the message.
+/// @throws InputError naming the table and segment that break them.
+void check_overlay(const CalibrationOverlay& overlay, const std::string& source);
+
+}  // namespace stepsim::hardware

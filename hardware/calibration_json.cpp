@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// JSON <-> CalibrationOverlay: the only calibration file that sees JSON.
+#include "hardware/calibration_json.hpp"
+
+#include "sim/support/error.hpp"
+#include "sim/support/json_reader.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace stepsim::hardware {
+
+namespace {
+
+constexpr const char* SCHEMA = "stepsim.calibration/1";
+
+CollectiveOp op_from_label(const JsonReader& r, const std::string& key) {
+  const std::string s = r.choice_or(key, "", {"AllReduce", "ReduceScatter", "AllGather"});
+  if (s == "ReduceScatter") return CollectiveOp::ReduceScatter;
+  if (s == "AllGather") return CollectiveOp::AllGather;
+  return CollectiveOp::AllReduce;
+}
+
+}  // namespace
+
+CalibrationOverlay parse_calibration(const nlohmann::json& doc, const std::string& source) {
+  JsonReader root(doc, source, "");
+  CalibrationOverlay o;
+  o.name = source;
+  root.choice_or("schema", SCHEMA, {SCHEMA});
+  o.hardware = root.string("hardware");
+  o.cost_model = root.choice_or("cost_model", "alpha-beta", {"alpha-beta"});
+  if (root.has("sources")) {
+    for (const auto& s : root.objects("sources", false)) {
+      CalibrationSource src;
+      src.file = s.string("file");
+      src.sha256 = s.string_or("sha256", "");
+      src.format = s.string_or("format", "");
+      src.gpu = s.string_or("gpu", "");
+      src.ranks = static_cast<int>(s.integer_or("ranks", 0, 0, 1 << 24));
+      src.nodes = static_cast<int>(s.integer_or("nodes", 0, 0, 1 << 24));
+      src.nccl_version = s.string_or("nccl_version", "");
+      s.finish();
+      o.sources.push_back(std::move(src));
+    }
+  }
+  for (const auto& t : root.objects("tables", true)) {
+    CalibrationTable table;
+    if (!t.has("op")) t.fail("op", "required field is missing (AllReduce, ReduceScatter or AllGather)");
+    table.op = op_from_label(t, "op");
+    if (!t.has("scope")) t.fail("scope", "required field is missing (intra_node or inter_node)");
+    table.scope = t.choice_or("scope", "", {"intra_node", "inter_node"}) == "inter_node" ? CalibrationScope::InterNode
+                                                                                           : CalibrationScope::IntraNode;
+    table.ranks = static_cast<int>(t.integer("ranks", 2, 1 << 24));
+    table.ranks_per_node = static_cast<int>(t.integer_or("ranks_per_node", table.ranks, 1, 1 << 24));
+    table.source = t.string_or("source", "");
+    for (const auto& s : t.objects("segments", true)) {
+      CalibrationSegment seg;
+      seg.lo_bytes = s.number("lo_bytes", Check::NonNegative, Dimension::Bytes);
+      seg.hi_bytes = s.number("hi_bytes", Check::Positive, Dimension::Bytes);
+      if (!(seg.hi_bytes > seg.lo_bytes))
+        s.fail("hi_bytes", fmt::format("expected hi_bytes > lo_bytes ({}), got {}", seg.lo_bytes, seg.hi_bytes));
+      seg.latency_factor = s.number("latency_factor", Check::Positive);
+      seg.bandwidth_factor = s.number("bandwidth_factor", Check::Positive);
+      seg.points = static_cast<int>(s.integer_or("points", 0, 0, 1 << 30));
+      seg.max_residual = s.number_or("max_residual", 0.0, Check::NonNegative);
+      s.finish();
+      table.segments.push_back(seg);
+    }
+    t.finish();
+    o.tables.push_back(std::move(table));
+  }
+  root.finish();
+  check_overlay(o, source);
+  return o;
+}
+
+CalibrationOverlay read_calibration(const std::string& path) { return parse_calibration(read_json_file(path), path); }
+
+std::string calibration_json(const CalibrationOverlay& overlay) {
+  using ordered = nlohmann::ordered_json;
+  ordered j;
+  j["schema"] = SCHEMA;
+  j["hardware"] = overlay.hardware;
+  j["cost_model"] = overlay.cost_model;
+  ordered sources = ordered::array();
+  for (const auto& s : overlay.sources)
+    sources.push_back({{"file", s.file},
+                       {"sha256", s.sha256},
+                       {"format", s.format},
+                       {"gpu", s.gpu},
+                       {"ranks", s.ranks},
+                       {"nodes", s.nodes},
+                       {"nccl_version", s.nccl_version}});
+  j["sources"] = sources;
+  ordered tables = ordered::array();
+  for (const auto& t : overlay.tables) {
+    ordered segs = ordered::array();
+    for (const auto& s : t.segments)
+      segs.push_back({{"lo_bytes", s.lo_bytes},
+                      {"hi_bytes", s.hi_bytes},
+                      {"latency_factor", s.latency_factor},
+                      {"bandwidth_factor", s.bandwidth_factor},
+                      {"points", s.points},
+                      {"max_residual", s.max_residual}});
+    tables.push_back({{"op", collective_op_label(t.op)},
+                      {"scope", calibration_scope_name(t.scope)},
+                      {"ranks", t.ranks},
+                      {"ranks_per_node", t.ranks_per_node},
+                      {"source", t.source},
+                      {"segments", segs}});
+  }
+  j["tables"] = tables;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace stepsim::hardware

@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sweep grammar, grid, parallel runner, CSV and summary (see sweep.hpp).
+#include "models/sweep.hpp"
+
+#include "models/report.hpp"
+#include "models/scenario.hpp"
+#include "sim/support/error.hpp"
+#include "sim/support/json_reader.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace stepsim::models {
+
+namespace {
+
+constexpr std::size_t kMaxAxisValues = 1'000'000;
+constexpr std::size_t kMaxGridPoints = 10'000'000;
+constexpr const char* kGrammar = "PATH=V1,V2,... | PATH=LO:HI:xN | PATH=LO:HI:+STEP";
+
+[[noreturn]] void vary_error(const std::string& spec, const std::string& what) {
+  throw InputError("--vary", "", fmt::format("'{}': {}; expected {}", spec, what, kGrammar));
+}
+
+/// Parses the whole of `text` as a finite double.
+std::optional<double> to_number(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || ptr != end || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+bool is_integer_text(const std::string& text) {
+  std::size_t i = text.size() > 0 && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  if (i == text.size()) return false;
+  return std::all_of(text.begin() + static_cast<std::ptrdiff_t>(i), text.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// Splits a value list on commas that are not inside [], {} or a JSON string.
+std::vector<std::string> split_list(const std::string& spec, const std::string& list) {
+  std::vector<std::string> out;
+  std::string cur;
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const char c = list[i];
+    if (in_string) {
+      if (c == '\\' && i + 1 < list.size()) cur += list[i++];
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      out.push_back(cur);
+      cur.clear();
+      continue;
+    }
+    cur += c;
+  }
+  out.push_back(cur);
+  for (const auto& v : out)
+    if (v.empty()) vary_error(spec, "empty value in the list");
+  return out;
+}
+
+/// LO:HI:xN and LO:HI:+STEP. Returns nullopt when `text` is not of that shape.
+std::optional<SweepAxis> parse_range(const std::string& spec, const std::string& path,
+                                     const std::string& text) {
+  const auto c1 = text.find(':');
+  if (c1 == std::string::npos) return std::nullopt;
+  const auto c2 = text.find(':', c1 + 1);
+  if (c2 == std::string::npos || text.find(':', c2 + 1) != std::string::npos) return std::nullopt;
+  const std::string lo_text = text.substr(0, c1), hi_text = text.substr(c1 + 1, c2 - c1 - 1);
+  const std::string third = text.substr(c2 + 1);
+  if (third.empty() || (third[0] != 'x' && third[0] != '+')) return std::nullopt;
+  const std::string count_text = third.substr(1);
+  const auto lo = to_number(lo_text), hi = to_number(hi_text), n = to_number(count_text);
+  if (!lo) vary_error(spec, fmt::format("LO '{}' is not a number", lo_text));
+  if (!hi) vary_error(spec, fmt::format("HI '{}' is not a number", hi_text));
+  if (*lo > *hi) vary_error(spec, fmt::format("LO {} is greater than HI {}", lo_text, hi_text));
+  const bool integers = is_integer_text(lo_text) && is_integer_text(hi_text);
+  SweepAxis axis{path, {}, third[0] == 'x'};
+  auto push = [&](std::string v) {
+    if (axis.values.empty() || axis.values.back() != v) axis.values.push_back(std::move(v));
+  };
+  if (third[0] == 'x') {
+    if (!n || !is_integer_text(count_text) || *n < 1 || *n > static_cast<double>(kMaxAxisValues))
+      vary_error(spec, fmt::format("N in xN must be an integer in [1, {}], got '{}'", kMaxAxisValues, count_text));
+    if (!(*lo > 0)) vary_error(spec, fmt::format("log spacing needs LO > 0, got {}", lo_text));
+    const auto count = static_cast<std::size_t>(*n);
+    for (std::size_t i = 0; i < count; ++i) {
+      // Endpoints exactly LO and HI; the rest LO·(HI/LO)^(i/(N−1)).
+      const double v = i == 0 ? *lo : i + 1 == count ? *hi
+                     : *lo * std::pow(*hi / *lo, static_cast<double>(i) / static_cast<double>(count - 1));
+      push(integers ? fmt::format("{}", std::llround(v)) : fmt::format("{:.6g}", v));
+    }
+  } else {
+    if (!n || !(*n > 0)) vary_error(spec, fmt::format("STEP in +STEP must be a number > 0, got '{}'", count_text));
+    const double span = (*hi - *lo) / *n;
+    if (span + 1 > static_cast<double>(kMaxAxisValues))
+      vary_error(spec, fmt::format("more than {} values", kMaxAxisValues));
+    const bool int_step = integers && is_integer_text(count_text);
+    // Index arithmetic (LO + i·STEP), not accumulation; a relative 1e-9 slack keeps HI when
+    // (HI−LO)/STEP is whole but not exactly representable (0:1:+0.1).
+    const auto count = static_cast<std::size_t>(std::floor(span * (1 + 1e-9) + 1e-9)) + 1;
+    for (std::size_t i = 0; i < count; ++i) {
+      const double v = *lo + static_cast<double>(i) * *n;
+      push(int_step ? fmt::format("{}", std::llround(v)) : fmt::format("{:.12g}", v));
+    }
+  }
+  return axis;
+}
+
+/// Flattens the scalar fields of a report into (dotted name, value), in key order.
+void flatten(const nlohmann::ordered_json& j, const std::string& prefix,
+             std::vector<std::pair<std::string, MetricValue>>& out) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string name = prefix.empty() ? it.key() : prefix + "." + it.key();
+    const auto& v = it.value();
+    if (prefix.empty() && (it.key() == "scenario" || it.key() == "schema" || it.key() == "wall_time_s")) continue;
+    if (v.is_object()) {
+      flatten(v, name, out);
+    } else if (v.is_boolean()) {
+      out.push_back({name, {v.get<bool>() ? "true" : "false", v.get<bool>() ? 1.0 : 0.0}});
+    } else if (v.is_number_integer()) {
+      out.push_back({name, {v.dump(), v.get<double>()}});
+    } else if (v.is_number_float()) {
+      out.push_back({name, {fmt::format("{}", v.get<double>()), v.get<double>()}});
+    } else if (v.is_string()) {
+      out.push_back({name, {v.get<std::string>(), std::nullopt}});
+    }  // arrays and nulls: skipped
+  }
+}
+
+struct PointOutcome {
+  std::vector<std::pair<std::string, MetricValue>> metrics;
+  std::string error;
+};
+
+PointOutcome run_point(const nlohmann::json& base, const std::string& source,
+                       const std::vector<SweepAxis>& axes, const std::vector<std::size_t>& idx,
+                       const std::vector<std::string>& sets) {
+  PointOutcome out;
+  try {
+    nlohmann::json doc = base;
+    for (const auto& s : sets) apply_override(doc, s, "--set");
+    for (std::size_t a = 0; a < axes.size(); ++a)
+      apply_override(doc, axes[a].path + "=" + axes[a].values[idx[a]], "--vary");
+    const Report report = run(parse_scenario(doc, source));
+    flatten(nlohmann::ordered_json::parse(report_json(report)), "", out.metrics);
+  } catch (const InputError& e) {
+    out.error = e.what();
+  } catch (const std::exception& e) {
+    out.error = fmt::format("internal error (please report): {}", e.what());
+  }
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+/// Groups the points of `r` into curves along axis `a`: points equal on every other axis,
+/// in first-appearance order. Returns (series label, point indices in grid order).
+std::vector<std::pair<std::string, std::vector<std::size_t>>> curves_along(const SweepResult& r, std::size_t a) {
+  std::map<std::vector<std::size_t>, std::size_t> slot;
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> out;
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    auto idx = grid_indices(r.axes, i);
+    idx[a] = 0;
+    auto [it, fresh] = slot.emplace(idx, out.size());
+    if (fresh) {
+      std::string label;
+      for (std::size_t b = 0; b < r.axes.size(); ++b)
+        if (b != a) label += (label.empty() ? "" : ", ") + r.axes[b].path + "=" + r.points[i].values[b];
+      out.push_back({label, {}});
+    }
+    out[it->second].second.push_back(i);
+  }
+  return out;
+}
+
+std::optional<std::size_t> axis_named(const SweepResult& r, const std::string& path) {
+  for (std::size_t a = 0; a < r.axes.size(); ++a)
+    if (r.axes[a].path == path) return a;
+  return std::nullopt;
+}
+
+}  // namespace
+
+SweepAxis parse_vary(const std::string& spec) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) vary_error(spec, "no PATH= part");
+  const std::string path = spec.substr(0, eq), text = spec.substr(eq + 1);
+  if (text.empty()) vary_error(spec, "no values after '='");
+  if (path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos)
+    vary_error(spec, fmt::format("empty component in path '{}'", path));
+  if (auto range = parse_range(spec, path, text)) return *range;
+  return SweepAxis{path, split_list(spec, text), false};
+}
+
+std::size_t grid_size(const std::vector<SweepAxis>& axes) {
+  std::size_t n = 1;
+  for (const auto& a : axes) {
+    if (a.values.empty()) throw InputError("--vary", "", fmt::format("'{}' has no values", a.path));
+    if (n > kMaxGridPoints / a.values.size())
+      throw InputError("--vary", "", fmt::format("the grid has more than {} points; sweep fewer values", kMaxGridPoints));
+    n *= a.values.size();
+  }
+  return n;
+}
+
+std::vector<std::size_t> grid_indices(const std::vector<SweepAxis>& axes, std::size_t point) {
+  std::vector<std::size_t> idx(axes.size());
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    idx[a] = point % axes[a].values.size();
+    point /= axes[a].values.size();
+  }
+  return idx;
+}
+
+std::optional<std::size_t> SweepResult::column(const std::string& name) const {
+  const auto it = std::find(metric_columns.begin(), metric_columns.end(), name);
+  if (it == metric_columns.end()) return std::nullopt;
+  return static_cast<std::size_t>(it - metric_columns.begin());
+}
+
+std::optional<double> SweepResult::number(std::size_t i, const std::string& name) const {
+  const auto c = column(name);
+  if (!c || !points[i].ok() || !points[i].metrics[*c]) return std::nullopt;
+  return points[i].metrics[*c]->number;
+}
+
+std::string SweepResult::label(std::size_t i) const {
+  std::string s;
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    s += (s.empty() ? "" : ", ") + axes[a].path + "=" + points[i].values[a];
+  return s;
+}
+
+SweepResult run_sweep(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
+                      const SweepOptions& options) {
+  std::vector<std::string> seen;
+  for (const auto& a : axes) {
+    if (std::find(seen.begin(), seen.end(), a.path) != seen.end())
+      throw InputError("--vary", "", fmt::format("'{}' is varied twice; give all its values in one --vary", a.path));
+    seen.push_back(a.path);
+  }
+  const std::size_t total = grid_size(axes);
+  const nlohmann::json base = read_json_file(scenario_path);
+
+  std::vector<PointOutcome> outcomes(total);
+  std::atomic<std::size_t> next{0};
+  std::size_t done = 0;
+  std::mutex progress_mutex;
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < total;) {
+      outcomes[i] = run_point(base, scenario_path, axes, grid_indices(axes, i), options.sets);
+      if (options.progress) {
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        options.progress(++done, total);
+      }
+    }
+  };
+  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, total));
+  if (threads <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
+  }
+
+  // Merge in grid order, so columns and rows do not depend on the thread count.
+  SweepResult r;
+  r.source = scenario_path;
+  r.axes = axes;
+  std::map<std::string, std::size_t> col;
+  for (const auto& o : outcomes)
+    for (const auto& [name, v] : o.metrics)
+      if (col.emplace(name, r.metric_columns.size()).second) r.metric_columns.push_back(name);
+  r.points.resize(total);
+  for (std::size_t i = 0; i < total; ++i) {
+    SweepPoint& p = r.points[i];
+    const auto idx = grid_indices(axes, i);
+    for (std::size_t a = 0; a < axes.size(); ++a) p.values.push_back(axes[a].values[idx[a]]);
+    p.error = std::move(outcomes[i].error);
+    p.metrics.resize(r.metric_columns.size());
+    for (auto& [name, v] : outcomes[i].metrics) p.metrics[col.at(name)] = std::move(v);
+  }
+  if (std::none_of(r.points.begin(), r.points.end(), [](const SweepPoint& p) { return p.ok(); }))
+    throw InputError("--vary", "",
+                     fmt::format("every point of the sweep failed; the first ({}): {}",
+                                 r.label(0).empty() ? "the scenario as is" : r.label(0), r.points[0].error));
+  return r;
+}
+
+std::string sweep_csv(const SweepResult& r) {
+  std::string out;
+  std::vector<std::string> header;
+  for (const auto& a : r.axes) header.push_back(a.path);
+  header.insert(header.end(), r.metric_columns.begin(), r.metric_columns.end());
+  header.push_back("error");
+  for (std::size_t c = 0; c < header.size(); ++c) out += (c ? "," : "") + csv_field(header[c]);
+  out += "\n";
+  for (const auto& p : r.points) {
+    std::string row;
+    for (const auto& v : p.values) row += csv_field(v) + ",";
+    for (const auto& m : p.metrics) row += (m ? csv_field(m->text) : std::string()) + ",";
+    row += csv_field(p.error);
+    out += row + "\n";
+  }
+  return out;
+}
+
+SweepSummary summarize_sweep(const SweepResult& r, const std::string& metric, double sweet_tolerance,
+                             double dp_efficiency_threshold) {
+  SweepSummary s;
+  s.metric = metric;
+  const auto mcol = r.column(metric);
+  const bool numeric = mcol && std::any_of(r.points.begin(), r.points.end(), [&](const SweepPoint& p) {
+                         return p.ok() && p.metrics[*mcol] && p.metrics[*mcol]->number;
+                       });
+  if (!numeric)
+    throw InputError("--metric", "", fmt::format("'{}' is not a numeric metric column (e.g. tokens_per_s, step_time_s, mfu, memory.total_bytes)", metric));
+  auto ends_with = [&](const std::string& suffix) {
+    return metric.size() >= suffix.size() && metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  s.minimize = (ends_with("_s") && !ends_with("_per_s")) || ends_with("_bytes");
+  s.points = r.points.size();
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    if (!r.points[i].ok()) {
+      ++s.failed;
+      continue;
+    }
+    const auto fits = r.number(i, "memory.fits");
+    if (fits && *fits == 0) {
+      ++s.not_fitting;
+      continue;
+    }
+    const auto v = r.number(i, metric);
+    if (!v) continue;
+    if (!s.best || (s.minimize ? *v < *r.number(*s.best, metric) : *v > *r.number(*s.best, metric))) s.best = i;
+  }
+
+  if (const auto a = axis_named(r, "parallelism.bucket_cap_mb")) {
+    for (const auto& [series, members] : curves_along(r, *a)) {
+      std::vector<std::pair<double, std::size_t>> pts;  // (bucket_cap_mb, point)
+      for (std::size_t i : members)
+        if (const auto b = to_number(r.points[i].values[*a]); b && r.number(i, "step_time_s")) pts.push_back({*b, i});
+      if (pts.empty()) continue;
+      std::sort(pts.begin(), pts.end());
+      auto t = [&](std::size_t k) { return *r.number(pts[k].second, "step_time_s"); };
+      std::size_t best = 0;
+      for (std::size_t k = 1; k < pts.size(); ++k)
+        if (t(k) < t(best)) best = k;
+      const double limit = t(best) * (1 + sweet_tolerance);
+      std::size_t lo = best, hi = best;
+      while (lo > 0 && t(lo - 1) <= limit) --lo;
+      while (hi + 1 < pts.size() && t(hi + 1) <= limit) ++hi;
+      auto end = [&](std::size_t k) {
+        const std::size_t i = pts[k].second;
+        return BucketCurve::End{pts[k].first, t(k), r.number(i, "comm_time_s").value_or(0),
+                                r.number(i, "exposed_comm_s").value_or(0), r.number(i, "buckets.count").value_or(0)};
+      };
+      double min_comm = end(0).comm_time_s;
+      for (std::size_t k = 1; k < pts.size(); ++k) min_comm = std::min(min_comm, end(k).comm_time_s);
+      s.bucket_curves.push_back({series, pts[best].first, t(best), pts[lo].first, pts[hi].first,
+                                 end(0), end(pts.size() - 1), min_comm});
+    }
+  }
+
+  if (const auto a = axis_named(r, "parallelism.dp")) {
+    for (const auto& [series, members] : curves_along(r, *a)) {
+      DpCurve c{series, {}, std::nullopt};
+      for (std::size_t i : members) {
+        const auto dp = to_number(r.points[i].values[*a]);
+        const auto tps = r.number(i, "tokens_per_s");
+        if (!dp || !tps || *dp <= 0) continue;
+        c.points.push_back({*dp, *tps, r.number(i, "step_time_s").value_or(0),
+                            r.number(i, "exposed_comm_s").value_or(0), 1});
+      }
+      if (c.points.empty()) continue;
+      std::sort(c.points.begin(), c.points.end(), [](const auto& x, const auto& y) { return x.dp < y.dp; });
+      const double base = c.points.front().tokens_per_s / c.points.front().dp;
+      for (auto& p : c.points) {
+        p.efficiency = base > 0 ? p.tokens_per_s / p.dp / base : 0;
+        if (!c.first_dp_below && p.efficiency < dp_efficiency_threshold) c.first_dp_below = p.dp;
+      }
+      s.dp_curves.push_back(std::move(c));
+    }
+  }
+  return s;
+}
+
+}  // namespace stepsim::models

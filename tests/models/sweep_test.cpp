@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of models/sweep (grammar, grid, runner, CSV, summary) and models/batch (the seeds'
+// global-batch arithmetic, seed 000 §6.1 and §7.5).
+#include "hardware/hardware_profile_json.hpp"
+#include "models/batch.hpp"
+#include "models/report.hpp"
+#include "models/scenario.hpp"
+#include "models/sweep.hpp"
+#include "sim/support/error.hpp"
+#include "tests/support/catch.hpp"
+
+#include <algorithm>
+#include <string>
+
+using namespace stepsim;
+using namespace stepsim::models;
+using Catch::Matchers::Contains;
+
+namespace {
+const std::string kDefault = std::string(STEPSIM_SOURCE_DIR) + "/configs/examples/default.json";
+
+std::vector<std::string> values(const std::string& spec) { return parse_vary(spec).values; }
+}  // namespace
+
+TEST_CASE("sweep: --vary grammar", "[sweep]") {
+  CHECK(values("parallelism.dp=8,16,64") == std::vector<std::string>{"8", "16", "64"});
+  CHECK(values("model=llama3-8b,llama3.2-1b") == std::vector<std::string>{"llama3-8b", "llama3.2-1b"});
+  // Commas inside JSON arrays, objects and strings do not split.
+  CHECK(values("a=[1,2],{\"b\":3,\"c\":4},\"x,y\"") ==
+        std::vector<std::string>{"[1,2]", "{\"b\":3,\"c\":4}", "\"x,y\""});
+  // Log-spaced: endpoints exact, 10^(6·i/4) between (6 significant digits).
+  const auto log = parse_vary("parallelism.bucket_cap_mb=0.01:10000:x5");
+  CHECK(log.log_spaced);
+  CHECK(log.values == std::vector<std::string>{"0.01", "0.316228", "10", "316.228", "10000"});
+  CHECK(values("parallelism.bucket_cap_mb=0.01:10000:x40").size() == 40);
+  // Integer endpoints give integers: powers of two exactly, repeats dropped.
+  CHECK(values("parallelism.dp=8:1024:x8") ==
+        std::vector<std::string>{"8", "16", "32", "64", "128", "256", "512", "1024"});
+  CHECK(values("x=1:3:x10") == std::vector<std::string>{"1", "2", "3"});
+  // Linear: index arithmetic keeps HI when (HI−LO)/STEP is whole but inexact in binary.
+  CHECK(values("x=0:1:+0.25") == std::vector<std::string>{"0", "0.25", "0.5", "0.75", "1"});
+  CHECK(values("x=0:1:+0.1").size() == 11);
+  CHECK(values("x=0:1:+0.1")[3] == "0.3");
+  CHECK(values("batch.seq_len=1024:4096:+1024") == std::vector<std::string>{"1024", "2048", "3072", "4096"});
+  CHECK(values("x=1:10:+4") == std::vector<std::string>{"1", "5", "9"});
+  CHECK(values("x=5:5:x1") == std::vector<std::string>{"5"});
+  // A colon that is not LO:HI:xN / +STEP is a plain value.
+  CHECK(values("hardware=a:b") == std::vector<std::string>{"a:b"});
+
+  CHECK_THROWS_WITH(parse_vary("parallelism.dp"), Contains("--vary") && Contains("no PATH= part"));
+  CHECK_THROWS_WITH(parse_vary("parallelism.dp="), Contains("no values"));
+  CHECK_THROWS_WITH(parse_vary("x=1,,2"), Contains("empty value"));
+  CHECK_THROWS_WITH(parse_vary("x=10:1:x3"), Contains("LO 10 is greater than HI 1"));
+  CHECK_THROWS_WITH(parse_vary("x=0:10:x3"), Contains("LO > 0"));
+  CHECK_THROWS_WITH(parse_vary("x=1:10:x0"), Contains("N in xN"));
+  CHECK_THROWS_WITH(parse_vary("x=1:10:x2.5"), Contains("N in xN"));
+  CHECK_THROWS_WITH(parse_vary("x=1:10:+0"), Contains("STEP"));
+  CHECK_THROWS_WITH(parse_vary("x=a:10:+1"), Contains("LO 'a' is not a number"));
+  CHECK_THROWS_WITH(parse_vary("x=0:1e9:+1e-3"), Contains("more than 1000000 values"));
+  CHECK_THROWS_WITH(parse_vary("a..b=1"), Contains("empty component"));
+}
+
+TEST_CASE("sweep: Cartesian grid, first axis fastest", "[sweep]") {
+  const std::vector<SweepAxis> axes{{"a", {"1", "2", "3"}, false}, {"b", {"x", "y"}, false}};
+  CHECK(grid_size(axes) == 6);
+  CHECK(grid_size({}) == 1);
+  CHECK(grid_indices(axes, 0) == std::vector<std::size_t>{0, 0});
+  CHECK(grid_indices(axes, 2) == std::vector<std::size_t>{2, 0});
+  CHECK(grid_indices(axes, 3) == std::vector<std::size_t>{0, 1});
+  CHECK(grid_indices(axes, 5) == std::vector<std::size_t>{2, 1});
+  std::vector<SweepAxis> huge(3, SweepAxis{"a", std::vector<std::string>(1000, "1"), false});
+  CHECK_THROWS_WITH(grid_size(huge), Contains("more than 10000000 points"));
+}
+
+TEST_CASE("sweep: rows equal run() of the same overrides, independent of threads", "[sweep]") {
+  const std::vector<SweepAxis> axes{parse_vary("parallelism.bucket_cap_mb=1,25,10000"), parse_vary("batch.seq_len=2048,8192")};
+  SweepOptions one;
+  one.threads = 1;
+  SweepOptions four;
+  four.threads = 4;
+  std::size_t calls = 0;
+  four.progress = [&](std::size_t done, std::size_t total) {
+    ++calls;
+    CHECK(done <= total);
+  };
+  const SweepResult r1 = run_sweep(kDefault, axes, one);
+  const SweepResult r4 = run_sweep(kDefault, axes, four);
+  CHECK(calls == 6);
+  CHECK(sweep_csv(r1) == sweep_csv(r4));
+  REQUIRE(r1.points.size() == 6);
+
+  // Columns: flattened report scalars in report order; no echo, no arrays, no wall time.
+  const auto& cols = r1.metric_columns;
+  CHECK(cols.front() == "model.name");
+  for (const char* c : {"step_time_s", "exposed_comm_s", "comm_time_s", "compute_time_s", "tokens_per_s", "mfu",
+                        "memory.total_bytes", "memory.fits", "buckets.count"})
+    CHECK(r1.column(c).has_value());
+  CHECK(r1.column("step_time_s") < r1.column("memory.total_bytes"));
+  CHECK_FALSE(r1.column("wall_time_s"));
+  CHECK_FALSE(r1.column("schema"));
+  CHECK(std::none_of(cols.begin(), cols.end(), [](const std::string& c) { return c.rfind("scenario", 0) == 0; }));
+
+  // Point 4 = bucket 25 (index 1), seq_len 8192 (index 1): the same numbers as `stepsim run`
+  // with the same overrides (one library entry point, so bit-identical).
+  const Report direct = run(load_scenario(kDefault, {"parallelism.bucket_cap_mb=25", "batch.seq_len=8192"}));
+  CHECK(r1.label(4) == "parallelism.bucket_cap_mb=25, batch.seq_len=8192");
+  CHECK(*r1.number(4, "step_time_s") == direct.step_time_s);
+  CHECK(*r1.number(4, "exposed_comm_s") == direct.exposed_comm_s);
+  CHECK(*r1.number(4, "memory.total_bytes") == direct.memory.total_bytes);
+  CHECK(*r1.number(4, "memory.fits") == 1.0);
+
+  const std::string csv = sweep_csv(r1);
+  CHECK(csv.rfind("parallelism.bucket_cap_mb,batch.seq_len,model.name,", 0) == 0);
+  CHECK(csv.find(",error\n") != std::string::npos);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 7);
+}
+
+TEST_CASE("sweep: an invalid point is an error row, an all-invalid sweep an InputError", "[sweep]") {
+  const std::vector<SweepAxis> axes{parse_vary("parallelism.bucket_cap_mb=25,-1,\"abc\"")};
+  SweepOptions opt;
+  opt.threads = 2;
+  const SweepResult r = run_sweep(kDefault, axes, opt);
+  CHECK(r.points[0].ok());
+  CHECK_THAT(r.points[1].error, Contains("/parallelism/bucket_cap_mb"));
+  CHECK_FALSE(r.points[2].ok());
+  const std::string csv = sweep_csv(r);
+  // The error message has commas or quotes: quoted per RFC 4180, no metric values.
+  CHECK(csv.find("\n-1,,") != std::string::npos);
+  CHECK(summarize_sweep(r).failed == 2);
+
+  CHECK_THROWS_WITH(run_sweep(kDefault, {parse_vary("parallelism.bucket_cap=1,2")}, opt),
+                    Contains("every point of the sweep failed") && Contains("bucket_cap_mb"));
+  CHECK_THROWS_WITH(run_sweep(kDefault, {parse_vary("a=1"), parse_vary("a=2")}, opt), Contains("varied twice"));
+  CHECK_THROWS_WITH(summarize_sweep(r, "model.name"), Contains("--metric"));
+}
+
+TEST_CASE("sweep: bucket summary shows the seed's three regimes near the threshold", "[sweep]") {
+  // seed 000 §4: tiny buckets → latency piles up; huge → the last bucket is exposed; a wide
+  // sweet spot between. At seq_len 1024 (below this group's 2163 tokens/GPU threshold) both
+  // ends of the U are > 2 % slower than the best.
+  SweepOptions opt;
+  opt.threads = 2;
+  const SweepResult r = run_sweep(kDefault, {parse_vary("parallelism.bucket_cap_mb=0.01:10000:x13"), parse_vary("batch.seq_len=1024")}, opt);
+  const SweepSummary s = summarize_sweep(r, "step_time_s");
+  CHECK(s.minimize);
+  REQUIRE(s.bucket_curves.size() == 1);
+  const BucketCurve& c = s.bucket_curves[0];
+  CHECK(c.series == "batch.seq_len=1024");
+  CHECK(c.smallest.step_time_s > 1.02 * c.best_step_time_s);
+  CHECK(c.largest.step_time_s > 1.02 * c.best_step_time_s);
+  CHECK(c.smallest.comm_time_s > 1.5 * c.min_comm_time_s);  // latency: one AllReduce per tensor
+  CHECK(c.largest.bucket_count <= 2);
+  CHECK(c.sweet_lo_mb > 1);          // the sweet spot is tens to hundreds of MiB
+  CHECK(c.sweet_hi_mb < 2000);
+  CHECK(c.sweet_lo_mb <= c.best_bucket_cap_mb);
+  CHECK(c.best_bucket_cap_mb <= c.sweet_hi_mb);
+  REQUIRE(s.best);
+  CHECK(r.points[*s.best].values[0] == fmt::format("{:g}", c.best_bucket_cap_mb));
+}
+
+TEST_CASE("sweep: DP summary, efficiency relative to the smallest dp", "[sweep]") {
+  SweepOptions opt;
+  opt.threads = 2;
+  opt.sets = {"cluster.nodes=null"};
+  const SweepResult r = run_sweep(kDefault, {parse_vary("parallelism.dp=8:16384:x12")}, opt);
+  const SweepSummary s = summarize_sweep(r);
+  CHECK_FALSE(s.minimize);
+  REQUIRE(s.dp_curves.size() == 1);
+  const DpCurve& c = s.dp_curves[0];
+  REQUIRE(c.points.size() == 12);
+  CHECK(c.points[0].efficiency == 1.0);
+  for (std::size_t k = 1; k < c.points.size(); ++k) CHECK(c.points[k].efficiency <= c.points[k - 1].efficiency + 1e-12);
+  // Weak scaling: per-GPU tokens fixed, the α terms of the hierarchical AllReduce grow with
+  // the node count until they no longer hide (seed 000 §6.2: "hundreds of GPUs").
+  REQUIRE(c.first_dp_below);
+  CHECK(*c.first_dp_below >= 256);
+  CHECK(*c.first_dp_below <= 8192);
+}
+
+TEST_CASE("batch: gbs = mbs x grad_accum x dp (seed 000 §6.1)", "[batch]") {
+  CHECK(parse_count("4M", "--x") == 4e6);
+  CHECK(parse_count("38M", "--x") == 38e6);
+  CHECK(parse_count("8Ki", "--x") == 8192);
+  CHECK(parse_count("1.5e6", "--x") == 1.5e6);
+  CHECK_THROWS_WITH(parse_count("4Q", "--global-batch-tokens"), Contains("--global-batch-tokens") && Contains("'4Q'"));
+  CHECK_THROWS_WITH(parse_count("-1", "--x"), Contains("'-1'"));
+  // 4M tokens at seq 4096 → ≈ 1024 sequences (the nearest power of two, as the seed rounds).
+  CHECK(samples_for_tokens(4e6, 4096, true) == 1024);
+  CHECK(samples_for_tokens(4e6, 4096, false) == 977);
+  const auto b128 = split_global_batch(1024, 2, 128);  // seed: grad_acc = 1024/(2×128) = 4
+  CHECK(b128.grad_accum == 4);
+  CHECK(b128.whole);
+  CHECK_FALSE(b128.too_many_gpus);
+  CHECK(b128.max_dp == 512);
+  const auto b512 = split_global_batch(1024, 2, 512);  // seed: 512 GPUs → grad_acc 1
+  CHECK(b512.grad_accum == 1);
+  CHECK(b512.whole);
+  const auto b1024 = split_global_batch(1024, 2, 1024);  // seed: grad_acc < 1 → too many GPUs
+  CHECK(b1024.too_many_gpus);
+  CHECK(b1024.grad_accum_exact == 0.5);
+  const auto b96 = split_global_batch(1024, 2, 96);  // 5.33: not whole, ceil overshoots
+  CHECK_FALSE(b96.whole);
+  CHECK(b96.grad_accum == 6);
+  CHECK(b96.global_batch_samples_used == 1152);
+  CHECK_THROWS_WITH(split_global_batch(1024, 0, 8), Contains("--micro-batch-size"));
+}
+
+TEST_CASE("batch: most GPUs a batch keeps compute-bound (seed 000 §7.5)", "[batch]") {
+  const auto v5p = hardware::load_profile("tpu-v5p");
+  // DeepSeek-V2's 38M tokens on v5p over 3 axes (850 tokens/chip) ≈ 44,000 chips; 16M ≈ 18,800.
+  const auto c38 = max_ranks_for_batch(v5p, 38e6, 0, 0);
+  CHECK(c38.tokens_per_gpu_asymptotic == Approx(850).epsilon(0.001));
+  CHECK(c38.ranks_asymptotic == Approx(44000).epsilon(0.02));
+  const auto c16 = max_ranks_for_batch(v5p, 16e6, 0, 0);
+  CHECK(c16.ranks_asymptotic == Approx(18800).epsilon(0.005));
+  // With the exact (k−1)/k ring factors the threshold is lower, so a few more chips fit, and
+  // the answer satisfies its own condition.
+  CHECK(c16.ranks >= c16.ranks_asymptotic);
+  CHECK(c16.ranks < 1.1 * c16.ranks_asymptotic);
+  CHECK(c16.tokens_per_gpu_at_ranks >= c16.threshold_at_ranks);
+  // Llama 3 405B's 16M tokens on H100 (2475 tokens/GPU): ≈ 6,500 GPUs, far from its 16K.
+  const auto h100 = hardware::load_profile("h100-sxm");
+  const auto c = max_ranks_for_batch(h100, 16e6, 0, 0);
+  CHECK(c.ranks_asymptotic == Approx(16e6 / 2472.5).epsilon(0.01));
+  CHECK(c.ranks % 8 == 0);
+  CHECK(c.tokens_per_gpu_at_ranks >= c.threshold_at_ranks);
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds the whole project and test suite with AddressSanitizer + UndefinedBehaviorSanitizer
+# (GCC, -DSTEPSIM_SANITIZE=ON, Debug) into build-asan/ and runs the test suite there (issue 8).
+# Any ASan report, leak or UBSan "runtime error" aborts the process and fails its test.
+#   bash tools/check-sanitize.sh [extra ctest args, e.g. -L errors]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSTEPSIM_SANITIZE=ON >/dev/null
+cmake --build build-asan -j "$(nproc)"
+# halt_on_error makes UBSan findings fatal (GCC's default is to print and continue).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE 'gpu|slow' "$@"

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stepsim batch`: the seeds' global-batch arithmetic (seed 000 §6.1, §7.2, §7.5). Which
+// sections it prints depends on the flags given:
+//   --hardware + --ranks                       the global batch N GPUs need (comm-bound threshold × N)
+//   --hardware + --global-batch-tokens          the most GPUs that batch keeps compute-bound
+//   --global-batch-* + --seq-len + --micro-batch-size + --ranks   gbs = mbs × grad_accum × dp
+#include "tools/commands.hpp"
+
+#include "hardware/hardware_profile_json.hpp"
+#include "models/batch.hpp"
+#include "sim/support/error.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+
+namespace stepsim::tools {
+
+namespace {
+
+using ordered = nlohmann::ordered_json;
+
+struct BatchArgs {
+  std::string hardware;
+  long long ranks = 0;
+  long long gpus_per_node = 0;
+  int axes = 0;
+  long long moe_experts = 0;
+  long long moe_topk = 0;
+  std::string global_batch_tokens;
+  long long global_batch_samples = 0;
+  long long seq_len = 0;
+  long long micro_batch_size = 0;
+  bool no_round = false;
+  std::string format = "text";
+};
+
+int cmd_batch(const BatchArgs& a) {
+  const bool moe = a.moe_experts != 0 || a.moe_topk != 0;
+  if (moe && (a.moe_experts < 1 || a.moe_topk < 1 || a.moe_topk > a.moe_experts || a.moe_experts > (1 << 20)))
+    throw InputError("--moe-experts/--moe-topk", "",
+                     fmt::format("expected 1 ≤ topk ≤ experts (both given), got experts {} topk {}", a.moe_experts,
+                                 a.moe_topk));
+  const int experts = moe ? static_cast<int>(a.moe_experts) : 1, topk = moe ? static_cast<int>(a.moe_topk) : 1;
+  if (a.seq_len < 0 || a.seq_len > (1LL << 30))
+    throw InputError("--seq-len", "", fmt::format("expected an integer in [1, 2^30], got {}", a.seq_len));
+  if (!a.global_batch_tokens.empty() && a.global_batch_samples != 0)
+    throw InputError("--global-batch-samples", "", "give --global-batch-tokens or --global-batch-samples, not both");
+
+  // The global batch, in tokens and (when --seq-len is known) in sequences.
+  std::optional<double> tokens;
+  std::optional<std::int64_t> samples;
+  if (!a.global_batch_tokens.empty()) {
+    tokens = models::parse_count(a.global_batch_tokens, "--global-batch-tokens");
+    if (!(*tokens >= 1) || *tokens > 1e15)
+      throw InputError("--global-batch-tokens", "", fmt::format("expected 1 to 1e15 tokens, got '{}'", a.global_batch_tokens));
+    if (a.seq_len > 0) samples = models::samples_for_tokens(*tokens, a.seq_len, !a.no_round);
+  } else if (a.global_batch_samples != 0) {
+    if (a.global_batch_samples < 1 || a.global_batch_samples > (1LL << 40))
+      throw InputError("--global-batch-samples", "", fmt::format("expected 1 to 2^40 sequences, got {}", a.global_batch_samples));
+    if (a.seq_len < 1) throw InputError("--seq-len", "", "--global-batch-samples needs --seq-len (tokens per sequence)");
+    samples = a.global_batch_samples;
+    tokens = static_cast<double>(*samples * a.seq_len);
+  }
+
+  ordered j;
+  std::string text;
+  bool any = false;
+  std::optional<hardware::HardwareProfile> hw;
+  if (!a.hardware.empty()) hw = hardware::load_profile(a.hardware, "--hardware");
+
+  if (hw && a.ranks != 0) {
+    any = true;
+    const auto group = group_shape(*hw, a.ranks, a.gpus_per_node, a.axes);
+    const auto t = hardware::dp_threshold(*hw, group, experts, topk);
+    ordered m;
+    m["hardware"] = hw->name;
+    m["ranks"] = group.ranks;
+    m["tokens_per_gpu"] = t.tokens_per_gpu;
+    m["tokens_per_gpu_asymptotic"] = t.tokens_per_gpu_asymptotic;
+    m["min_global_batch_tokens"] = t.min_global_batch_tokens;
+    m["min_global_batch_tokens_asymptotic"] = t.min_global_batch_tokens_asymptotic;
+    text += fmt::format("global batch {} x {} needs before pure DP is compute-bound (seed 000 §7.2)\n", group.ranks, hw->name);
+    text += fmt::format("  at least        {:.4g} tokens ({:.0f} tokens/GPU; the seeds' C/W form: {:.4g} = {} x {:.0f})\n",
+                        t.min_global_batch_tokens, t.tokens_per_gpu, t.min_global_batch_tokens_asymptotic, group.ranks,
+                        t.tokens_per_gpu_asymptotic);
+    if (tokens) {
+      const bool bound = *tokens < t.min_global_batch_tokens;
+      m["global_batch_tokens"] = *tokens;
+      m["communication_bound"] = bound;
+      text += fmt::format("  this batch      {:.4g} tokens = {:.0f} tokens/GPU: {}\n", *tokens, *tokens / group.ranks,
+                          bound ? "communication-bound (the gradient AllReduce cannot hide behind backward)"
+                                : "compute-bound");
+    }
+    j["min_global_batch"] = m;
+  }
+
+  if (hw && tokens) {
+    any = true;
+    const int g = a.gpus_per_node > 0 ? static_cast<int>(std::min<long long>(a.gpus_per_node, 1 << 20)) : 0;
+    if (a.axes < 0 || a.axes > 3 || (a.axes != 0 && !hw->is_torus()))
+      throw InputError("--axes", "", fmt::format("expected 1, 2 or 3 torus axes on a TPU profile, got {}", a.axes));
+    const auto c = models::max_ranks_for_batch(*hw, *tokens, g, a.axes, experts, topk);
+    ordered m;
+    m["hardware"] = hw->name;
+    m["global_batch_tokens"] = *tokens;
+    m["tokens_per_gpu_asymptotic"] = c.tokens_per_gpu_asymptotic;
+    m["ranks_asymptotic"] = c.ranks_asymptotic;
+    m["ranks"] = c.ranks;
+    m["tokens_per_gpu_at_ranks"] = c.tokens_per_gpu_at_ranks;
+    m["threshold_at_ranks"] = c.threshold_at_ranks;
+    text += fmt::format("most {} a {:.4g}-token batch keeps compute-bound under pure DP (seed 000 §7.5)\n", hw->name, *tokens);
+    text += fmt::format("  seeds' form     {:.0f} = {:.4g} / {:.0f} tokens per GPU (C/W)\n", c.ranks_asymptotic, *tokens,
+                        c.tokens_per_gpu_asymptotic);
+    text += fmt::format("  exact ring      {} ({:.0f} tokens/GPU vs a threshold of {:.0f} there)\n", c.ranks,
+                        c.tokens_per_gpu_at_ranks, c.threshold_at_ranks);
+    text += "  beyond this, split the model another way (tensor, pipeline parallelism): they do not divide the batch\n";
+    j["max_ranks"] = m;
+  }
+
+  if (samples && a.micro_batch_size != 0 && a.ranks != 0) {
+    any = true;
+    const auto b = models::split_global_batch(*samples, a.micro_batch_size, a.ranks);
+    ordered m;
+    m["global_batch_samples"] = b.global_batch_samples;
+    m["seq_len"] = a.seq_len;
+    m["global_batch_tokens"] = static_cast<double>(b.global_batch_samples * a.seq_len);
+    m["micro_batch_size"] = b.micro_batch_size;
+    m["dp"] = b.dp;
+    m["grad_accum_exact"] = b.grad_accum_exact;
+    m["grad_accum"] = b.grad_accum;
+    m["whole"] = b.whole;
+    m["too_many_gpus"] = b.too_many_gpus;
+    m["global_batch_samples_used"] = b.global_batch_samples_used;
+    m["max_dp"] = b.max_dp;
+    text += "gbs = micro_batch_size x grad_accum x dp (seed 000 §6.1)\n";
+    if (!a.global_batch_tokens.empty())
+      text += fmt::format("  gbs             {} sequences of {} tokens ({:.4g} tokens asked; {})\n", b.global_batch_samples,
+                          a.seq_len, *tokens, a.no_round ? "nearest integer" : "nearest power of two");
+    else
+      text += fmt::format("  gbs             {} sequences of {} tokens\n", b.global_batch_samples, a.seq_len);
+    text += fmt::format("  grad_accum      {} / ({} x {}) = {:g}\n", b.global_batch_samples, b.micro_batch_size, b.dp,
+                        b.grad_accum_exact);
+    if (b.too_many_gpus)
+      text += fmt::format("  too many GPUs: grad_accum < 1. Use at most {} GPUs at this mbs, a larger gbs, or a smaller "
+                          "micro_batch_size (trading per-GPU efficiency for throughput)\n", b.max_dp);
+    else if (!b.whole)
+      text += fmt::format("  not a whole number: grad_accum {} gives gbs {} sequences (or pick dp dividing {})\n",
+                          b.grad_accum, b.global_batch_samples_used, b.max_dp);
+    else
+      text += fmt::format("  use grad_accum {} (at {} GPUs this gbs needs no accumulation)\n", b.grad_accum, b.max_dp);
+    j["split"] = m;
+  }
+
+  if (!any)
+    throw InputError("stepsim batch", "",
+                     "expected one of: --hardware HW --ranks N (batch N GPUs need); --hardware HW "
+                     "--global-batch-tokens T (most GPUs for a batch); --global-batch-tokens T|--global-batch-samples S "
+                     "--seq-len L --micro-batch-size M --ranks N (grad_accum)");
+  print(a.format == "json" ? j.dump(2) + "\n" : text);
+  return 0;
+}
+
+}  // namespace
+
+void add_batch_command(CLI::App& app, Action& action) {
+  auto a = std::make_shared<BatchArgs>();
+  auto* batch = app.add_subcommand("batch", "global batch arithmetic: batch N GPUs need, most GPUs a batch can use, grad_accum");
+  batch->add_option("--hardware", a->hardware, "profile name or JSON file");
+  batch->add_option("--ranks", a->ranks, "DP degree (GPUs)");
+  batch->add_option("--gpus-per-node", a->gpus_per_node, "GPUs per node (default: the profile's)");
+  batch->add_option("--axes", a->axes, "TPU: torus axes used for DP (1-3; default all)");
+  batch->add_option("--moe-experts", a->moe_experts, "MoE: experts per layer E");
+  batch->add_option("--moe-topk", a->moe_topk, "MoE: experts per token k");
+  batch->add_option("--global-batch-tokens", a->global_batch_tokens, "global batch in tokens: 16384, 4M (4e6), 8Mi");
+  batch->add_option("--global-batch-samples", a->global_batch_samples, "global batch in sequences (gbs)");
+  batch->add_option("--seq-len", a->seq_len, "tokens per sequence");
+  batch->add_option("--micro-batch-size", a->micro_batch_size, "sequences per GPU per micro-batch (mbs)");
+  batch->add_flag("--no-round", a->no_round, "tokens → sequences: nearest integer instead of the nearest power of two");
+  batch->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  batch->callback([a, &action] { action = [a] { return cmd_batch(*a); }; });
+}
+
+}  // namespace stepsim::tools

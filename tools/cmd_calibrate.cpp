@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stepsim calibrate nccl-tests LOG... --hardware HW -o FITTED.json`: read nccl-tests output,
+// fit a calibration overlay over the nominal profile, and print how good the fit is
+// (measured vs nominal vs fitted per row; median/max |error| split at 1 MiB; even→odd
+// cross-validation), style.md §3.3.
+#include "tools/commands.hpp"
+
+#include "hardware/calibration_json.hpp"
+#include "hardware/hardware_profile_json.hpp"
+#include "sim/support/atomic_file.hpp"
+#include "sim/support/error.hpp"
+#include "validate/fit.hpp"
+#include "validate/nccl_tests.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+namespace stepsim::tools {
+
+namespace {
+
+using ordered = nlohmann::ordered_json;
+
+struct CalibrateArgs {
+  std::vector<std::string> logs;
+  std::string hardware;
+  std::string output;
+  std::string format = "text";
+  long long ranks = 0;
+  long long gpus_per_node = 0;
+  std::string op;
+  std::string algorithm = "auto";
+  int max_segments = 8;
+  int min_points = 2;
+  double noise_floor = 0.005;
+};
+
+ordered summary_json(const validate::ErrorSummary& s) {
+  return {{"large_points", s.large_points}, {"large_median", s.large_median}, {"large_max", s.large_max},
+          {"small_points", s.small_points}, {"small_median", s.small_median}, {"small_max", s.small_max}};
+}
+
+std::string pct(double e) { return fmt::format("{:+.1f}%", 100 * e); }
+
+std::string summary_line(const std::string& label, const validate::ErrorSummary& s) {
+  auto part = [](int n, double med, double mx) {
+    return n == 0 ? fmt::format("{:>26}", "-") : fmt::format("{:>4}  {:>8.1f}% {:>8.1f}%", n, 100 * med, 100 * mx);
+  };
+  return fmt::format("    {:<34} {} | {}\n", label, part(s.large_points, s.large_median, s.large_max),
+                     part(s.small_points, s.small_median, s.small_max));
+}
+
+std::string text_report(const validate::CalibrationResult& r, const std::string& output) {
+  std::string out;
+  out += fmt::format("calibrate nccl-tests: {} table(s) fitted over {} ({})\n", r.overlay.tables.size(),
+                     r.overlay.hardware, r.overlay.cost_model);
+  out += output.empty() ? "overlay: not written (no -o)\n" : fmt::format("overlay: {}\n", hardware::describe_overlay(r.overlay));
+  for (const auto& t : r.tables) {
+    out += fmt::format("\n{}: {} over {} ranks ({} node(s) x {}), {}\n", t.source, t.op, t.group.ranks, t.nodes,
+                       t.group.ranks_per_node, hardware::calibration_scope_name(t.table.scope));
+    out += "  segments            lo_bytes          hi_bytes   latency x  bandwidth x  points  max residual\n";
+    for (const auto& s : t.table.segments)
+      out += fmt::format("  {:>28.0f} {:>17.0f} {:>11.4g} {:>12.4g} {:>7} {:>12.1f}%\n", s.lo_bytes, s.hi_bytes,
+                         s.latency_factor, s.bandwidth_factor, s.points, 100 * s.max_residual);
+    out += fmt::format("  {:>6} {:>14} | {:>11} {:>8} | {:>11} {:>8} {:>7} | {:>11} {:>8} {:>7} | {:>9}  {}\n", "line",
+                       "size (B)", "measured us", "busbw", "nominal us", "busbw", "error", "fitted us", "busbw", "error",
+                       "even->odd", "segment");
+    for (const auto& row : t.rows) {
+      auto busbw = [&](double s) { return s > 0 ? row.bytes / s * t.bus_factor / 1e9 : 0.0; };
+      out += fmt::format("  {:>6} {:>14.0f} | {:>11.2f} {:>8.2f} | {:>11.2f} {:>8.2f} {:>7} | {:>11.2f} {:>8.2f} {:>7} | {:>9}  {}\n",
+                         row.line, row.bytes, row.measured_s * 1e6, busbw(row.measured_s), row.nominal_s * 1e6,
+                         busbw(row.nominal_s), pct(row.nominal_s / row.measured_s - 1), row.fitted_s * 1e6,
+                         busbw(row.fitted_s), pct(row.fitted_s / row.measured_s - 1),
+                         row.cross_s ? pct(*row.cross_s / row.measured_s - 1) : std::string("-"), row.segment);
+    }
+    out += "  busbw in GB/s (nccl-tests: algbw x bus factor); error = predicted / measured - 1\n";
+    out += fmt::format("  summary |error|                    {:>26} | {:>26}\n", "sizes >= 1 MiB: n median max",
+                       "< 1 MiB: n median max");
+    out += summary_line("nominal, all rows", t.nominal);
+    out += summary_line("fitted, all rows (in-sample)", t.fitted);
+    out += summary_line("nominal, odd rows", t.cross_nominal);
+    out += summary_line("fit on even rows -> odd rows", t.cross);
+  }
+  for (const auto& w : r.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+std::string json_report(const validate::CalibrationResult& r, const std::string& output) {
+  ordered j;
+  j["schema"] = "stepsim.calibrate/1";
+  j["hardware"] = r.overlay.hardware;
+  j["cost_model"] = r.overlay.cost_model;
+  j["overlay"] = output.empty() ? ordered(nullptr) : ordered(output);
+  ordered tables = ordered::array();
+  for (const auto& t : r.tables) {
+    ordered rows = ordered::array();
+    for (const auto& row : t.rows) {
+      auto busbw = [&](double s) { return s > 0 ? row.bytes / s * t.bus_factor : 0.0; };
+      ordered x = {{"line", row.line},
+                   {"bytes", row.bytes},
+                   {"measured_time_s", row.measured_s},
+                   {"measured_busbw_bytes_per_s", busbw(row.measured_s)},
+                   {"nominal_time_s", row.nominal_s},
+                   {"nominal_busbw_bytes_per_s", busbw(row.nominal_s)},
+                   {"fitted_time_s", row.fitted_s},
+                   {"fitted_busbw_bytes_per_s", busbw(row.fitted_s)},
+                   {"segment", row.segment}};
+      x["cross_time_s"] = row.cross_s ? ordered(*row.cross_s) : ordered(nullptr);
+      rows.push_back(x);
+    }
+    ordered segs = ordered::array();
+    for (const auto& s : t.table.segments)
+      segs.push_back({{"lo_bytes", s.lo_bytes}, {"hi_bytes", s.hi_bytes}, {"latency_factor", s.latency_factor},
+                      {"bandwidth_factor", s.bandwidth_factor}, {"points", s.points}, {"max_residual", s.max_residual}});
+    tables.push_back({{"source", t.source},
+                      {"op", t.op},
+                      {"ranks", t.group.ranks},
+                      {"ranks_per_node", t.group.ranks_per_node},
+                      {"nodes", t.nodes},
+                      {"scope", hardware::calibration_scope_name(t.table.scope)},
+                      {"segments", segs},
+                      {"rows", rows},
+                      {"error_nominal", summary_json(t.nominal)},
+                      {"error_fitted", summary_json(t.fitted)},
+                      {"error_nominal_odd_rows", summary_json(t.cross_nominal)},
+                      {"error_cross_even_to_odd", summary_json(t.cross)}});
+  }
+  j["tables"] = tables;
+  j["warnings"] = r.warnings;
+  return j.dump(2) + "\n";
+}
+
+int cmd_calibrate(const CalibrateArgs& a) {
+  const auto hw = hardware::load_profile(a.hardware, "--hardware");
+  if (a.ranks < 0 || a.ranks > (1 << 24))
+    throw InputError("--ranks", "", fmt::format("expected an integer in [2, 16777216], got {}", a.ranks));
+  if (a.gpus_per_node < 0 || a.gpus_per_node > (1 << 20))
+    throw InputError("--gpus-per-node", "", fmt::format("expected a positive integer, got {}", a.gpus_per_node));
+  if (a.min_points < 2 || a.min_points > 1000)
+    throw InputError("--min-points", "", fmt::format("expected an integer in [2, 1000], got {}", a.min_points));
+  if (!(a.noise_floor >= 0 && a.noise_floor < 1))
+    throw InputError("--noise-floor", "", fmt::format("expected a fraction in [0, 1), got {}", a.noise_floor));
+  if (a.max_segments < 1 || a.max_segments > 64)
+    throw InputError("--max-segments", "", fmt::format("expected an integer in [1, 64], got {}", a.max_segments));
+  std::vector<validate::NcclTestsLog> logs;
+  for (const auto& path : a.logs) logs.push_back(validate::read_nccl_tests_file(path));
+  validate::CalibrateOptions opt;
+  opt.ranks = static_cast<int>(a.ranks);
+  opt.gpus_per_node = static_cast<int>(a.gpus_per_node);
+  opt.op = a.op;
+  opt.algorithm = algorithm_from(a.algorithm);
+  opt.fit.max_segments = a.max_segments;
+  opt.fit.min_points = a.min_points;
+  opt.fit.noise_floor = a.noise_floor;
+  const auto result = validate::calibrate(logs, hw, opt, a.output);
+  if (!a.output.empty()) write_file_atomically(a.output, hardware::calibration_json(result.overlay));
+  print(a.format == "json" ? json_report(result, a.output) : text_report(result, a.output));
+  return 0;
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app, Action& action) {
+  auto a = std::make_shared<CalibrateArgs>();
+  auto* calibrate = app.add_subcommand("calibrate", "fit a calibration overlay to measurements");
+  calibrate->require_subcommand(1);
+  auto* nccl = calibrate->add_subcommand("nccl-tests", "fit collectives to nccl-tests output (raw stdout or normalized CSV)");
+  nccl->add_option("logs", a->logs, "nccl-tests logs (raw stdout, any launcher) or normalized CSVs")->required();
+  nccl->add_option("--hardware", a->hardware, "nominal profile the factors are relative to (name or JSON file)")->required();
+  nccl->add_option("-o,--output", a->output, "write the fitted overlay (JSON) here");
+  nccl->add_option("--ranks", a->ranks, "rank count of every table (default: from the '#  Rank' lines or busbw/algbw)");
+  nccl->add_option("--gpus-per-node", a->gpus_per_node, "GPUs per node (default: ranks / hosts in the log, else the profile's)");
+  nccl->add_option("--op", a->op, "collective of every table (default: from the log or file name)")
+      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter"}));
+  nccl->add_option("--algorithm", a->algorithm, "nominal algorithm: auto | ring | hierarchical")
+      ->check(CLI::IsMember({"auto", "ring", "hierarchical"}));
+  nccl->add_option("--max-segments", a->max_segments, "upper bound on size segments per table (default 8)");
+  nccl->add_option("--min-points", a->min_points, "measurements per segment (default 2)");
+  nccl->add_option("--noise-floor", a->noise_floor, "relative noise below which no segment is added (default 0.005)");
+  nccl->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  nccl->callback([a, &action] { action = [a] { return cmd_calibrate(*a); }; });
+}
+
+}  // namespace stepsim::tools

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: Apache-2.0
+// Segmented least-squares fit of nccl-tests times to factors over the nominal model
+// (style.md §3.3 step 3–4), and its error against the measurements.
+#include "validate/fit.hpp"
+
+#include "sim/support/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace stepsim::validate {
+
+NominalLine nominal_line(const hardware::HardwareProfile& hw, hardware::CollectiveOp op,
+                         const hardware::GroupShape& group, hardware::CollectiveAlgorithm algorithm) {
+  constexpr double v = 1e9;
+  const auto c = hardware::collective_cost(hw, op, v, group, algorithm);
+  return {c.latency_s, c.bandwidth_s / v};
+}
+
+namespace {
+
+using real = long double;
+
+// Weighted sums over a run of points, w = 1/t² (relative error).
+struct Sums {
+  real s0 = 0, s1 = 0, s2 = 0, t0 = 0, t1 = 0, t2 = 0;
+  Sums operator-(const Sums& o) const { return {s0 - o.s0, s1 - o.s1, s2 - o.s2, t0 - o.t0, t1 - o.t1, t2 - o.t2}; }
+};
+
+struct LineFit {
+  double a = 0, b = 0;
+  double sse = 0;  // Σ ((a + bV − t)/t)²
+};
+
+// Least squares with a ≥ a_min and b ≥ b_min (clamp one, re-solve the other).
+LineFit solve(const Sums& s, double a_min, double b_min) {
+  real a = 0, b = 0;
+  const real det = s.s0 * s.s2 - s.s1 * s.s1;
+  if (det > 1e-18L * s.s0 * s.s2) {
+    a = (s.s2 * s.t0 - s.s1 * s.t1) / det;
+    b = (s.s0 * s.t1 - s.s1 * s.t0) / det;
+  } else {
+    b = b_min;
+    a = (s.t0 - b * s.s1) / s.s0;
+  }
+  if (b < b_min) {
+    b = b_min;
+    a = (s.t0 - b * s.s1) / s.s0;
+  }
+  if (a < a_min) {
+    a = a_min;
+    b = s.s2 > 0 ? (s.t1 - a * s.s1) / s.s2 : b_min;
+    if (b < b_min) b = b_min;
+  }
+  const real sse = s.t2 - 2 * a * s.t0 - 2 * b * s.t1 + a * a * s.s0 + 2 * a * b * s.s1 + b * b * s.s2;
+  return {static_cast<double>(a), static_cast<double>(b), static_cast<double>(std::max<real>(0, sse))};
+}
+
+}  // namespace
+
+namespace {
+
+hardware::CalibrationTable fit_once(std::vector<Measurement> points, const NominalLine& nominal,
+                                    const FitOptions& options) {
+  std::stable_sort(points.begin(), points.end(), [](const Measurement& x, const Measurement& y) { return x.bytes < y.bytes; });
+  const int n = static_cast<int>(points.size());
+  const int m = std::min(options.min_points, n);
+  const double a_min = 1e-3 * nominal.alpha_s;
+  const double b_min = nominal.seconds_per_byte / options.max_bandwidth_factor;
+
+  std::vector<Sums> prefix(points.size() + 1);
+  for (int i = 0; i < n; ++i) {
+    const real v = points[i].bytes, t = points[i].time_s, w = 1 / (t * t);
+    Sums s = prefix[i];
+    s.s0 += w, s.s1 += w * v, s.s2 += w * v * v, s.t0 += w * t, s.t1 += w * v * t, s.t2 += w * t * t;
+    prefix[i + 1] = s;
+  }
+  auto seg = [&](int i, int j) { return solve(prefix[j] - prefix[i], a_min, b_min); };  // points [i, j)
+
+  // best[k][j]: minimal SSE of the first j points in k segments; from[k][j]: start of the last.
+  const int k_max = std::max(1, std::min(options.max_segments, n / m));
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(k_max + 1, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int>> from(k_max + 1, std::vector<int>(n + 1, -1));
+  best[0][0] = 0;
+  for (int k = 1; k <= k_max; ++k)
+    for (int j = k * m; j <= n; ++j)
+      for (int i = (k - 1) * m; i + m <= j; ++i) {
+        if (best[k - 1][i] == inf) continue;
+        const double c = best[k - 1][i] + seg(i, j).sse;
+        if (c < best[k][j]) {
+          best[k][j] = c;
+          from[k][j] = i;
+        }
+      }
+  int k_best = 1;
+  double score_best = inf;
+  const double floor2 = options.noise_floor * options.noise_floor;
+  for (int k = 1; k <= k_max; ++k) {
+    if (best[k][n] == inf) continue;
+    const double score = n * std::log(std::max(best[k][n] / n, floor2)) + (3.0 * k - 1) * std::log(static_cast<double>(n));
+    if (score < score_best - 1e-9) {
+      score_best = score;
+      k_best = k;
+    }
+  }
+  std::vector<int> starts;
+  for (int k = k_best, j = n; k > 0; --k) {
+    const int i = from[k][j];
+    starts.push_back(i);
+    j = i;
+  }
+  std::reverse(starts.begin(), starts.end());
+
+  hardware::CalibrationTable table;
+  for (std::size_t s = 0; s < starts.size(); ++s) {
+    const int i = starts[s];
+    const int j = s + 1 < starts.size() ? starts[s + 1] : n;
+    const LineFit f = seg(i, j);
+    hardware::CalibrationSegment out;
+    out.lo_bytes = s == 0 ? points[i].bytes : table.segments.back().hi_bytes;
+    if (j < n) {
+      const double lo = points[j - 1].bytes, hi = points[j].bytes;
+      double mid = std::floor(std::sqrt(std::max(lo, 1.0) * hi));
+      if (mid <= lo) mid = lo + 1;
+      if (mid > hi) mid = hi;
+      out.hi_bytes = mid;
+    } else {
+      out.hi_bytes = points[n - 1].bytes + 1;
+    }
+    out.latency_factor = f.a / nominal.alpha_s;
+    out.bandwidth_factor = nominal.seconds_per_byte / f.b;
+    out.points = j - i;
+    for (int p = i; p < j; ++p)
+      out.max_residual = std::max(out.max_residual,
+                                  std::fabs(f.a + f.b * points[p].bytes - points[p].time_s) / points[p].time_s);
+    table.segments.push_back(out);
+  }
+  return table;
+}
+
+// Relative error of `table` at `p`.
+double residual(const hardware::CalibrationTable& table, const NominalLine& nominal, const Measurement& p) {
+  const auto& segs = table.segments;
+  const hardware::CalibrationSegment* s = &segs.back();
+  for (const auto& x : segs)
+    if (p.bytes < x.hi_bytes) {
+      s = &x;
+      break;
+    }
+  const double t = s->latency_factor * nominal.alpha_s + p.bytes * nominal.seconds_per_byte / s->bandwidth_factor;
+  return t / p.time_s - 1;
+}
+
+}  // namespace
+
+hardware::CalibrationTable fit_table(std::vector<Measurement> points, const NominalLine& nominal,
+                                     const FitOptions& options, const std::string& source,
+                                     std::vector<Measurement>* outliers) {
+  if (points.size() < 2)
+    throw InputError(source, "", fmt::format("a fit needs at least 2 timed sizes, got {}", points.size()));
+  if (!(nominal.alpha_s > 0) || !(nominal.seconds_per_byte > 0))
+    throw InputError(source, "", fmt::format("the nominal model predicts latency {} s and {} s/byte for this "
+                                             "collective; both must be > 0 to express factors over it",
+                                             nominal.alpha_s, nominal.seconds_per_byte));
+  hardware::CalibrationTable table = fit_once(points, nominal, options);
+  if (options.outlier_threshold <= 0 || points.size() < 6) return table;
+  // One round of outlier rejection: nccl-tests rows with a one-off spike (a straggling
+  // iteration, 2–4x the neighbours) would otherwise decide where the segments go.
+  std::vector<double> r;
+  for (const auto& p : points) r.push_back(std::fabs(residual(table, nominal, p)));
+  std::vector<double> sorted = r;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = sorted[sorted.size() / 2];
+  const double limit = std::max(options.outlier_threshold, 5 * med);
+  std::vector<Measurement> kept;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (r[i] > limit && outliers) outliers->push_back(points[i]);
+    if (r[i] <= limit) kept.push_back(points[i]);
+  }
+  if (kept.size() == points.size() || kept.size() < 2) return table;
+  table = fit_once(kept, nominal, options);
+  // The table must still cover every measured size, outliers included.
+  double lo = points.front().bytes, hi = points.front().bytes;
+  for (const auto& p : points) lo = std::min(lo, p.bytes), hi = std::max(hi, p.bytes);
+  table.segments.front().lo_bytes = std::min(table.segments.front().lo_bytes, lo);
+  table.segments.back().hi_bytes = std::max(table.segments.back().hi_bytes, hi + 1);
+  return table;
+}
+
+ErrorSummary summarize_errors(const std::vector<std::pair<double, double>>& errors) {
+  std::vector<double> large, small;
+  for (const auto& [bytes, e] : errors) (bytes >= 1024.0 * 1024.0 ? large : small).push_back(std::fabs(e));
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const std::size_t h = v.size() / 2;
+    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+  };
+  ErrorSummary s;
+  s.large_points = static_cast<int>(large.size());
+  s.small_points = static_cast<int>(small.size());
+  s.large_median = median(large);
+  s.small_median = median(small);
+  for (double e : large) s.large_max = std::max(s.large_max, e);
+  for (double e : small) s.small_max = std::max(s.small_max, e);
+  return s;
+}
+
+std::optional<hardware::CollectiveOp> modelled_op(const std::string& nccl_op) {
+  if (nccl_op == "all_reduce") return hardware::CollectiveOp::AllReduce;
+  if (nccl_op == "all_gather") return hardware::CollectiveOp::AllGather;
+  if (nccl_op == "reduce_scatter") return hardware::CollectiveOp::ReduceScatter;
+  return std::nullopt;
+}
+
+namespace {
+
+std::string segment_label(const hardware::CalibrationMatch& m) {
+  if (!m.segment) return "nominal";
+  return fmt::format("[{:.0f}, {:.0f}){}", m.segment->lo_bytes, m.segment->hi_bytes, m.size_extrapolated ? " extrap." : "");
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardware::HardwareProfile& hw,
+                            const CalibrateOptions& options, const std::string& overlay_name) {
+  CalibrationResult result;
+  result.overlay.name = overlay_name;
+  result.overlay.hardware = hw.name;
+  for (const auto& log : logs) {
+    for (const auto& u : log.unreadable)
+      result.warnings.push_back(fmt::format("{}:{}: unreadable line skipped: {} ('{}')", log.source, u.line, u.reason, u.text));
+    hardware::CalibrationSource src;
+    src.file = log.source;
+    src.sha256 = log.sha256;
+    src.format = log.format;
+    for (const auto& run : log.runs) {
+      const std::string where = fmt::format("line {}", run.first_line);
+      const std::string op_name = options.op.empty() ? run.op : options.op;
+      if (op_name.empty())
+        throw InputError(log.source, where, "cannot tell which collective this table measures (no 'Collective test "
+                                            "starting' line, no op in the file name); pass --op all_reduce|all_gather|reduce_scatter");
+      const auto op = modelled_op(op_name);
+      if (!op) {
+        result.warnings.push_back(fmt::format("{}:{}: {} table ({} rows) skipped: stepsim models AllReduce, "
+                                              "AllGather and ReduceScatter only", log.source, run.first_line, op_name, run.rows.size()));
+        continue;
+      }
+      const int ranks = options.ranks > 0 ? options.ranks : run.ranks;
+      if (ranks == 1) {
+        result.warnings.push_back(fmt::format("{}:{}: one-rank table ({} rows) skipped: nothing to communicate",
+                                              log.source, run.first_line, run.rows.size()));
+        continue;
+      }
+      if (ranks < 2)
+        throw InputError(log.source, where, fmt::format("rank count unknown or < 2 (got {}): no '#  Rank' lines and "
+                                                        "busbw/algbw too rounded; pass --ranks N", ranks));
+      int g = options.gpus_per_node;
+      if (g <= 0 && run.nodes > 0) {
+        if (ranks % run.nodes != 0)
+          throw InputError(log.source, where, fmt::format("{} ranks on {} hosts is not a whole number of GPUs per "
+                                                          "node; pass --gpus-per-node", ranks, run.nodes));
+        g = ranks / run.nodes;
+      }
+      if (g <= 0) g = std::min(ranks, hw.gpus_per_node);
+      if (ranks > g && ranks % g != 0)
+        throw InputError(log.source, where, fmt::format("{} ranks is not a whole number of {}-GPU nodes", ranks, g));
+      hardware::GroupShape group{ranks, std::min(g, ranks), 0};
+      const int nodes = (ranks + group.ranks_per_node - 1) / group.ranks_per_node;
+      if (src.ranks == 0) {
+        src.ranks = ranks;
+        src.nodes = run.nodes > 0 ? run.nodes : nodes;
+        src.gpu = run.gpu;
+        src.nccl_version = run.nccl_version;
+      }
+
+      std::vector<Measurement> points;
+      const double factor = bus_factor(op_name, ranks);
+      int derived = 0;
+      for (const auto& r : run.rows) {
+        if (const auto t = r.time_us()) {
+          points.push_back({r.size_bytes, *t * 1e-6, r.line});
+          continue;
+        }
+        // Tables that print only busbw: t = S · factor / busbw (nccl-tests' definitions, §D.5).
+        const auto bw = r.oop_busbw_GBps ? r.oop_busbw_GBps : r.ip_busbw_GBps;
+        if (bw && *bw > 0) {
+          points.push_back({r.size_bytes, r.size_bytes * factor / (*bw * 1e9), r.line});
+          ++derived;
+        } else {
+          result.warnings.push_back(fmt::format("{}:{}: row has neither a time nor a busbw; skipped", log.source, r.line));
+        }
+      }
+      if (derived > 0)
+        result.warnings.push_back(fmt::format("{}:{}: {} rows give busbw only; their time is S x {:.4g} / busbw "
+                                              "(rounded busbw makes small sizes imprecise)",
+                                              log.source, run.first_line, derived, factor));
+      std::stable_sort(points.begin(), points.end(), [](const Measurement& x, const Measurement& y) { return x.bytes < y.bytes; });
+      const NominalLine nom = nominal_line(hw, *op, group, options.algorithm);
+      TableReport rep;
+      rep.source = log.source;
+      rep.op = op_name;
+      rep.group = group;
+      rep.nodes = nodes;
+      rep.bus_factor = factor;
+      std::vector<Measurement> outliers;
+      rep.table = fit_table(points, nom, options.fit, log.source + ":" + where, &outliers);
+      for (const auto& p : outliers)
+        result.warnings.push_back(fmt::format("{}:{}: outlier left out of the fit: {:.0f} B took {:.2f} us",
+                                              log.source, p.line, p.bytes, p.time_s * 1e6));
+      rep.table.op = *op;
+      rep.table.scope = hardware::scope_of(group);
+      rep.table.ranks = ranks;
+      rep.table.ranks_per_node = group.ranks_per_node;
+      rep.table.source = log.source;
+
+      // Cross-validation: fit the even-indexed sizes, predict the odd-indexed ones.
+      std::vector<Measurement> even;
+      for (std::size_t i = 0; i < points.size(); i += 2) even.push_back(points[i]);
+      std::optional<hardware::CalibrationOverlay> cross;
+      if (even.size() >= 2) {
+        hardware::CalibrationOverlay o;
+        o.tables.push_back(fit_table(even, nom, options.fit, log.source + ":" + where));
+        o.tables.back().op = *op;
+        o.tables.back().scope = rep.table.scope;
+        o.tables.back().ranks = ranks;
+        cross = std::move(o);
+      }
+      hardware::CalibrationOverlay self;
+      self.tables.push_back(rep.table);
+      std::vector<std::pair<double, double>> e_nom, e_fit, e_cross, e_cross_nom;
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        const auto& p = points[i];
+        RowComparison row;
+        row.line = p.line;
+        row.bytes = p.bytes;
+        row.measured_s = p.time_s;
+        row.nominal_s = nom.alpha_s + nom.seconds_per_byte * p.bytes;
+        const auto m = hardware::find_calibration(self, *op, group, p.bytes);
+        row.fitted_s = hardware::apply_factors(hardware::collective_cost(hw, *op, p.bytes, group, options.algorithm), *m.segment).time_s();
+        row.segment = segment_label(m);
+        e_nom.emplace_back(p.bytes, row.nominal_s / p.time_s - 1);
+        e_fit.emplace_back(p.bytes, row.fitted_s / p.time_s - 1);
+        if (cross && i % 2 == 1) {
+          const auto mc = hardware::find_calibration(*cross, *op, group, p.bytes);
+          row.cross_s = hardware::apply_factors(hardware::collective_cost(hw, *op, p.bytes, group, options.algorithm), *mc.segment).time_s();
+          e_cross.emplace_back(p.bytes, *row.cross_s / p.time_s - 1);
+          e_cross_nom.emplace_back(p.bytes, row.nominal_s / p.time_s - 1);
+        }
+        rep.rows.push_back(row);
+      }
+      rep.nominal = summarize_errors(e_nom);
+      rep.fitted = summarize_errors(e_fit);
+      rep.cross = summarize_errors(e_cross);
+      rep.cross_nominal = summarize_errors(e_cross_nom);
+
+      // One table per (op, scope, ranks): a later run of the same key replaces nothing; warn.
+      const auto dup = std::find_if(result.overlay.tables.begin(), result.overlay.tables.end(), [&](const auto& t) {
+        return t.op == rep.table.op && t.scope == rep.table.scope && t.ranks == rep.table.ranks;
+      });
+      if (dup != result.overlay.tables.end())
+        result.warnings.push_back(fmt::format("{}:{}: a second {} {} table at {} ranks; the overlay keeps the first ({})",
+                                              log.source, run.first_line, hardware::collective_op_label(*op),
+                                              hardware::calibration_scope_name(rep.table.scope), ranks, dup->source));
+      else
+        result.overlay.tables.push_back(rep.table);
+      result.tables.push_back(std::move(rep));
+    }
+    if (src.ranks > 0) result.overlay.sources.push_back(src);
+  }
+  if (result.overlay.tables.empty())
+    throw InputError(logs.empty() ? "" : logs.front().source, "",
+                     "no AllReduce, AllGather or ReduceScatter table to fit in the given logs");
+  return result;
+}
+
+}  // namespace stepsim::validate

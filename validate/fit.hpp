@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fitting a calibration overlay to nccl-tests measurements, and measuring the fit's own error
+// (style.md §3.3 "Fitting" and "Check"; SimGrid's calibration tutorial, §2.1.1).
+#pragma once
+
+#include "hardware/calibration.hpp"
+#include "hardware/collective_model.hpp"
+#include "hardware/hardware_profile.hpp"
+#include "validate/nccl_tests.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stepsim::validate {
+
+/// One measured collective: total size V (nccl-tests S) and its time.
+struct Measurement {
+  double bytes = 0;
+  double time_s = 0;  ///< > 0
+  int line = 0;       ///< where it was read (0 = synthetic)
+};
+
+/// The nominal model's prediction for one (op, group) as a line t = α + V·c: collective_cost()
+/// is affine in V for every algorithm it has (collective_model.hpp).
+struct NominalLine {
+  double alpha_s = 0;           ///< latency term, independent of V
+  double seconds_per_byte = 0;  ///< bandwidth term ÷ V
+};
+
+/// collective_cost() of (op, group) written as a line.
+/// @throws InputError as collective_cost().
+NominalLine nominal_line(const hardware::HardwareProfile& hw, hardware::CollectiveOp op,
+                         const hardware::GroupShape& group, hardware::CollectiveAlgorithm algorithm);
+
+/// Knobs of the segmented fit.
+struct FitOptions {
+  int max_segments = 8;         ///< upper bound on segments per table
+  int min_points = 2;           ///< measurements per segment
+  double noise_floor = 0.005;    ///< relative noise of nccl-tests times; segments are not added to fit below it
+  double max_bandwidth_factor = 1e3;  ///< cap for flat (latency-only) segments
+  /// A point whose |relative residual| after the first fit exceeds max(this, 5 × the median)
+  /// is an outlier: it is left out of a second fit (and reported). 0 disables.
+  double outlier_threshold = 0.15;
+};
+
+/// Fits segments to `points` against `nominal` (style.md §3.3 step 3):
+///  * sorts by size; for every K ≤ max_segments, dynamic programming finds the K contiguous
+///    runs of ≥ min_points points minimising Σ ((a_k + b_k·V − t)/t)² (least squares on the
+///    relative error, a_k ≥ 0, b_k ≥ c_nom / max_bandwidth_factor);
+///  * K is chosen by BIC, n·ln(max(SSE/n, noise_floor²)) + (3K − 1)·ln n, so breakpoints appear
+///    where the data bends (NCCL's protocol and algorithm switches) and not to chase noise;
+///  * boundaries sit at the geometric mean of the neighbouring measured sizes; the first
+///    segment starts at the smallest size and the last ends one byte past the largest;
+///  * latency_factor = a_k / α_nom, bandwidth_factor = c_nom / b_k;
+///  * with ≥ 6 points, outliers (FitOptions::outlier_threshold) are dropped and the fit is
+///    repeated once; they are appended to `*outliers` when given.
+/// @throws InputError (source = `source`) when there are fewer than 2 points, or α_nom or
+///         c_nom is not positive.
+hardware::CalibrationTable fit_table(std::vector<Measurement> points, const NominalLine& nominal,
+                                     const FitOptions& options, const std::string& source,
+                                     std::vector<Measurement>* outliers = nullptr);
+
+/// Median and maximum |relative error| of predictions, split at 1 MiB (the split).
+struct ErrorSummary {
+  int large_points = 0;    ///< sizes ≥ 1 MiB
+  double large_median = 0, large_max = 0;
+  int small_points = 0;    ///< sizes < 1 MiB
+  double small_median = 0, small_max = 0;
+};
+
+/// `errors` are (bytes, (predicted − measured)/measured) pairs.
+ErrorSummary summarize_errors(const std::vector<std::pair<double, double>>& errors);
+
+/// What `stepsim calibrate` was asked to do.
+struct CalibrateOptions {
+  int ranks = 0;              ///< override the rank count of every run (0: from the log)
+  int gpus_per_node = 0;      ///< override GPUs per node (0: from the log's hosts, else the profile's)
+  std::string op;             ///< override the op of every run ("" : from the log)
+  hardware::CollectiveAlgorithm algorithm = hardware::CollectiveAlgorithm::Auto;
+  FitOptions fit;
+};
+
+/// One measured row compared with the models.
+struct RowComparison {
+  int line = 0;
+  double bytes = 0;
+  double measured_s = 0;
+  double nominal_s = 0;
+  double fitted_s = 0;                 ///< the overlay fitted on all rows
+  std::optional<double> cross_s;       ///< odd rows: predicted by the fit on even rows only
+  std::string segment;                 ///< "[lo, hi)" of the fitted segment used
+};
+
+/// One fitted table with its rows and error summaries.
+struct TableReport {
+  std::string source;        ///< log file
+  std::string op;            ///< nccl-tests name ("all_reduce")
+  hardware::GroupShape group;
+  int nodes = 1;
+  double bus_factor = 0;     ///< busbw / algbw for this op and rank count
+  hardware::CalibrationTable table;
+  std::vector<RowComparison> rows;
+  ErrorSummary nominal;      ///< every row, nominal model
+  ErrorSummary fitted;       ///< every row, the fit on all rows (in-sample)
+  ErrorSummary cross;        ///< odd rows, the fit on even rows (out-of-sample)
+  ErrorSummary cross_nominal;  ///< odd rows, nominal model (same rows as `cross`)
+};
+
+/// The overlay and everything needed to judge it.
+struct CalibrationResult {
+  hardware::CalibrationOverlay overlay;
+  std::vector<TableReport> tables;
+  std::vector<std::string> warnings;  ///< skipped runs (ops the model lacks), unreadable lines
+};
+
+/// Fits one table per (log, run) of a modelled op (all_reduce, all_gather, reduce_scatter);
+/// other ops are listed in `warnings`, as is every unreadable line. The overlay's provenance
+/// records each log's name, SHA-256, GPU, ranks, nodes and NCCL version.
+/// @param overlay_name  recorded as the overlay's name (the -o path)
+/// @throws InputError when a run's rank count is unknown, its ranks do not split into whole
+///         nodes, or a run has fewer than 2 timed rows.
+CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardware::HardwareProfile& hw,
+                            const CalibrateOptions& options, const std::string& overlay_name);
+
+/// Collective op of an nccl-tests op name; empty for ops the model lacks (alltoall, broadcast, reduce).
+std::optional<hardware::CollectiveOp> modelled_op(const std::string& nccl_op);
+
+}  // namespace stepsim::validate
