@@ -72,7 +72,7 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
     c.latency_s = hw.intra_node.base_latency_s + m * (n_ranks - 1) * hw.intra_node.step_latency_s;
     return c;
   }
-  const double w_node = hw.node_egress_bytes_per_s();
+  const double w_node = hw.node_egress_bytes_per_s() / std::max(1, group.concurrent_groups_per_node);
   if (!(w_node > 0))
     throw InputError(hw.name, "/inter_node",
                      fmt::format("a group of {} ranks spans {} nodes, but the profile has no "

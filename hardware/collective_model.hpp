@@ -32,6 +32,9 @@ struct GroupShape {
   int ranks = 1;           ///< N ≥ 1
   int ranks_per_node = 1;  ///< g ≥ 1; the group spans ceil(N / g) nodes
   int torus_axes = 0;      ///< TPU: number of torus axes used at once (1–3); 0 = use all of the profile's
+  /// Groups of this shape running at once on every node and sharing its NICs (HSDP's replica
+  /// groups: one per GPU of the node), ≥ 1.
+  int concurrent_groups_per_node = 1;
 };
 
 /// Closed-form cost of one collective.

@@ -68,23 +68,34 @@ RankCapacity max_ranks_for_batch(const hardware::HardwareProfile& hw, double tok
     const hardware::GroupShape shape{static_cast<int>(n), static_cast<int>(std::min<std::int64_t>(g, n)), axes};
     return hardware::dp_threshold(hw, shape, moe_experts, moe_topk);
   };
-  constexpr std::int64_t kMaxRanks = 100'000'000;
+  // A torus group cannot exceed the pod (multi-slice DP is not modelled): search within it.
+  std::int64_t max_ranks = 100'000'000;
+  if (hw.is_torus()) {
+    max_ranks = 1;
+    for (int d : hw.torus_dims) max_ranks *= d;
+  }
   RankCapacity c;
   c.tokens = tokens;
-  c.tokens_per_gpu_asymptotic = threshold(std::min<std::int64_t>(kMaxRanks, 1024LL * g)).tokens_per_gpu_asymptotic;
+  c.tokens_per_gpu_asymptotic = threshold(std::min<std::int64_t>(max_ranks, 1024LL * g) / g * g).tokens_per_gpu_asymptotic;
   c.ranks_asymptotic = tokens / c.tokens_per_gpu_asymptotic;
   auto compute_bound = [&](std::int64_t k) {
     const auto n = ranks_of(k);
     return tokens / static_cast<double>(n) >= threshold(n).tokens_per_gpu;
   };
-  // Largest k with compute_bound(k), by bisection (tokens/N falls with N while the threshold
-  // rises towards C/W, so the predicate flips once). The exact threshold at N = 2 is half of
-  // C/W at most, which bounds the search.
-  std::int64_t lo = 1, hi = std::min<std::int64_t>(kMaxRanks / g + g, static_cast<std::int64_t>(4 * c.ranks_asymptotic / g) + g + 1);
-  if (compute_bound(hi)) lo = hi;
-  while (hi - lo > 1) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    (compute_bound(mid) ? lo : hi) = mid;
+  // Largest k with compute_bound(k). The exact threshold at N = 2 is half of C/W at most,
+  // which bounds the search. On a torus the threshold is not monotone in N (a size with a
+  // large prime factor gets fewer usable axes), so scan down; on GPUs tokens/N falls while
+  // the threshold rises towards C/W, the predicate flips once, and bisection is exact.
+  std::int64_t lo = 1, hi = std::min<std::int64_t>(max_ranks / g + g - 1, static_cast<std::int64_t>(4 * c.ranks_asymptotic / g) + g + 1);
+  c.limited_by_pod = hw.is_torus() && ranks_of(hi) == max_ranks && compute_bound(hi);
+  if (hw.is_torus()) {
+    for (lo = hi; lo > 1 && !compute_bound(lo);) --lo;
+  } else {
+    if (compute_bound(hi)) lo = hi;
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      (compute_bound(mid) ? lo : hi) = mid;
+    }
   }
   c.ranks = ranks_of(lo);
   c.tokens_per_gpu_at_ranks = tokens / static_cast<double>(c.ranks);

@@ -56,6 +56,9 @@ struct RankCapacity {
   std::int64_t ranks = 0;
   double tokens_per_gpu_at_ranks = 0;     ///< tokens / ranks
   double threshold_at_ranks = 0;          ///< exact threshold at `ranks`
+  /// TPU: the batch would keep more chips than one pod busy; `ranks` is then the pod size
+  /// (multi-slice DP over DCN is not modelled), while ranks_asymptotic still goes beyond.
+  bool limited_by_pod = false;
 };
 
 /// @param gpus_per_node  0 = the profile's;  axes  TPU torus axes used for DP (0 = all)

@@ -1,29 +1,68 @@
 // SPDX-License-Identifier: Apache-2.0
-// Per-GPU memory model (seed 000 §8; ZeRO paper §3.1).
+// Per-GPU memory model (seed 000 §8–9; ZeRO paper §3.1; semantics.md §A.6, §C.2–C.3).
 #include "models/memory.hpp"
 
 #include "models/scenario.hpp"
 
+#include <algorithm>
+
 namespace stepsim::models {
 
-MemoryBreakdown ddp_memory(const Scenario& s) {
+ModelStates zero_model_states(double psi, std::int64_t ranks, int stage, double k, double param_bytes) {
+  const double n = static_cast<double>(ranks);
+  ModelStates m;
+  m.params_bytes = param_bytes * psi / (stage >= 3 ? n : 1.0);
+  m.grads_bytes = param_bytes * psi / (stage >= 2 ? n : 1.0);
+  m.optimizer_bytes = k * psi / (stage >= 1 ? n : 1.0);
+  return m;
+}
+
+double activation_bytes(const Scenario& s) {
+  double per_token = 0;
+  double largest_recomputed = 0;
+  for (const auto& l : s.model.layers) {
+    per_token += activation_bytes_per_token(l, s.activations.flash_attention, s.activations.full_recompute,
+                                            s.batch.seq_len);
+    // While layer l is recomputed, its full activations replace its kept input.
+    largest_recomputed = std::max(largest_recomputed,
+                                  activation_bytes_per_token(l, s.activations.flash_attention, false, s.batch.seq_len) -
+                                      l.input_bytes_per_token);
+  }
+  // Full recomputation rebuilds one layer's activations at a time during backward.
+  if (s.activations.full_recompute) per_token += largest_recomputed;
+  return per_token * static_cast<double>(s.tokens_per_micro_batch());
+}
+
+MemoryBreakdown static_memory(const Scenario& s) {
   MemoryBreakdown m;
-  double act_per_token = 0;
+  const int stage = s.zero_stage();
+  const double n = static_cast<double>(s.shard_ranks());
+  const bool zero3_persist = s.parallelism.strategy == "zero3";
+  double trainable_grad_bytes = 0;
   for (const auto& layer : s.model.layers) {
-    act_per_token += layer.activation_bytes_per_token;
     for (const auto& p : layer.params) {
-      const double n = static_cast<double>(p.numel);
-      m.params_bytes += n * dtype_bytes(p.dtype);
+      const double numel = static_cast<double>(p.numel);
+      const double b = dtype_bytes(p.dtype);
+      // ZeRO-3 keeps small tensors gathered everywhere (param_persistence_threshold, rule 66).
+      const bool persistent = zero3_persist && numel <= s.sharding.stage3_param_persistence_threshold;
+      m.params_bytes += numel * b / (stage >= 3 && !persistent ? n : 1.0);
       if (!p.trainable) continue;
-      m.grads_bytes += n * dtype_bytes(p.dtype);
-      if (s.optimizer == "adam") m.optimizer_bytes += n * (8.0 + (p.dtype == DType::FP32 ? 0.0 : 4.0));
+      trainable_grad_bytes += numel * b;
+      m.grads_bytes += numel * b / (stage >= 2 ? n : 1.0);
+      if (s.optimizer == "adam")
+        m.optimizer_bytes += numel * (8.0 + (p.dtype == DType::FP32 ? 0.0 : 4.0)) / (stage >= 1 ? n : 1.0);
+      if (s.precision.fp32_grad_accum && s.batch.grad_accum > 1)
+        m.grad_accum_bytes += numel * 4.0 / (stage >= 2 ? n : 1.0);
     }
   }
-  if (!s.parallelism.gradient_as_bucket_view) m.buffers_bytes = m.grads_bytes;
-  m.activations_bytes = act_per_token * static_cast<double>(s.tokens_per_micro_batch());
-  m.total_bytes = m.params_bytes + m.grads_bytes + m.optimizer_bytes + m.activations_bytes + m.buffers_bytes;
+  const std::string& st = s.parallelism.strategy;
+  if (st == "ddp" && !s.parallelism.gradient_as_bucket_view) m.buffers_bytes = trainable_grad_bytes;
+  if (st == "zero1" || st == "zero2" || st == "zero3") {
+    // stage_1_and_2.py allocates the IPG buffer at its full reduce_bucket_size.
+    const double bucket_elems = s.sharding.reduce_bucket_size;
+    m.buffers_bytes = bucket_elems * s.precision.reduce_bytes(s.precision.param_dtype) * (s.sharding.overlap_comm ? 2.0 : 1.0);
+  }
   m.capacity_bytes = s.hardware.hbm_bytes;
-  m.fits = m.total_bytes <= m.capacity_bytes;
   return m;
 }
 

@@ -1,29 +1,54 @@
 // SPDX-License-Identifier: Apache-2.0
-// Per-GPU memory model: model states, activations and framework buffers.
+// Per-GPU memory model: model states by ZeRO stage, activations and framework buffers.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace stepsim::models {
 
 struct Scenario;
 
+/// Model-state memory of one GPU (bytes) — the ZeRO paper's accounting (§3.1, Figure 1):
+/// parameters, gradients and K bytes/param of optimizer state, sharded by stage.
+struct ModelStates {
+  double params_bytes = 0;
+  double grads_bytes = 0;
+  double optimizer_bytes = 0;
+  double total_bytes() const { return params_bytes + grads_bytes + optimizer_bytes; }
+};
+
+/// ZeRO paper formulas with Ψ parameters of `param_bytes` each (2 for bf16), gradients of the
+/// same size, K bytes/param of optimizer state (12 for mixed-precision Adam), N_d ranks:
+///   stage 0 (DDP) 2Ψ + 2Ψ + KΨ;  1: 2Ψ + 2Ψ + KΨ/N;  2: 2Ψ + (2+K)Ψ/N;  3: (2+2+K)Ψ/N.
+/// Preconditions: psi ≥ 0, ranks ≥ 1, 0 ≤ stage ≤ 3.
+ModelStates zero_model_states(double psi, std::int64_t ranks, int stage, double optimizer_bytes_per_param = 12,
+                              double param_bytes = 2);
+
 /// Peak memory of one GPU, in bytes (decimal GB = 1e9 in reports).
 struct MemoryBreakdown {
-  double params_bytes = 0;      ///< parameters in their own dtype
-  double grads_bytes = 0;       ///< gradients of trainable parameters (.grad)
-  double optimizer_bytes = 0;   ///< Adam: fp32 master copy (unless params are fp32) + m + v
-  double activations_bytes = 0; ///< saved for backward, one micro-batch
-  double buffers_bytes = 0;     ///< framework buffers (DDP gradient buckets)
-  double total_bytes = 0;
+  double params_bytes = 0;      ///< parameters held persistently (sharded by stage)
+  double grads_bytes = 0;       ///< persistent gradients (sharded by stage)
+  double optimizer_bytes = 0;   ///< Adam: fp32 master copy (unless params are fp32) + m + v, sharded
+  double grad_accum_bytes = 0;  ///< fp32 gradient-accumulation buffer (precision.fp32_grad_accum)
+  double activations_bytes = 0; ///< saved for backward, one micro-batch (Korthikanti et al. 2022)
+  double buffers_bytes = 0;     ///< framework buffers at the peak: DDP buckets, DeepSpeed IPG
+                                ///< buffers, FSDP/ZeRO-3 unsharded parameters and gradients
+  double total_bytes = 0;       ///< peak over the simulated step
+  double peak_time_s = 0;       ///< when the peak is first reached
   double capacity_bytes = 0;    ///< the profile's HBM
   bool fits = false;            ///< total ≤ capacity
 };
 
-/// Memory of pure data parallelism (DDP) on one GPU (seed 000 §8; ZeRO paper §3.1 with K = 12:
-/// bf16 params 2Ψ + bf16 grads 2Ψ + fp32 master/m/v 12Ψ = 16Ψ), plus DDP's bucket storage
-/// (one gradient-sized buffer unless gradient_as_bucket_view, semantics.md §A.6 rule 23) and
-/// the activations of one micro-batch. With optimizer "none" there is no optimizer state.
-MemoryBreakdown ddp_memory(const Scenario& s);
+/// Persistent (static) memory of a scenario's strategy: model states sharded by stage,
+/// persistent buffers (DDP buckets unless gradient_as_bucket_view, semantics §A.6 rule 23;
+/// DeepSpeed IPG buffers of reduce_bucket_size elements, two with overlap_comm, §C.2 rule 56;
+/// ZeRO-3 persistent parameters, §C.3 rule 66), and the fp32 accumulation buffer.
+/// Activations and transient buffers come from the timeline (see run()).
+MemoryBreakdown static_memory(const Scenario& s);
+
+/// Activation bytes one micro-batch leaves for backward on one GPU (sum over layers of
+/// activation_bytes_per_token × micro_batch_size × seq_len), with the scenario's variants.
+double activation_bytes(const Scenario& s);
 
 }  // namespace stepsim::models

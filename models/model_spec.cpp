@@ -26,6 +26,14 @@ std::string dtype_name(DType t) {
   return "?";
 }
 
+double activation_bytes_per_token(const LayerSpec& layer, bool flash_attention, bool full_recompute,
+                                  std::int64_t seq_len) {
+  if (full_recompute) return layer.input_bytes_per_token;
+  double bytes = layer.activation_bytes_per_token;
+  if (!flash_attention) bytes += 2.0 * static_cast<double>(layer.attention_heads) * static_cast<double>(seq_len);
+  return bytes;
+}
+
 std::vector<std::size_t> ModelSpec::ready_order(std::size_t l) const {
   const LayerSpec& layer = layers.at(l);
   if (!layer.grad_ready_order.empty()) return layer.grad_ready_order;
@@ -64,6 +72,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   embed.params.push_back(tensor("model.embed_tokens.weight", s.vocab * s.hidden));
   if (s.max_positions > 0) embed.params.push_back(tensor("model.embed_positions.weight", s.max_positions * s.hidden));
   embed.fwd_streaming_bytes_per_token = 2 * act * h;  // gather a row, write it
+  embed.root = true;
   m.layers.push_back(embed);
 
   for (std::int64_t i = 0; i < s.layers; ++i) {
@@ -107,6 +116,8 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     const double f = static_cast<double>(s.ffn);
     const double kv = static_cast<double>(kv_dim);
     b.activation_bytes_per_token = act * (5 * h + 2 * kv + (s.gated_mlp ? 3 : 2) * f);
+    b.input_bytes_per_token = act * h;
+    b.attention_heads = s.heads;
     // Norms (read+write twice), residual adds (3 h each, twice), rotary on q/k, MLP activation.
     b.fwd_streaming_bytes_per_token = act * (4 * h + 6 * h + 2 * (h + kv) + (s.gated_mlp ? 3 : 2) * f);
     m.layers.push_back(b);
@@ -118,6 +129,8 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   if (s.layernorm) final_norm.params.push_back(tensor("model.norm.bias", s.hidden));
   final_norm.fwd_streaming_bytes_per_token = 2 * act * h;
   final_norm.activation_bytes_per_token = act * h;
+  final_norm.input_bytes_per_token = act * h;
+  final_norm.root = true;
   m.layers.push_back(final_norm);
 
   LayerSpec head;
@@ -128,6 +141,8 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   head.fwd_gemm_flops_per_token = 2.0 * h * static_cast<double>(s.vocab);
   head.activation_bytes_per_token = 4.0 * static_cast<double>(s.vocab);  // fp32 logits for the loss
   head.fwd_streaming_bytes_per_token = 2 * 4.0 * static_cast<double>(s.vocab);  // softmax / loss
+  head.input_bytes_per_token = head.activation_bytes_per_token;  // logits are needed for the loss anyway
+  head.root = true;
   m.layers.push_back(head);
   return m;
 }
@@ -145,6 +160,7 @@ ModelSpec make_mlp(const std::string& name, std::int64_t layers, std::int64_t hi
     l.params.push_back({fmt::format("layers.{}.w_out", i), ffn * hidden, dtype, true});
     l.fwd_gemm_flops_per_token = 2.0 * 2.0 * static_cast<double>(hidden) * static_cast<double>(ffn);
     l.activation_bytes_per_token = act * static_cast<double>(hidden + 2 * ffn);
+    l.input_bytes_per_token = act * static_cast<double>(hidden);
     l.fwd_streaming_bytes_per_token = 2 * act * static_cast<double>(ffn);  // activation function
     m.layers.push_back(l);
   }

@@ -37,7 +37,10 @@ struct LayerSpec {
   double fwd_gemm_flops_per_token = 0;  ///< matmul FLOPs (2 per multiply-add)
   double fwd_attn_flops_per_token_per_seq = 0;  ///< attention core FLOPs, × seq_len
   double fwd_streaming_bytes_per_token = 0;     ///< HBM bytes of norms, activations, residuals
-  double activation_bytes_per_token = 0;        ///< saved for backward
+  double activation_bytes_per_token = 0;        ///< saved for backward (flash attention)
+  double input_bytes_per_token = 0;   ///< the layer's input, all that full recomputation keeps
+  std::int64_t attention_heads = 0;   ///< heads whose scores eager attention stores (a·s per token)
+  bool root = false;  ///< owned by FSDP's root unit (embeddings, final norm, LM head), not a block
   std::optional<double> fwd_s;  ///< measured forward time of one micro-batch (replaces FLOPs)
   std::optional<double> bwd_s;  ///< measured backward time of one micro-batch
 };
@@ -55,6 +58,12 @@ struct ModelSpec {
   std::int64_t parameter_count() const;
   std::int64_t trainable_parameter_count() const;
 };
+
+/// Activation bytes one token leaves for the backward of `layer` (Korthikanti et al. 2022 §4,
+/// per layer): with full recomputation only the layer input is kept; with eager attention the
+/// scores add 2·a·s bytes per token (bf16 softmax output; the s² term of Korthikanti's 5as/h).
+double activation_bytes_per_token(const LayerSpec& layer, bool flash_attention, bool full_recompute,
+                                  std::int64_t seq_len);
 
 /// Transformer shape (decoder-only). Tensor list follows Hugging Face's registration order:
 /// embed_tokens, [position embeddings], per block q/k/v/o projections, MLP (gate, up, down |

@@ -80,6 +80,9 @@ LayerSpec read_layer(const JsonReader& r, DType dtype) {
   }
   l.fwd_streaming_bytes_per_token = r.number_or("streaming_bytes_per_token", 0.0, Check::NonNegative, Dimension::Bytes);
   l.activation_bytes_per_token = r.number_or("activation_bytes_per_token", 0.0, Check::NonNegative, Dimension::Bytes);
+  l.input_bytes_per_token = r.number_or("input_bytes_per_token", 0.0, Check::NonNegative, Dimension::Bytes);
+  l.attention_heads = r.integer_or("attention_heads", 0, 0, 1 << 20);
+  l.root = r.boolean_or("root", false);
   r.finish();
   return l;
 }

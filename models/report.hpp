@@ -21,6 +21,8 @@ struct CollectiveSummary {
   double algbw_bytes_per_s = 0;  ///< bytes / time_s (nccl-tests algbw)
   double busbw_bytes_per_s = 0;  ///< algbw × 2(n−1)/n or (n−1)/n (nccl-tests busbw)
   std::string algorithm;
+  int ranks = 0;             ///< communicator size
+  bool spans_nodes = false;  ///< the communicator crosses the node network
 };
 
 /// One task on the critical path (name, start, end) — the tail shown in reports.
@@ -54,6 +56,11 @@ struct Report {
   /// seeds' figure when kernels run below peak.
   double comm_bound_tokens_per_gpu_effective = 0;
   std::vector<CollectiveSummary> collectives;
+  /// Bytes each rank sends per step over all collectives: count × size × 2(n−1)/n (AllReduce)
+  /// or (n−1)/n (ReduceScatter, AllGather) — the ring's per-rank traffic.
+  double comm_bytes_per_rank = 0;
+  /// Sum of the buffer sizes (count × size) of the collectives that cross nodes.
+  double inter_node_collective_bytes = 0;
   std::size_t bucket_count = 0;
   double bucket_bytes_max = 0;
   double gradient_bytes = 0;     ///< all gradients reduced per sync

@@ -21,7 +21,7 @@ std::string report_json(const Report& r) {
                    {"hbm_bytes", r.scenario.hardware.hbm_bytes},
                    {"gpus_per_node", r.scenario.cluster.gpus_per_node},
                    {"nodes", r.scenario.cluster.nodes}};
-  j["calibration"] = nullptr;
+  j["calibration"] = r.scenario.calibration ? ordered(hardware::describe_overlay(*r.scenario.calibration)) : ordered(nullptr);
   j["step_time_s"] = r.step_time_s;
   j["compute_time_s"] = r.compute_time_s;
   j["forward_time_s"] = r.forward_time_s;
@@ -49,14 +49,20 @@ std::string report_json(const Report& r) {
                      {"latency_time_s", c.latency_s},
                      {"algbw_bytes_per_s", c.algbw_bytes_per_s},
                      {"busbw_bytes_per_s", c.busbw_bytes_per_s},
-                     {"algorithm", c.algorithm}});
+                     {"algorithm", c.algorithm},
+                     {"ranks", c.ranks},
+                     {"spans_nodes", c.spans_nodes}});
   j["collectives"] = colls;
+  j["comm_bytes_per_rank"] = r.comm_bytes_per_rank;
+  j["inter_node_collective_bytes"] = r.inter_node_collective_bytes;
   j["memory"] = {{"params_bytes", r.memory.params_bytes},
                  {"grads_bytes", r.memory.grads_bytes},
                  {"optimizer_bytes", r.memory.optimizer_bytes},
+                 {"grad_accum_bytes", r.memory.grad_accum_bytes},
                  {"activations_bytes", r.memory.activations_bytes},
                  {"buffers_bytes", r.memory.buffers_bytes},
                  {"total_bytes", r.memory.total_bytes},
+                 {"peak_time_s", r.memory.peak_time_s},
                  {"capacity_bytes", r.memory.capacity_bytes},
                  {"fits", r.memory.fits}};
   ordered tail = ordered::array();

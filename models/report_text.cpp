@@ -25,6 +25,14 @@ std::string count(double n) {
   return fmt::format("{:.0f}", n);
 }
 
+std::string buffer_note(const Scenario& s) {
+  const std::string& st = s.parallelism.strategy;
+  if (st == "ddp") return "DDP gradient buckets";
+  if (st == "zero1" || st == "zero2") return "DeepSpeed IPG gradient buckets";
+  if (st == "zero3") return "IPG buckets + gathered parameters at the peak";
+  return "unsharded parameters and gradients at the peak";
+}
+
 }  // namespace
 
 std::string report_text(const Report& r) {
@@ -35,6 +43,7 @@ std::string report_text(const Report& r) {
                    s.parallelism.strategy, s.model.name, s.parallelism.dp, s.hardware.name,
                    s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.ranks_per_node(),
                    s.name.empty() ? "" : "  [" + s.name + "]"));
+  if (s.calibration) line("  calibration " + hardware::describe_overlay(*s.calibration));
   line(fmt::format("  model     {} parameters ({} trainable), {} layers, {}", count(static_cast<double>(s.model.parameter_count())),
                    count(static_cast<double>(s.model.trainable_parameter_count())), s.model.layers.size(), s.model.kind));
   line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/GPU/step, {} tokens/step in all",
@@ -48,7 +57,7 @@ std::string report_text(const Report& r) {
   line(fmt::format("  forward        {}", ms(r.forward_time_s)));
   line(fmt::format("  backward       {}", ms(r.backward_time_s)));
   line(fmt::format("  optimizer      {}", ms(r.optimizer_time_s)));
-  line(fmt::format("  ddp copies     {}", ms(r.overhead_time_s)));
+  line(fmt::format("  framework ops  {}   (bucket copies, copy-outs, waits)", ms(r.overhead_time_s)));
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
   line(fmt::format("communication    {}   ({:.1f} % hidden behind compute)", ms(r.comm_time_s),
@@ -58,7 +67,7 @@ std::string report_text(const Report& r) {
   if (r.comm_bound_threshold_tokens_per_gpu > 0) {
     const double tokens = static_cast<double>(s.tokens_per_micro_batch());
     line(fmt::format("comm-bound at    {:.0f} tokens/GPU per micro-batch for this DP group at peak FLOP/s "
-                     "(seed 000 §7),", r.comm_bound_threshold_tokens_per_gpu));
+                     "(C/W with ring factors),", r.comm_bound_threshold_tokens_per_gpu));
     line(fmt::format("                 {:.0f} at this simulation's kernel speeds; this step has {:.0f} ({:.2f}x the latter)",
                      r.comm_bound_tokens_per_gpu_effective, tokens,
                      r.comm_bound_tokens_per_gpu_effective > 0 ? tokens / r.comm_bound_tokens_per_gpu_effective : 0.0));
@@ -97,10 +106,11 @@ std::string report_text(const Report& r) {
   line(fmt::format("  parameters     {}", gb(m.params_bytes)));
   line(fmt::format("  gradients      {}", gb(m.grads_bytes)));
   line(fmt::format("  optimizer      {}", gb(m.optimizer_bytes)));
+  if (m.grad_accum_bytes > 0) line(fmt::format("  fp32 grad acc  {}", gb(m.grad_accum_bytes)));
   line(fmt::format("  activations    {}   (one micro-batch)", gb(m.activations_bytes)));
-  line(fmt::format("  buffers        {}   (DDP gradient buckets)", gb(m.buffers_bytes)));
-  line(fmt::format("  total          {} of {}: {}", gb(m.total_bytes), gb(m.capacity_bytes),
-                   m.fits ? "fits" : "DOES NOT FIT"));
+  line(fmt::format("  buffers        {}   ({})", gb(m.buffers_bytes), buffer_note(s)));
+  line(fmt::format("  peak           {} of {} at {:.3f} ms: {}", gb(m.total_bytes), gb(m.capacity_bytes),
+                   m.peak_time_s * 1e3, m.fits ? "fits" : "DOES NOT FIT"));
 
   line("");
   std::string tail;

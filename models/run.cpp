@@ -30,7 +30,7 @@ Report run(const Scenario& s) {
   r.scenario = s;
   const StrategyEntry& strategy = find_strategy(s.parallelism.strategy);
   LoweredStep step = strategy.lower(s);
-  const hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm);
+  const hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration);
   const sim::Timeline tl = sim::run(step.graph, cost);
   const sim::TaskGraph& g = step.graph;
 
@@ -56,8 +56,9 @@ Report run(const Scenario& s) {
     if (t.kind != sim::TaskKind::Transfer) continue;
     const auto c = cost.collective(t);
     const std::string op = hardware::collective_op_label(hardware::collective_of(static_cast<hardware::OpCode>(t.op)));
+    const auto& shape = step.groups[t.group];
     auto it = std::find_if(r.collectives.begin(), r.collectives.end(), [&](const CollectiveSummary& x) {
-      return x.op == op && x.bytes == t.bytes;
+      return x.op == op && x.bytes == t.bytes && x.ranks == shape.ranks && x.algorithm == c.algorithm;
     });
     if (it == r.collectives.end()) {
       CollectiveSummary cs;
@@ -68,10 +69,18 @@ Report run(const Scenario& s) {
       cs.algorithm = c.algorithm;
       cs.algbw_bytes_per_s = cs.time_s > 0 ? t.bytes / cs.time_s : 0;
       cs.busbw_bytes_per_s = cs.algbw_bytes_per_s * bus_factor(op, step.groups[t.group].ranks);
+      if (c.calibration_extrapolated)
+        r.warnings.push_back(fmt::format("calibration_extrapolated: {} of {:.0f} B over {} ranks is outside what "
+                                         "'{}' measured; used {}", op, t.bytes, step.groups[t.group].ranks,
+                                         s.calibration_ref, c.calibration));
+      cs.ranks = shape.ranks;
+      cs.spans_nodes = shape.ranks > shape.ranks_per_node;
       r.collectives.push_back(cs);
       it = r.collectives.end() - 1;
     }
     ++it->count;
+    r.comm_bytes_per_rank += t.bytes * bus_factor(op, shape.ranks);
+    if (it->spans_nodes) r.inter_node_collective_bytes += t.bytes;
   }
 
   r.tokens_per_step = static_cast<double>(s.parallelism.dp) * static_cast<double>(s.tokens_per_gpu_step());
@@ -90,7 +99,15 @@ Report run(const Scenario& s) {
     r.bucket_bytes_max = std::max(r.bucket_bytes_max, b.bytes);
     r.gradient_bytes += b.bytes;
   }
-  r.memory = ddp_memory(s);
+  r.memory = static_memory(s);
+  const double baseline = r.memory.params_bytes + r.memory.grads_bytes + r.memory.optimizer_bytes +
+                          r.memory.grad_accum_bytes + r.memory.buffers_bytes;
+  const sim::MemoryPeak peak = sim::memory_peak(g, tl, 0, baseline);
+  r.memory.activations_bytes = activation_bytes(s);
+  r.memory.buffers_bytes += peak.counter_bytes[kBufferCounter];
+  r.memory.total_bytes = peak.bytes;
+  r.memory.peak_time_s = peak.at.seconds();
+  r.memory.fits = r.memory.total_bytes <= r.memory.capacity_bytes;
   r.tasks = g.size();
   r.events = tl.events();
 

@@ -3,6 +3,7 @@
 // parsed, defaulted, validated and then immutable. Nothing downstream reads JSON.
 #pragma once
 
+#include "hardware/calibration.hpp"
 #include "hardware/collective_model.hpp"
 #include "hardware/hardware_profile.hpp"
 #include "models/model_spec.hpp"
@@ -98,6 +99,9 @@ struct Scenario {
   std::string name;
   std::string model_ref;        ///< catalog name, file path or "inline"
   std::string hardware_ref;
+  std::string calibration_ref;  ///< scenario key `calibration`: overlay file ("" = nominal profile)
+  /// The overlay it names (hardware/calibration.hpp), or nullptr.
+  std::shared_ptr<const hardware::CalibrationOverlay> calibration;
   ModelSpec model;
   hardware::HardwareProfile hardware;
   ClusterConfig cluster;

@@ -2,6 +2,7 @@
 // JSON -> Scenario: parse, default, validate, freeze (style.md §3.6).
 #include "models/scenario.hpp"
 
+#include "hardware/calibration_json.hpp"
 #include "hardware/hardware_profile_json.hpp"
 #include "models/model_spec_json.hpp"
 #include "models/strategy/strategy.hpp"
@@ -186,6 +187,15 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
       [](const nlohmann::json& j, const std::string& src, const std::string& ptr) {
         return hardware::parse_profile(j, src, ptr);
       });
+  if (root.has("calibration")) {  // overlay on top of the profile (stepsim calibrate nccl-tests -o)
+    s.calibration_ref = root.string("calibration");
+    auto overlay = hardware::read_calibration(s.calibration_ref);
+    if (overlay.hardware != s.hardware.name)
+      root.fail("calibration", fmt::format("overlay '{}' was fitted over profile '{}', but the scenario uses '{}'; "
+                                           "its factors are relative to that profile's nominal numbers",
+                                           s.calibration_ref, overlay.hardware, s.hardware.name));
+    s.calibration = std::make_shared<const hardware::CalibrationOverlay>(std::move(overlay));
+  }
 
   // parallelism first: the cluster defaults depend on dp.
   const auto par = root.optional_object("parallelism");
@@ -356,6 +366,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                                ? "hierarchical"
                                                : "auto"}};
   resolved["sim"] = {{"rank_mode", s.rank_mode}};
+  if (s.calibration) resolved["calibration"] = s.calibration_ref;
   s.resolved = std::make_shared<const nlohmann::json>(std::move(resolved));
   return s;
 }

@@ -38,6 +38,10 @@ struct Task {
   double flops = 0;                          ///< floating-point operations (≥ 0)
   double bytes = 0;                          ///< bytes moved or read+written (≥ 0)
   double fixed_s = 0;                        ///< a measured duration to replay as is (≥ 0)
+  /// Memory the task allocates when it starts and frees when it ends, on two counters whose
+  /// meaning the caller owns (e.g. 0 = activations, 1 = buffers). Bytes, ≥ 0.
+  double alloc_bytes[2] = {0, 0};
+  double free_bytes[2] = {0, 0};
 };
 
 }  // namespace stepsim::sim

@@ -44,6 +44,43 @@ std::vector<Interval> busy_intervals(const TaskGraph& graph, const Timeline& tim
   return merged;
 }
 
+MemoryPeak memory_peak(const TaskGraph& graph, const Timeline& timeline, std::uint32_t rank,
+                       double baseline, unsigned counters) {
+  struct Delta {
+    Time at;
+    bool alloc;  // frees (false) sort first at equal times
+    int counter;
+    double bytes;
+  };
+  std::vector<Delta> deltas;
+  for (TaskId i = 0; i < graph.size(); ++i) {
+    const Task& t = graph.task(i);
+    if (t.rank != rank) continue;
+    for (int c = 0; c < 2; ++c) {
+      if (!(counters & (1u << c))) continue;
+      if (t.alloc_bytes[c] != 0) deltas.push_back({timeline[i].start, true, c, t.alloc_bytes[c]});
+      if (t.free_bytes[c] != 0) deltas.push_back({timeline[i].end, false, c, -t.free_bytes[c]});
+    }
+  }
+  std::stable_sort(deltas.begin(), deltas.end(), [](const Delta& a, const Delta& b) {
+    return a.at < b.at || (a.at == b.at && !a.alloc && b.alloc);
+  });
+  MemoryPeak peak;
+  peak.bytes = baseline;
+  double current[2] = {0, 0};
+  for (const auto& d : deltas) {
+    current[d.counter] += d.bytes;
+    const double total = baseline + current[0] + current[1];
+    if (total > peak.bytes) {
+      peak.bytes = total;
+      peak.at = d.at;
+      peak.counter_bytes[0] = current[0];
+      peak.counter_bytes[1] = current[1];
+    }
+  }
+  return peak;
+}
+
 Time total_length(const std::vector<Interval>& merged) {
   Time t;
   for (const auto& iv : merged) t += iv.end - iv.begin;

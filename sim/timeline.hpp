@@ -47,6 +47,19 @@ class Timeline {
   std::uint64_t events_ = 0;
 };
 
+/// Peak of a memory counter over the run and the instant it was first reached.
+struct MemoryPeak {
+  double bytes = 0;  ///< peak of the summed counters selected, including the baseline
+  Time at;           ///< first instant the peak was reached
+  double counter_bytes[2] = {0, 0};  ///< each counter's value at that instant (without baseline)
+};
+
+/// Memory of one rank over time: `baseline` plus, for the selected counters, every task's
+/// alloc_bytes at its start minus its free_bytes at its end. At equal instants frees come first
+/// (memory freed by one kernel is reusable by the next). Counters: bit i of `counters` selects i.
+MemoryPeak memory_peak(const TaskGraph& graph, const Timeline& timeline, std::uint32_t rank,
+                       double baseline, unsigned counters = 3);
+
 /// Union of the intervals of the tasks selected by `pick`, merged and sorted.
 std::vector<Interval> busy_intervals(const TaskGraph& graph, const Timeline& timeline,
                                      const std::function<bool(const Task&)>& pick);

@@ -29,6 +29,14 @@ hardware::GroupShape group_shape(const hardware::HardwareProfile& hw, long long 
   return {static_cast<int>(ranks), static_cast<int>(ranks_per_node), axes};
 }
 
+std::pair<int, int> moe_shape(long long experts, long long topk) {
+  if (experts == 0 && topk == 0) return {1, 1};
+  if (experts < 1 || topk < 1 || topk > experts || experts > (1 << 20))
+    throw InputError("--moe-experts/--moe-topk", "",
+                     fmt::format("expected 1 ≤ topk ≤ experts (both given), got experts {} topk {}", experts, topk));
+  return {static_cast<int>(experts), static_cast<int>(topk)};
+}
+
 hardware::CollectiveAlgorithm algorithm_from(const std::string& name) {
   if (name == "ring") return hardware::CollectiveAlgorithm::Ring;
   if (name == "hierarchical") return hardware::CollectiveAlgorithm::Hierarchical;

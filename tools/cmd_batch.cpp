@@ -38,12 +38,7 @@ struct BatchArgs {
 };
 
 int cmd_batch(const BatchArgs& a) {
-  const bool moe = a.moe_experts != 0 || a.moe_topk != 0;
-  if (moe && (a.moe_experts < 1 || a.moe_topk < 1 || a.moe_topk > a.moe_experts || a.moe_experts > (1 << 20)))
-    throw InputError("--moe-experts/--moe-topk", "",
-                     fmt::format("expected 1 ≤ topk ≤ experts (both given), got experts {} topk {}", a.moe_experts,
-                                 a.moe_topk));
-  const int experts = moe ? static_cast<int>(a.moe_experts) : 1, topk = moe ? static_cast<int>(a.moe_topk) : 1;
+  const auto [experts, topk] = moe_shape(a.moe_experts, a.moe_topk);
   if (a.seq_len < 0 || a.seq_len > (1LL << 30))
     throw InputError("--seq-len", "", fmt::format("expected an integer in [1, 2^30], got {}", a.seq_len));
   if (!a.global_batch_tokens.empty() && a.global_batch_samples != 0)
@@ -111,11 +106,13 @@ int cmd_batch(const BatchArgs& a) {
     m["ranks"] = c.ranks;
     m["tokens_per_gpu_at_ranks"] = c.tokens_per_gpu_at_ranks;
     m["threshold_at_ranks"] = c.threshold_at_ranks;
-    text += fmt::format("most {} a {:.4g}-token batch keeps compute-bound under pure DP (seed 000 §7.5)\n", hw->name, *tokens);
+    m["limited_by_pod"] = c.limited_by_pod;
+    text += fmt::format("most {} devices a {:.4g}-token batch keeps compute-bound under pure DP (seed 000 §7.5)\n", hw->name, *tokens);
     text += fmt::format("  seeds' form     {:.0f} = {:.4g} / {:.0f} tokens per GPU (C/W)\n", c.ranks_asymptotic, *tokens,
                         c.tokens_per_gpu_asymptotic);
-    text += fmt::format("  exact ring      {} ({:.0f} tokens/GPU vs a threshold of {:.0f} there)\n", c.ranks,
-                        c.tokens_per_gpu_at_ranks, c.threshold_at_ranks);
+    text += fmt::format("  exact ring      {} ({:.0f} tokens/GPU vs a threshold of {:.0f} there){}\n", c.ranks,
+                        c.tokens_per_gpu_at_ranks, c.threshold_at_ranks,
+                        c.limited_by_pod ? "; capped at one pod: DP across pods (DCN) is not modelled" : "");
     text += "  beyond this, split the model another way (tensor, pipeline parallelism): they do not divide the batch\n";
     j["max_ranks"] = m;
   }

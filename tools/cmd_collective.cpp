@@ -61,6 +61,10 @@ int cmd_collective(const CollectiveArgs& a) {
   std::shared_ptr<const hardware::CalibrationOverlay> overlay;
   if (!a.calibration.empty())
     overlay = std::make_shared<const hardware::CalibrationOverlay>(hardware::read_calibration(a.calibration));
+  if (overlay && overlay->hardware != hw.name)
+    throw InputError("--calibration", "",
+                     fmt::format("overlay '{}' was fitted over profile '{}', but --hardware is '{}'; its factors "
+                                 "are relative to that profile's nominal numbers", a.calibration, overlay->hardware, hw.name));
   const auto c = hardware::calibrated_collective_cost(hw, overlay.get(), op, bytes, group, algorithm_from(a.algorithm));
   const double n = group.ranks;
   const double bus = n <= 1 ? 0 : (op == hardware::CollectiveOp::AllReduce ? 2 * (n - 1) / n : (n - 1) / n);
@@ -111,12 +115,8 @@ int cmd_threshold(const ThresholdArgs& a) {
   const auto hw = hardware::load_profile(a.hardware, "--hardware");
   const auto group = group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
   const bool moe = a.moe_experts != 0 || a.moe_topk != 0;
-  if (moe && (a.moe_experts < 1 || a.moe_topk < 1 || a.moe_topk > a.moe_experts || a.moe_experts > (1 << 20)))
-    throw InputError("--moe-experts/--moe-topk", "",
-                     fmt::format("expected 1 ≤ topk ≤ experts (both given), got experts {} topk {}",
-                                 a.moe_experts, a.moe_topk));
-  const auto t = hardware::dp_threshold(hw, group, moe ? static_cast<int>(a.moe_experts) : 1,
-                                        moe ? static_cast<int>(a.moe_topk) : 1);
+  const auto [experts, topk] = moe_shape(a.moe_experts, a.moe_topk);
+  const auto t = hardware::dp_threshold(hw, group, experts, topk);
   ordered j;
   j["hardware"] = hw.name;
   j["ranks"] = group.ranks;

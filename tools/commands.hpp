@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace stepsim::tools {
 
@@ -19,6 +20,7 @@ using Action = std::function<int()>;
 void add_run_command(CLI::App& app, Action& action);
 void add_collective_commands(CLI::App& app, Action& action);  // collective, threshold
 void add_list_command(CLI::App& app, Action& action);
+void add_memory_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);  // calibrate nccl-tests
 void add_sweep_command(CLI::App& app, Action& action);
 void add_batch_command(CLI::App& app, Action& action);
@@ -29,6 +31,10 @@ void print(const std::string& s);
 /// Communicator shape from CLI flags; validates them (InputError naming the flag).
 hardware::GroupShape group_shape(const hardware::HardwareProfile& hw, long long ranks,
                                  long long gpus_per_node, int axes);
+
+/// MoE shape (E, k) from --moe-experts/--moe-topk: (1, 1) when both are 0 (dense).
+/// @throws InputError unless 1 ≤ k ≤ E ≤ 2^20 (both given) or both are 0.
+std::pair<int, int> moe_shape(long long experts, long long topk);
 
 /// "auto" | "ring" | "hierarchical" (already validated by CLI11).
 hardware::CollectiveAlgorithm algorithm_from(const std::string& name);

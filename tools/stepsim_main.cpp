@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   tools::add_run_command(app, action);
   tools::add_collective_commands(app, action);
   tools::add_list_command(app, action);
+  tools::add_memory_command(app, action);
   tools::add_calibrate_command(app, action);
   tools::add_sweep_command(app, action);
   tools::add_batch_command(app, action);

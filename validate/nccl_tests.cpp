@@ -220,7 +220,7 @@ std::optional<std::string> read_row(const std::vector<std::string>& toks, const 
 
 void infer_provenance(NcclTestsRun& run, const std::string& source) {
   if (run.op.empty()) run.op = normalize_op_name(source);
-  if (run.ranks > 1 || run.rows.empty()) return;
+  if ((run.ranks > 1 && !run.op.empty()) || run.rows.empty()) return;
   // Ranks from busbw/algbw of the row with the largest algbw (the least rounded).
   const NcclTestsRow* best = nullptr;
   for (const auto& r : run.rows)
@@ -232,7 +232,7 @@ void infer_provenance(NcclTestsRun& run, const std::string& source) {
     if (ratio > 1.01) run.op = "all_reduce";
     else if (ratio < 0.99) run.op = best->redop == "none" || best->redop.empty() ? "all_gather" : "reduce_scatter";
   }
-  if (!run.op.empty()) {
+  if (!run.op.empty() && run.ranks <= 1) {
     const int n = ranks_from_bandwidths(run.op, *best->oop_algbw_GBps, *best->oop_busbw_GBps);
     if (n > 1) run.ranks = n;
   }

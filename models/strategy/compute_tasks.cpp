@@ -3,6 +3,7 @@
 #include "models/strategy/compute_tasks.hpp"
 
 #include "hardware/task_cost.hpp"
+#include "models/model_spec.hpp"
 #include "models/scenario.hpp"
 #include "models/strategy/strategy.hpp"
 
@@ -25,6 +26,11 @@ std::string short_name(const std::string& layer, const std::string& param) {
 
 }  // namespace
 
+double layer_activation_bytes(const Scenario& s, const LayerSpec& l) {
+  return activation_bytes_per_token(l, s.activations.flash_attention, s.activations.full_recompute, s.batch.seq_len) *
+         static_cast<double>(s.tokens_per_micro_batch());
+}
+
 sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& prefix) {
   const LayerSpec& l = s.model.layers[layer];
   sim::Task t;
@@ -41,6 +47,7 @@ sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& 
     t.flops = forward_flops(s, l);
     t.bytes = static_cast<double>(s.tokens_per_micro_batch()) * l.fwd_streaming_bytes_per_token;
   }
+  t.alloc_bytes[kActivationCounter] = layer_activation_bytes(s, l);
   return t;
 }
 
@@ -56,9 +63,13 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
   }
   // dgrad always (the input gradient flows on); wgrad only for trainable tensors.
   const double frozen_share = numel_total > 0 ? numel_frozen / numel_total : 0.0;
-  const double bwd_gemm = tokens * l.fwd_gemm_flops_per_token * (2.0 - frozen_share);
-  const double bwd_attn = 2.0 * tokens * l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len);
-  const double bwd_stream = 2.0 * tokens * l.fwd_streaming_bytes_per_token;
+  // Full recomputation runs the forward again inside backward (one more forward's work).
+  const double recompute = s.activations.full_recompute ? 1.0 : 0.0;
+  const double bwd_gemm = tokens * l.fwd_gemm_flops_per_token * (2.0 - frozen_share + recompute);
+  const double bwd_attn = (2.0 + recompute) * tokens * l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len);
+  const double bwd_stream = (2.0 + recompute) * tokens * l.fwd_streaming_bytes_per_token;
+  const double fixed_bwd = l.bwd_s ? *l.bwd_s + recompute * l.fwd_s.value_or(0.0) : 0.0;
+  const double activations = layer_activation_bytes(s, l);
 
   auto base = [&](std::string name) {
     sim::Task t;
@@ -75,7 +86,8 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
     BackwardSegment seg{base(prefix + "bwd." + l.name), 0, false, false};
     seg.task.flops = bwd_gemm + bwd_attn;
     seg.task.bytes = bwd_stream;
-    if (l.bwd_s) seg.task.fixed_s = *l.bwd_s;
+    seg.task.fixed_s = fixed_bwd;
+    seg.task.free_bytes[kActivationCounter] = activations;
     out.push_back(std::move(seg));
     return out;
   }
@@ -86,7 +98,8 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
     seg.task.flops = share * (bwd_gemm + bwd_attn);
     const double grad_bytes = p.trainable ? static_cast<double>(p.numel) * dtype_bytes(p.dtype) : 0.0;
     seg.task.bytes = share * bwd_stream + grad_copy_bytes_per_grad_byte * grad_bytes;
-    if (l.bwd_s) seg.task.fixed_s = share * *l.bwd_s;
+    seg.task.fixed_s = share * fixed_bwd;
+    seg.task.free_bytes[kActivationCounter] = share * activations;
     out.push_back(std::move(seg));
   }
   return out;
@@ -103,6 +116,54 @@ sim::Task optimizer_task(double params, double grad_bytes_per_param, double para
   t.bytes = params * (24.0 + grad_bytes_per_param + param_bytes_per_param);
   t.flops = params * 12.0;  // a dozen FLOPs per element; never the bound
   return t;
+}
+
+sim::Task collective_task(std::string name, hardware::CollectiveOp op, double bytes, std::uint32_t group,
+                          std::uint32_t stream, sim::RendezvousId& next_rendezvous) {
+  sim::Task t;
+  t.kind = sim::TaskKind::Transfer;
+  t.name = std::move(name);
+  t.stream = stream;
+  t.rendezvous = next_rendezvous++;
+  t.op = static_cast<std::uint32_t>(hardware::opcode_of(op));
+  t.group = group;
+  t.phase = static_cast<std::uint32_t>(Phase::Communication);
+  t.bytes = bytes;
+  return t;
+}
+
+sim::Task wait_task(std::string name, Phase phase) {
+  sim::Task t;
+  t.kind = sim::TaskKind::Compute;
+  t.name = std::move(name);
+  t.stream = kComputeStream;
+  t.phase = static_cast<std::uint32_t>(phase);
+  t.op = static_cast<std::uint32_t>(hardware::OpCode::Kernel);
+  return t;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> trainable_ready_order(const ModelSpec& m) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (std::size_t l = m.layers.size(); l-- > 0;)
+    for (std::size_t idx : m.ready_order(l))
+      if (m.layers[l].params[idx].trainable) out.emplace_back(l, idx);
+  return out;
+}
+
+bool optimizer_step(const Scenario& s, double shard_ranks, sim::Task& out) {
+  double trainable = 0, grad_bytes = 0, param_bytes = 0, all = 0;
+  for (const auto& l : s.model.layers)
+    for (const auto& p : l.params) {
+      const double n = static_cast<double>(p.numel);
+      all += n;
+      param_bytes += n * dtype_bytes(p.dtype);
+      if (!p.trainable) continue;
+      trainable += n;
+      grad_bytes += n * dtype_bytes(p.dtype);
+    }
+  if (s.optimizer != "adam" || trainable <= 0) return false;
+  out = optimizer_task(trainable / shard_ranks, grad_bytes / trainable, param_bytes / all);
+  return true;
 }
 
 double model_flops_per_gpu_step(const Scenario& s) {

@@ -3,6 +3,9 @@
 // the optimizer step.
 #pragma once
 
+#include "hardware/collective_model.hpp"
+#include "models/model_spec.hpp"
+#include "models/strategy/strategy.hpp"
 #include "sim/task.hpp"
 
 #include <cstddef>
@@ -17,8 +20,19 @@ struct Scenario;
 /// semantics.md §A.5 rule 20).
 inline constexpr std::uint32_t kComputeStream = 0;
 inline constexpr std::uint32_t kCommStream = 1;
+/// A second communication stream (HSDP's replica AllReduce runs on its own process group).
+inline constexpr std::uint32_t kReplicaStream = 2;
 
-/// Forward of layer `layer` for one micro-batch, on the compute stream. A fused sequence of
+/// sim::Task memory counters: activations saved for backward, and framework buffers
+/// (unsharded parameters and gradients, buckets).
+inline constexpr int kActivationCounter = 0;
+inline constexpr int kBufferCounter = 1;
+
+/// Activation bytes layer `l` leaves for backward in one micro-batch on one GPU.
+double layer_activation_bytes(const Scenario& s, const LayerSpec& l);
+
+/// Forward of layer `layer` for one micro-batch, on the compute stream; allocates the layer's
+/// activations (kActivationCounter) when it starts. A fused sequence of
 /// GEMMs (FLOPs at the profile's GEMM efficiency) and streaming kernels (bytes at HBM
 /// bandwidth), or the layer's measured fwd_s.
 /// @param prefix  prepended to the name ("mb1." for the second micro-batch, "" when one)
@@ -33,7 +47,8 @@ struct BackwardSegment {
   bool produces_grad = false;  ///< has_param and the tensor is trainable
 };
 
-/// Backward of `layer` split into one segment per parameter tensor in gradient-ready order,
+/// Backward of `layer` split into one segment per parameter tensor in gradient-ready order
+/// (each frees its share of the layer's activations when it ends),
 /// so a gradient hook fires when its tensor's segment ends (semantics.md §A.4 rule 15). The
 /// layer's backward work (dgrad + wgrad = 2 × forward GEMM FLOPs, minus the wgrad of frozen
 /// tensors; 2 × attention and streaming) is divided in proportion to tensor sizes.
@@ -47,6 +62,24 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
 /// master weights, m, v and the gradient, writes master, m, v and the low-precision copy:
 /// (4+4+4+2) + (4+4+4+2) = 28 bytes per parameter (bf16 params and grads).
 sim::Task optimizer_task(double params, double grad_bytes_per_param, double param_bytes_per_param);
+
+/// The optimizer step of a scenario on one rank: Adam over the trainable parameters this rank
+/// owns (all of them for DDP, 1/N for the sharded strategies), or nothing (optimizer "none").
+/// Returns false when there is no step to add.
+bool optimizer_step(const Scenario& s, double shard_ranks, sim::Task& out);
+
+/// A collective task on `stream` over communicator `group` of `bytes` (nccl-tests size), with
+/// its own rendezvous id (taken from `next_rendezvous`, which is advanced).
+sim::Task collective_task(std::string name, hardware::CollectiveOp op, double bytes, std::uint32_t group,
+                          std::uint32_t stream, sim::RendezvousId& next_rendezvous);
+
+/// A zero-duration task on the compute stream: a CUDA event wait (stream waits on an event
+/// recorded elsewhere); give it dependencies on what it waits for.
+sim::Task wait_task(std::string name, Phase phase);
+
+/// Gradient-ready order of the trainable tensors of the model: layers in reverse, tensors in
+/// each layer's ready order. Pairs (layer, param index).
+std::vector<std::pair<std::size_t, std::size_t>> trainable_ready_order(const ModelSpec& m);
 
 /// Model FLOPs per GPU per optimizer step (the 6·Ψ·tokens convention plus attention, for MFU):
 /// 3 × forward FLOPs of every layer.

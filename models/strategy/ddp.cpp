@@ -44,21 +44,15 @@ LoweredStep lower_ddp(const Scenario& s) {
   // layer's ready order.
   std::vector<GradRef> ready;
   std::vector<BucketInput> inputs;
-  double grad_bytes_total = 0, trainable = 0, param_bytes = 0, grad_bytes_per_param = 2;
-  for (std::size_t l = m.layers.size(); l-- > 0;) {
-    for (std::size_t idx : m.ready_order(l)) {
-      const ParamTensor& p = m.layers[l].params[idx];
-      if (!p.trainable) continue;
-      const double bytes = static_cast<double>(p.numel) * dtype_bytes(p.dtype);
-      ready.push_back({l, idx});
-      inputs.push_back({bytes, static_cast<std::uint32_t>(p.dtype)});
-      grad_bytes_total += bytes;
-      trainable += static_cast<double>(p.numel);
-    }
+  double grad_bytes_total = 0;
+  for (const auto& [l, idx] : trainable_ready_order(m)) {
+    const ParamTensor& p = m.layers[l].params[idx];
+    // The bucket dtype is the gradient's; a bf16 comm hook (precision.reduce_dtype) halves fp32 buckets.
+    const double bytes = static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype);
+    ready.push_back({l, idx});
+    inputs.push_back({bytes, static_cast<std::uint32_t>(p.dtype)});
+    grad_bytes_total += bytes;
   }
-  for (const auto& l : m.layers)
-    for (const auto& p : l.params) param_bytes += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
-  if (trainable > 0) grad_bytes_per_param = grad_bytes_total / trainable;
 
   const auto assignment = assign_buckets(
       inputs, {s.parallelism.first_bucket_mb * kMiB, s.parallelism.bucket_cap_mb * kMiB});
@@ -92,38 +86,22 @@ LoweredStep lower_ddp(const Scenario& s) {
 
     sim::TaskId last_collective = sim::kNoTask;
     for (std::size_t b = 0; b < assignment.size(); ++b) {
-      sim::Task t;
-      t.kind = sim::TaskKind::Transfer;
-      t.name = fmt::format("{}allreduce.bucket{}", prefix, b);
-      t.stream = kCommStream;
-      t.rendezvous = next_rendezvous++;
-      t.op = static_cast<std::uint32_t>(hardware::OpCode::AllReduce);
-      t.group = 0;
-      t.phase = static_cast<std::uint32_t>(Phase::Communication);
-      t.bytes = assignment[b].bytes;
-      last_collective = g.add_task(std::move(t));
+      last_collective = g.add_task(collective_task(fmt::format("{}allreduce.bucket{}", prefix, b),
+                                                   hardware::CollectiveOp::AllReduce, assignment[b].bytes, 0,
+                                                   kCommStream, next_rendezvous));
       // The NCCL stream waits for the compute work enqueued before this launch, i.e. up to the
       // bucket's last-ready gradient (buckets are in ready order, so that is the bucket's end).
       g.add_dependency(last_grad_task[b], last_collective);
     }
-    sim::Task fin;
-    fin.kind = sim::TaskKind::Compute;
-    fin.stream = kComputeStream;
-    fin.phase = static_cast<std::uint32_t>(Phase::Overhead);
-    fin.op = static_cast<std::uint32_t>(hardware::OpCode::Kernel);
-    if (s.parallelism.gradient_as_bucket_view) {
-      fin.name = prefix + "ddp.finalize_backward";  // wait only: .grad already views the buckets
-    } else {
-      fin.name = prefix + "ddp.copy_bucket_to_grad";
-      fin.bytes = 2.0 * grad_bytes_total;
-    }
+    // finalize_backward: wait only when .grad already views the buckets, else copy back.
+    sim::Task fin = wait_task(prefix + (s.parallelism.gradient_as_bucket_view ? "ddp.finalize_backward"
+                                                                              : "ddp.copy_bucket_to_grad"),
+                              Phase::Overhead);
+    if (!s.parallelism.gradient_as_bucket_view) fin.bytes = 2.0 * grad_bytes_total;
     const sim::TaskId fin_id = g.add_task(std::move(fin));
     if (last_collective != sim::kNoTask) g.add_dependency(last_collective, fin_id);
   }
-  if (s.optimizer == "adam" && trainable > 0) {
-    const double param_bytes_per_param = param_bytes / static_cast<double>(m.parameter_count());
-    g.add_task(optimizer_task(trainable, grad_bytes_per_param, param_bytes_per_param));
-  }
+  if (sim::Task opt; optimizer_step(s, 1.0, opt)) g.add_task(std::move(opt));
   g.freeze("ddp");
   return out;
 }

@@ -12,6 +12,26 @@ const std::vector<StrategyEntry>& strategy_registry() {
        "PyTorch DDP: gradient buckets in ready order (first 1 MiB, then bucket_cap_mb), "
        "in-order AllReduce on one NCCL stream overlapping backward, no_sync accumulation",
        &lower_ddp},
+      {"zero1",
+       "DeepSpeed ZeRO-1: optimizer state sharded; IPG gradient buckets reduced on the accumulation "
+       "boundary (whole-bucket AllReduce), 1/N Adam, then one parameter AllGather",
+       &lower_zero12},
+      {"zero2",
+       "DeepSpeed ZeRO-2: gradients and optimizer state sharded; IPG buckets reduced every micro-step, "
+       "overlap_comm keeps one reduction in flight",
+       &lower_zero12},
+      {"zero3",
+       "DeepSpeed ZeRO-3: parameters sharded too; per-layer coalesced AllGathers with prefetch and "
+       "reuse distance, ready-order ReduceScatter buckets",
+       &lower_zero3},
+      {"fsdp",
+       "PyTorch FSDP (FSDP2 fully_shard by default; FSDP1 switches): one AllGather and one "
+       "ReduceScatter per unit, prefetch one unit ahead, reshard_after_forward",
+       &lower_fsdp},
+      {"hsdp",
+       "PyTorch HSDP: FSDP inside a shard group (a node by default), AllReduce of the shard across "
+       "replicas on its own stream",
+       &lower_fsdp},
   };
   return table;
 }

@@ -51,5 +51,11 @@ const StrategyEntry& find_strategy(const std::string& name);
 
 /// PyTorch DDP (semantics.md §A): see ddp.cpp.
 LoweredStep lower_ddp(const Scenario& scenario);
+/// DeepSpeed ZeRO-1/2 (semantics.md §C.2): see zero.cpp.
+LoweredStep lower_zero12(const Scenario& scenario);
+/// DeepSpeed ZeRO-3 (semantics.md §C.3): see zero.cpp.
+LoweredStep lower_zero3(const Scenario& scenario);
+/// PyTorch FSDP2/FSDP1 and HSDP (semantics.md §B): see fsdp.cpp.
+LoweredStep lower_fsdp(const Scenario& scenario);
 
 }  // namespace stepsim::models

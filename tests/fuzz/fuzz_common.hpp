@@ -42,4 +42,12 @@ inline bool names_special_file(const nlohmann::json& v) {
          s.find("/sys") != std::string::npos || s.rfind("/", 0) == 0 || s.find("..") != std::string::npos;
 }
 
+/// True when any string anywhere in `doc` names such a file (model, hardware, calibration, ...).
+inline bool mentions_special_file(const nlohmann::json& doc) {
+  if (doc.is_string()) return names_special_file(doc);
+  if (doc.is_structured())
+    for (const auto& v : doc) if (mentions_special_file(v)) return true;
+  return false;
+}
+
 }  // namespace stepsim::fuzz

@@ -70,18 +70,17 @@ TEST_CASE("buckets: dtypes never share a bucket", "[models]") {
 TEST_CASE("memory: DDP keeps 16 bytes of model state per parameter (seed 000 §8)", "[models]") {
   const auto s = scenario(R"({"model": "zero-7.5b", "hardware": "h100-sxm", "parallelism": {"dp": 64,
       "gradient_as_bucket_view": true}, "batch": {"seq_len": 1}})");
-  const auto m = ddp_memory(s);
+  const auto m = static_memory(s);
   const double psi = static_cast<double>(s.model.parameter_count());
   CHECK(m.params_bytes == Approx(2 * psi));
   CHECK(m.grads_bytes == Approx(2 * psi));
   CHECK(m.optimizer_bytes == Approx(12 * psi));
   CHECK(m.buffers_bytes == 0);
   CHECK((m.params_bytes + m.grads_bytes + m.optimizer_bytes) / 1e9 == Approx(120).epsilon(0.01));  // ZeRO table: 120 GB
-  CHECK_FALSE(m.fits);
   const auto none = scenario(R"({"model": "llama3.2-1b", "hardware": "h100-sxm", "parallelism": {"dp": 8},
       "optimizer": "none"})");
-  CHECK(ddp_memory(none).optimizer_bytes == 0);
-  CHECK(ddp_memory(none).buffers_bytes == ddp_memory(none).grads_bytes);
+  CHECK(static_memory(none).optimizer_bytes == 0);
+  CHECK(static_memory(none).buffers_bytes == static_memory(none).grads_bytes);
 }
 
 TEST_CASE("scenario: defaults follow PyTorch and the profile", "[models]") {

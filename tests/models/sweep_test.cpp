@@ -9,6 +9,8 @@
 #include "sim/support/error.hpp"
 #include "tests/support/catch.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -213,15 +215,24 @@ TEST_CASE("batch: most GPUs a batch keeps compute-bound (seed 000 §7.5)", "[bat
   CHECK(c38.ranks_asymptotic == Approx(44000).epsilon(0.02));
   const auto c16 = max_ranks_for_batch(v5p, 16e6, 0, 0);
   CHECK(c16.ranks_asymptotic == Approx(18800).epsilon(0.005));
-  // With the exact (k−1)/k ring factors the threshold is lower, so a few more chips fit, and
-  // the answer satisfies its own condition.
-  CHECK(c16.ranks >= c16.ranks_asymptotic);
-  CHECK(c16.ranks < 1.1 * c16.ranks_asymptotic);
+  // Both exceed one 8960-chip pod: the exact search stops at the pod (DCN DP not modelled).
+  CHECK(c16.limited_by_pod);
+  CHECK(c16.ranks == 8960);
   CHECK(c16.tokens_per_gpu_at_ranks >= c16.threshold_at_ranks);
+  // 4M tokens fit in a pod: the exact (k−1)/k ring factors lower the threshold, so more chips
+  // than 4e6/850 = 4706 fit (many more for shapes with short rings, d/(d−1) = 2 at d = 2),
+  // and the answer satisfies its own condition.
+  const auto c4 = max_ranks_for_batch(v5p, 4e6, 0, 0);
+  CHECK_FALSE(c4.limited_by_pod);
+  CHECK(c4.ranks >= c4.ranks_asymptotic);
+  CHECK(c4.ranks <= 8960);
+  CHECK(c4.tokens_per_gpu_at_ranks >= c4.threshold_at_ranks);
   // Llama 3 405B's 16M tokens on H100 (2475 tokens/GPU): ≈ 6,500 GPUs, far from its 16K.
   const auto h100 = hardware::load_profile("h100-sxm");
   const auto c = max_ranks_for_batch(h100, 16e6, 0, 0);
   CHECK(c.ranks_asymptotic == Approx(16e6 / 2472.5).epsilon(0.01));
+  CHECK(c.ranks >= c.ranks_asymptotic);
   CHECK(c.ranks % 8 == 0);
   CHECK(c.tokens_per_gpu_at_ranks >= c.threshold_at_ranks);
+  CHECK(max_ranks_for_batch(h100, (c.ranks + 8) * 2472.5 * 1.0, 0, 0).ranks > c.ranks);
 }

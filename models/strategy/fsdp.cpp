@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: Apache-2.0
+// PyTorch FSDP (FSDP2 `fully_shard` by default, FSDP1 switches) and HSDP
+// (shared/reference/semantics.md §B).
+//
+// Units: the root unit owns the parameters outside transformer blocks (embeddings, final
+// norm, LM head); each unit of `unit_layers` blocks is one FSDP param group with one AllGather
+// and one ReduceScatter (rules 31, 45). unit_layers = 0 makes the whole model one unit.
+// Forward: AllGather of unit i then copy-out on the compute stream; the CPU runs ahead, so the
+// AllGather of unit i+1 overlaps unit i (implicit prefetch), but it waits for the copy-out of
+// unit i−1: at most ~2 unsharded units (FSDP2 rule 47; FSDP1's limit_all_gathers, rule 36,
+// bounds it the same way, and without the limiter nothing does).
+// reshard_after_forward: True frees a unit after forward and re-gathers it in backward; False
+// keeps it; int k keeps a k-rank shard and re-gathers over k ranks; default: True except the
+// root (rule 49); "torchtitan": also keeps the last block.
+// Backward: pre-backward unshards (if resharded) and prefetches the next unit's AllGather
+// before this unit's compute (FSDP2 and BACKWARD_PRE; BACKWARD_POST issues it after the
+// compute, before the ReduceScatter; none: on demand), rules 37–38, 50. Post-backward issues
+// the unit's ReduceScatter after its gradients; in FSDP2 the compute stream first waits for the
+// previous unit's ReduceScatter (one ahead at most, rule 50). AllGathers and ReduceScatters of
+// one process group share its NCCL stream (rule 20), in issue order.
+// HSDP: the ReduceScatter runs in the shard group (a node by default), then an AllReduce of the
+// shard across replicas on its own stream (rules 39, 50); with defer_replica_all_reduce it
+// runs only on the last micro-batch (set_requires_all_reduce(False), rule 52).
+// Gradient accumulation: set_requires_gradient_sync(False) skips every reduction but the last
+// micro-batch's (rule 52); parameters are still resharded after each backward.
+#include "models/scenario.hpp"
+#include "models/strategy/compute_tasks.hpp"
+#include "models/strategy/strategy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace stepsim::models {
+
+namespace {
+
+using hardware::CollectiveOp;
+
+constexpr std::uint32_t kShardGroup = 0;
+constexpr std::uint32_t kReshardGroup = 1;
+constexpr std::uint32_t kReplicaGroup = 2;
+
+struct Unit {
+  std::string name;
+  std::vector<std::size_t> layers;  // forward order
+  bool root = false;
+  double param_bytes = 0;  // unsharded, in the parameter dtype (AllGather buffer)
+  double grad_bytes = 0;   // unsharded gradients in the reduce dtype (ReduceScatter buffer)
+  bool reshard = true;     // reshard after forward
+};
+
+std::vector<Unit> make_units(const Scenario& s) {
+  const ModelSpec& m = s.model;
+  const auto& z = s.sharding;
+  std::vector<Unit> units;
+  Unit root{"root", {}, true};
+  if (z.unit_layers == 0) {
+    root.name = "model";
+    for (std::size_t l = 0; l < m.layers.size(); ++l) root.layers.push_back(l);
+  } else {
+    for (std::size_t l = 0; l < m.layers.size(); ++l) {
+      if (m.layers[l].root) {
+        root.layers.push_back(l);
+        continue;
+      }
+      if (units.empty() || static_cast<std::int64_t>(units.back().layers.size()) >= z.unit_layers)
+        units.push_back(Unit{fmt::format("unit{}", units.size()), {}, false});
+      units.back().layers.push_back(l);
+    }
+  }
+  for (auto* u : [&] {
+         std::vector<Unit*> all{&root};
+         for (auto& x : units) all.push_back(&x);
+         return all;
+       }()) {
+    for (std::size_t l : u->layers)
+      for (const auto& p : m.layers[l].params) {
+        u->param_bytes += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
+        if (p.trainable) u->grad_bytes += static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype);
+      }
+  }
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    switch (z.reshard_after_forward) {
+      case ReshardMode::Default:
+      case ReshardMode::True:
+      case ReshardMode::Group: units[i].reshard = true; break;
+      case ReshardMode::False: units[i].reshard = false; break;
+      case ReshardMode::Torchtitan: units[i].reshard = i + 1 < units.size(); break;
+    }
+  }
+  root.reshard = z.reshard_after_forward == ReshardMode::True;
+  if (root.param_bytes > 0) units.insert(units.begin(), root);
+  return units;
+}
+
+}  // namespace
+
+LoweredStep lower_fsdp(const Scenario& s) {
+  LoweredStep out;
+  const auto& z = s.sharding;
+  const bool hsdp = s.parallelism.strategy == "hsdp";
+  const bool fsdp2 = z.fsdp_version == "fsdp2";
+  const int gpn = s.cluster.gpus_per_node;
+  const int shard = static_cast<int>(s.shard_ranks());
+  out.groups.push_back({shard, std::min(shard, gpn), 0});
+  const int k = z.reshard_after_forward == ReshardMode::Group ? static_cast<int>(z.reshard_group) : 1;
+  out.groups.push_back({k, std::min(k, gpn), 0});
+  if (hsdp) {
+    // One replica group per position in the shard group; the shard group's ranks on one node
+    // each run their own replica AllReduce at once, sharing the node's NICs.
+    const int replicas = static_cast<int>(s.parallelism.dp / shard);
+    const int shard_ranks_per_node = std::min(shard, gpn);
+    const int replica_ranks_per_node = shard < gpn ? gpn / shard : 1;
+    hardware::GroupShape replica{replicas, replica_ranks_per_node, 0};
+    replica.concurrent_groups_per_node = shard_ranks_per_node;
+    out.groups.push_back(replica);
+  }
+
+  const std::vector<Unit> units = make_units(s);
+  const ModelSpec& m = s.model;
+  std::vector<int> unit_of(m.layers.size(), -1);
+  for (std::size_t u = 0; u < units.size(); ++u)
+    for (std::size_t l : units[u].layers) unit_of[l] = static_cast<int>(u);
+  auto first_layer = [&](std::size_t u) { return units[u].layers.front(); };
+  auto last_layer = [&](std::size_t u) { return units[u].layers.back(); };
+
+  sim::TaskGraph& g = out.graph;
+  sim::RendezvousId next_rendezvous = 0;
+  const std::int64_t micro_batches = s.batch.grad_accum;
+  sim::TaskId last_rs = sim::kNoTask, last_ar = sim::kNoTask;
+  for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
+    const std::string prefix = micro_batches > 1 ? fmt::format("mb{}.", mb) : "";
+    const bool sync = mb == micro_batches - 1 || s.parallelism.sync_every_micro_batch;
+    const bool replica_sync = sync && (!z.defer_replica_all_reduce || mb == micro_batches - 1);
+
+    auto all_gather = [&](std::size_t u, bool backward) {
+      const bool small_group = backward && k > 1;
+      sim::Task t = collective_task(fmt::format("{}allgather.{}{}", prefix, units[u].name, backward ? ".bwd" : ""),
+                                    CollectiveOp::AllGather, units[u].param_bytes,
+                                    small_group ? kReshardGroup : kShardGroup, kCommStream, next_rendezvous);
+      t.alloc_bytes[kBufferCounter] = units[u].param_bytes;
+      return g.add_task(std::move(t));
+    };
+    auto copy_out = [&](std::size_t u, sim::TaskId ag, bool backward) {
+      sim::Task t = wait_task(fmt::format("{}fsdp.copy_out.{}{}", prefix, units[u].name, backward ? ".bwd" : ""),
+                              Phase::Overhead);
+      t.bytes = 2.0 * units[u].param_bytes;  // split_with_sizes_copy: read + write
+      const sim::TaskId id = g.add_task(std::move(t));
+      g.add_dependency(ag, id);
+      return id;
+    };
+
+    // ---- forward ----
+    std::vector<sim::TaskId> fwd_copy_out(units.size(), sim::kNoTask);
+    std::vector<sim::TaskId> fwd_free(units.size(), sim::kNoTask);  // task whose end frees unit u
+    std::vector<std::size_t> order;  // units in forward order of first use
+    for (std::size_t l = 0; l < m.layers.size(); ++l) {
+      const int u = unit_of[l];
+      if (u >= 0 && fwd_copy_out[static_cast<std::size_t>(u)] == sim::kNoTask) {
+        const auto uu = static_cast<std::size_t>(u);
+        order.push_back(uu);
+        const sim::TaskId ag = all_gather(uu, false);
+        // Memory bound: this AllGather waits for the copy-out (FSDP2) or the free (FSDP1
+        // limiter) of the unit two places earlier.
+        if (order.size() >= 3 && (fsdp2 || z.limit_all_gathers)) {
+          const std::size_t earlier = order[order.size() - 3];
+          const sim::TaskId gate = fsdp2 ? fwd_copy_out[earlier] : fwd_free[earlier];
+          if (gate != sim::kNoTask) g.add_dependency(gate, ag);
+        }
+        fwd_copy_out[uu] = copy_out(uu, ag, false);
+      }
+      sim::Task t = forward_task(s, l, prefix);
+      if (u >= 0 && l == last_layer(static_cast<std::size_t>(u)) && units[static_cast<std::size_t>(u)].reshard)
+        t.free_bytes[kBufferCounter] = units[static_cast<std::size_t>(u)].param_bytes;
+      const sim::TaskId id = g.add_task(std::move(t));
+      if (u >= 0 && l == last_layer(static_cast<std::size_t>(u))) fwd_free[static_cast<std::size_t>(u)] = id;
+    }
+
+    // ---- backward ----
+    // Units in backward order: reverse of the order of their last forward layer.
+    std::vector<std::size_t> bwd_order;
+    for (std::size_t l = m.layers.size(); l-- > 0;) {
+      const int u = unit_of[l];
+      if (u >= 0 && std::find(bwd_order.begin(), bwd_order.end(), static_cast<std::size_t>(u)) == bwd_order.end())
+        bwd_order.push_back(static_cast<std::size_t>(u));
+    }
+    std::vector<sim::TaskId> bwd_ag(units.size(), sim::kNoTask);
+    std::vector<bool> started(units.size(), false);
+    sim::TaskId previous_rs = sim::kNoTask;
+    auto next_needing_gather = [&](std::size_t pos) -> std::ptrdiff_t {
+      for (std::size_t q = pos + 1; q < bwd_order.size(); ++q)
+        if (units[bwd_order[q]].reshard) return static_cast<std::ptrdiff_t>(q);
+      return -1;
+    };
+    std::size_t bwd_pos = 0;
+    std::vector<double> unsharded_grads(units.size(), 0);
+    for (std::size_t l = m.layers.size(); l-- > 0;) {
+      const int ui = unit_of[l];
+      const auto u = static_cast<std::size_t>(std::max(ui, 0));
+      const bool unit_start = ui >= 0 && !started[u];
+      if (unit_start) {
+        started[u] = true;
+        bwd_pos = static_cast<std::size_t>(std::find(bwd_order.begin(), bwd_order.end(), u) - bwd_order.begin());
+        if (units[u].reshard) {
+          if (bwd_ag[u] == sim::kNoTask) bwd_ag[u] = all_gather(u, true);  // not prefetched
+          copy_out(u, bwd_ag[u], true);
+        }
+        // Prefetch the next unit's AllGather before this unit's compute (FSDP2, BACKWARD_PRE).
+        const bool pre = fsdp2 || z.backward_prefetch == BackwardPrefetch::BackwardPre;
+        if (pre) {
+          const auto q = next_needing_gather(bwd_pos);
+          if (q >= 0 && bwd_ag[bwd_order[static_cast<std::size_t>(q)]] == sim::kNoTask)
+            bwd_ag[bwd_order[static_cast<std::size_t>(q)]] = all_gather(bwd_order[static_cast<std::size_t>(q)], true);
+        }
+      }
+      auto segments = backward_segments(s, l, prefix, 0.0);
+      const bool unit_end = ui >= 0 && l == first_layer(u);
+      sim::TaskId last_segment = sim::kNoTask;
+      for (std::size_t k2 = 0; k2 < segments.size(); ++k2) {
+        auto& seg = segments[k2];
+        if (seg.produces_grad && unsharded_grads[u] == 0 && sync) {
+          // The unit's unsharded gradients exist from its first gradient to its ReduceScatter.
+          seg.task.alloc_bytes[kBufferCounter] = units[u].grad_bytes;
+          unsharded_grads[u] = units[u].grad_bytes;
+        }
+        if (unit_end && k2 + 1 == segments.size())
+          seg.task.free_bytes[kBufferCounter] = units[u].param_bytes;  // reshard_after_backward (default True)
+        last_segment = g.add_task(std::move(seg.task));
+      }
+      if (!unit_end) continue;
+      // BACKWARD_POST: the next AllGather is issued after this unit's compute.
+      if (!fsdp2 && z.backward_prefetch == BackwardPrefetch::BackwardPost) {
+        const auto q = next_needing_gather(bwd_pos);
+        if (q >= 0 && bwd_ag[bwd_order[static_cast<std::size_t>(q)]] == sim::kNoTask)
+          bwd_ag[bwd_order[static_cast<std::size_t>(q)]] = all_gather(bwd_order[static_cast<std::size_t>(q)], true);
+      }
+      if (!sync || units[u].grad_bytes <= 0) continue;
+      // FSDP2: the compute stream waits on the previous ReduceScatter (one outstanding).
+      if (fsdp2 && previous_rs != sim::kNoTask) {
+        const sim::TaskId w = g.add_task(wait_task(fmt::format("{}fsdp.wait_rs.{}", prefix, units[u].name), Phase::Overhead));
+        g.add_dependency(previous_rs, w);
+      }
+      sim::Task rs = collective_task(fmt::format("{}reducescatter.{}", prefix, units[u].name), CollectiveOp::ReduceScatter,
+                                     units[u].grad_bytes, kShardGroup, kCommStream, next_rendezvous);
+      rs.free_bytes[kBufferCounter] = units[u].grad_bytes;  // unsharded gradients freed
+      unsharded_grads[u] = 0;
+      const sim::TaskId rs_id = g.add_task(std::move(rs));
+      g.add_dependency(last_segment, rs_id);
+      previous_rs = last_rs = rs_id;
+      if (hsdp && replica_sync) {
+        const sim::TaskId ar = g.add_task(collective_task(fmt::format("{}allreduce.{}.replicas", prefix, units[u].name),
+                                                          CollectiveOp::AllReduce, units[u].grad_bytes / shard,
+                                                          kReplicaGroup, kReplicaStream, next_rendezvous));
+        g.add_dependency(rs_id, ar);
+        last_ar = ar;
+      }
+    }
+    if (sync) {
+      // finalize_backward: the compute stream waits for every reduction.
+      const sim::TaskId fin = g.add_task(wait_task(prefix + "fsdp.finalize_backward", Phase::Overhead));
+      if (last_rs != sim::kNoTask) g.add_dependency(last_rs, fin);
+      if (last_ar != sim::kNoTask) g.add_dependency(last_ar, fin);
+    }
+  }
+  if (sim::Task opt; optimizer_step(s, static_cast<double>(shard), opt)) g.add_task(std::move(opt));
+  g.freeze(s.parallelism.strategy);
+  return out;
+}
+
+}  // namespace stepsim::models

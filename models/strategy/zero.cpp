@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: Apache-2.0
+// DeepSpeed ZeRO stages 1, 2 and 3 (microsoft/DeepSpeed v0.16.5; shared/reference/semantics.md §C).
+//
+// Stage 1/2 (stage_1_and_2.py, §C.2):
+//  - gradients are appended to an IPG bucket in hook (ready) order; a tensor that does not fit
+//    flushes the bucket first; one larger than the bucket is reduced alone (rule 56);
+//  - hooks exist only with stage 2 or overlap_comm; stage 1 without overlap_comm reduces every
+//    gradient after backward in model order (rule 55); stage 1 reduces only on the accumulation
+//    boundary, stage 2 every micro-step;
+//  - overlap_comm runs reductions on a separate stream, but the compute stream waits on the
+//    previous bucket's reduction at each flush: at most one reduction overlaps compute (rule 57);
+//    without it reductions run on the compute stream;
+//  - each bucket is one whole-bucket AllReduce (use_multi_rank_bucket_allreduce, rule 59);
+//    `gradient_reduce_scatter` switches to the ReduceScatter the ZeRO paper describes;
+//  - the optimizer updates the rank's 1/N partition, then one AllGather of the whole
+//    low-precision model runs inside step(), not overlapped (rule 60).
+// Stage 3 (stage3.py, partitioned_param_coordinator.py, §C.3):
+//  - each layer's parameters are all-gathered (coalesced) before use, except persistent ones
+//    (numel ≤ stage3_param_persistence_threshold, rule 66); after the fetch, upcoming layers are
+//    prefetched in one coalesced AllGather of up to stage3_prefetch_bucket_size elements within
+//    stage3_max_live_parameters (rule 63; steady state: the trace is complete);
+//  - parameters are released after use unless reused within stage3_max_reuse_distance elements
+//    (rule 65), so the last layers stay gathered from forward into backward;
+//  - gradients are bucketed in ready order and reduced by one ReduceScatter per bucket, with at
+//    most max_param_reduce_events = 2 outstanding (rule 67); every micro-step reduces;
+//  - no AllGather after step() (rule 68).
+#include "hardware/task_cost.hpp"
+#include "models/scenario.hpp"
+#include "models/strategy/compute_tasks.hpp"
+#include "models/strategy/strategy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace stepsim::models {
+
+namespace {
+
+using hardware::CollectiveOp;
+
+// DeepSpeed's IPG bucketing over a sequence of gradients (elements), rule 56: returns, for each
+// gradient, whether the bucket is flushed *before* it is added, and whether it is reduced alone.
+struct IpgPlan {
+  std::vector<bool> flush_before;  // flush the open bucket before adding gradient i
+};
+
+IpgPlan plan_ipg(const std::vector<double>& elements, double bucket_elements) {
+  IpgPlan plan;
+  double open = 0;
+  for (double e : elements) {
+    const bool flush = open > 0 && open + e > bucket_elements;
+    plan.flush_before.push_back(flush);
+    if (flush) open = 0;
+    open += e;
+  }
+  return plan;
+}
+
+struct Grad {
+  std::size_t layer;
+  std::size_t param;
+  double elements;
+  double bytes;  // in the reduce dtype
+};
+
+std::vector<Grad> grads_in_order(const Scenario& s, bool model_order) {
+  std::vector<Grad> out;
+  const ModelSpec& m = s.model;
+  auto add = [&](std::size_t l, std::size_t idx) {
+    const ParamTensor& p = m.layers[l].params[idx];
+    out.push_back({l, idx, static_cast<double>(p.numel), static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype)});
+  };
+  if (model_order) {
+    for (std::size_t l = 0; l < m.layers.size(); ++l)
+      for (std::size_t idx = 0; idx < m.layers[l].params.size(); ++idx)
+        if (m.layers[l].params[idx].trainable) add(l, idx);
+  } else {
+    for (const auto& [l, idx] : trainable_ready_order(m)) add(l, idx);
+  }
+  return out;
+}
+
+double total_param_bytes(const ModelSpec& m) {
+  double b = 0;
+  for (const auto& l : m.layers)
+    for (const auto& p : l.params) b += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
+  return b;
+}
+
+}  // namespace
+
+LoweredStep lower_zero12(const Scenario& s) {
+  const int stage = s.zero_stage();
+  LoweredStep out;
+  out.groups.push_back({static_cast<int>(s.parallelism.dp), s.ranks_per_node(), 0});
+  sim::TaskGraph& g = out.graph;
+  const ModelSpec& m = s.model;
+  const bool overlap = s.sharding.overlap_comm;
+  const bool hooks = stage == 2 || overlap;  // rule 55
+  const CollectiveOp op = s.sharding.gradient_reduce_scatter ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
+  const std::string op_name = s.sharding.gradient_reduce_scatter ? "reducescatter" : "allreduce";
+  const std::vector<Grad> ready = grads_in_order(s, !hooks);
+  const IpgPlan plan = plan_ipg([&] {
+    std::vector<double> e;
+    for (const auto& gr : ready) e.push_back(gr.elements);
+    return e;
+  }(), s.sharding.reduce_bucket_size);
+
+  sim::RendezvousId next_rendezvous = 0;
+  const std::int64_t micro_batches = s.batch.grad_accum;
+  for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
+    const std::string prefix = micro_batches > 1 ? fmt::format("mb{}.", mb) : "";
+    const bool reduce = stage == 2 || mb == micro_batches - 1;
+    for (std::size_t l = 0; l < m.layers.size(); ++l) g.add_task(forward_task(s, l, prefix));
+
+    std::size_t bucket = 0, next_grad = 0;
+    double bucket_bytes = 0;
+    sim::TaskId last_reduction = sim::kNoTask, last_compute = sim::kNoTask;
+    // Flushes the open bucket: the reduction waits for the compute enqueued so far; with
+    // overlap_comm the compute stream then waits for the previous bucket's reduction.
+    auto flush = [&]() {
+      if (bucket_bytes <= 0) return;
+      const sim::TaskId previous = last_reduction;
+      last_reduction = g.add_task(collective_task(fmt::format("{}{}.bucket{}", prefix, op_name, bucket++), op,
+                                                  bucket_bytes, 0, overlap ? kCommStream : kComputeStream,
+                                                  next_rendezvous));
+      if (last_compute != sim::kNoTask) g.add_dependency(last_compute, last_reduction);
+      if (overlap && previous != sim::kNoTask) {
+        const sim::TaskId w = g.add_task(wait_task(fmt::format("{}zero.wait_reduction{}", prefix, bucket - 2), Phase::Overhead));
+        g.add_dependency(previous, w);
+        last_compute = w;
+      }
+      bucket_bytes = 0;
+    };
+    // Hook path: a ready gradient joins the IPG bucket (copied into it: contiguous_gradients).
+    auto on_grad = [&](sim::TaskId producer) {
+      last_compute = producer;
+      if (plan.flush_before[next_grad]) flush();
+      bucket_bytes += ready[next_grad].bytes;
+      ++next_grad;
+    };
+    for (std::size_t l = m.layers.size(); l-- > 0;) {
+      for (auto& seg : backward_segments(s, l, prefix, reduce && hooks ? 2.0 : 0.0)) {
+        const bool grad = seg.produces_grad;
+        const sim::TaskId id = g.add_task(std::move(seg.task));
+        last_compute = id;
+        if (grad && reduce && hooks) on_grad(id);
+      }
+    }
+    if (!reduce) continue;
+    if (!hooks) {  // stage 1 without overlap_comm: reduce everything after backward, model order
+      for (std::size_t i = 0; i < ready.size(); ++i) {
+        if (plan.flush_before[i]) flush();
+        bucket_bytes += ready[i].bytes;
+      }
+    }
+    flush();  // epilogue: the remainder
+    // The epilogue synchronizes the device: compute waits for every reduction.
+    const sim::TaskId sync = g.add_task(wait_task(prefix + "zero.reduce_epilogue", Phase::Overhead));
+    if (last_reduction != sim::kNoTask) g.add_dependency(last_reduction, sync);
+  }
+  if (sim::Task opt; optimizer_step(s, static_cast<double>(s.parallelism.dp), opt)) {
+    const sim::TaskId step = g.add_task(std::move(opt));
+    // step() ends with one AllGather of the whole low-precision model, waited on (rule 60).
+    const sim::TaskId ag = g.add_task(collective_task("zero.allgather_params", CollectiveOp::AllGather,
+                                                      total_param_bytes(m), 0, kCommStream, next_rendezvous));
+    g.add_dependency(step, ag);
+    const sim::TaskId w = g.add_task(wait_task("zero.wait_allgather", Phase::Overhead));
+    g.add_dependency(ag, w);
+  }
+  g.freeze(s.parallelism.strategy);
+  return out;
+}
+
+LoweredStep lower_zero3(const Scenario& s) {
+  LoweredStep out;
+  out.groups.push_back({static_cast<int>(s.parallelism.dp), s.ranks_per_node(), 0});
+  sim::TaskGraph& g = out.graph;
+  const ModelSpec& m = s.model;
+  const auto& z = s.sharding;
+  const std::size_t L = m.layers.size();
+
+  // Elements and bytes each layer all-gathers (persistent tensors stay gathered, rule 66).
+  std::vector<double> gather_elems(L, 0), gather_bytes(L, 0);
+  for (std::size_t l = 0; l < L; ++l)
+    for (const auto& p : m.layers[l].params)
+      if (static_cast<double>(p.numel) > z.stage3_param_persistence_threshold) {
+        gather_elems[l] += static_cast<double>(p.numel);
+        gather_bytes[l] += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
+      }
+  // Kept from forward into backward when reused within max_reuse_distance elements (rule 65):
+  // between layer l's forward and its backward the trace fetches every later layer twice.
+  std::vector<bool> kept(L, false);
+  double later = 0;
+  for (std::size_t l = L; l-- > 0;) {
+    kept[l] = gather_elems[l] > 0 && 2.0 * later <= z.stage3_max_reuse_distance;
+    later += gather_elems[l];
+  }
+  // The fetch trace of one micro-batch: forward 0..L-1, then backward L-1..0 (kept layers are
+  // already available in backward).
+  struct Use {
+    std::size_t layer;
+    bool backward;
+  };
+  std::vector<Use> trace;
+  for (std::size_t l = 0; l < L; ++l) trace.push_back({l, false});
+  for (std::size_t l = L; l-- > 0;) trace.push_back({l, true});
+  auto needs_fetch = [&](const Use& u) { return gather_elems[u.layer] > 0 && !(u.backward && kept[u.layer]); };
+
+  const std::vector<Grad> ready = grads_in_order(s, false);
+  const IpgPlan plan = plan_ipg([&] {
+    std::vector<double> e;
+    for (const auto& gr : ready) e.push_back(gr.elements);
+    return e;
+  }(), z.reduce_bucket_size);
+
+  sim::RendezvousId next_rendezvous = 0;
+  const std::int64_t micro_batches = s.batch.grad_accum;
+  for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
+    const std::string prefix = micro_batches > 1 ? fmt::format("mb{}.", mb) : "";
+    std::vector<sim::TaskId> fetch_of(trace.size(), sim::kNoTask);
+    std::size_t next_unissued = 0;
+    double live = 0;  // elements gathered or in flight (rule 64)
+    std::size_t fetches = 0;
+    auto issue = [&](std::size_t from, std::size_t to_excl) {  // one coalesced AllGather
+      double bytes = 0;
+      for (std::size_t q = from; q < to_excl; ++q)
+        if (needs_fetch(trace[q])) bytes += gather_bytes[trace[q].layer];
+      sim::Task t = collective_task(fmt::format("{}allgather.fetch{}", prefix, fetches++), CollectiveOp::AllGather,
+                                    bytes, 0, kCommStream, next_rendezvous);
+      t.alloc_bytes[kBufferCounter] = bytes;
+      const sim::TaskId id = g.add_task(std::move(t));
+      for (std::size_t q = from; q < to_excl; ++q)
+        if (needs_fetch(trace[q])) {
+          fetch_of[q] = id;
+          live += gather_elems[trace[q].layer];
+        }
+    };
+    auto fetch_and_prefetch = [&](std::size_t pos) {
+      if (needs_fetch(trace[pos]) && fetch_of[pos] == sim::kNoTask) {
+        next_unissued = std::max(next_unissued, pos);
+        issue(pos, pos + 1);
+        next_unissued = pos + 1;
+      }
+      // Prefetch the upcoming fetches in one AllGather within the bucket and live limits.
+      std::size_t end = std::max(next_unissued, pos + 1);
+      double budget = 0;
+      while (end < trace.size()) {
+        const double e = needs_fetch(trace[end]) ? gather_elems[trace[end].layer] : 0.0;
+        if (budget + e > z.stage3_prefetch_bucket_size || live + budget + e > z.stage3_max_live_parameters) break;
+        budget += e;
+        ++end;
+      }
+      const std::size_t start = std::max(next_unissued, pos + 1);
+      if (budget > 0 && end > start) {
+        issue(start, end);
+        next_unissued = end;
+      }
+    };
+
+    // Forward.
+    for (std::size_t pos = 0; pos < L; ++pos) {
+      fetch_and_prefetch(pos);
+      sim::Task t = forward_task(s, pos, prefix);
+      if (needs_fetch(trace[pos]) && !kept[pos]) t.free_bytes[kBufferCounter] = gather_bytes[pos];
+      const sim::TaskId id = g.add_task(std::move(t));
+      if (fetch_of[pos] != sim::kNoTask) g.add_dependency(fetch_of[pos], id);
+      if (needs_fetch(trace[pos]) && !kept[pos]) live -= gather_elems[pos];
+    }
+    // Backward with ready-order ReduceScatter buckets.
+    std::size_t next_grad = 0, bucket = 0;
+    double bucket_bytes = 0;
+    std::vector<sim::TaskId> reductions;
+    sim::TaskId last_compute = sim::kNoTask;
+    auto flush = [&]() {
+      if (bucket_bytes <= 0) return;
+      // At most max_param_reduce_events = 2 outstanding plus the new one: wait for the oldest.
+      if (reductions.size() >= 3) {
+        const sim::TaskId w = g.add_task(wait_task(fmt::format("{}zero3.wait_reduce{}", prefix, bucket - 3), Phase::Overhead));
+        g.add_dependency(reductions[reductions.size() - 3], w);
+        last_compute = w;
+      }
+      const sim::TaskId rs = g.add_task(collective_task(fmt::format("{}reducescatter.bucket{}", prefix, bucket++),
+                                                        CollectiveOp::ReduceScatter, bucket_bytes, 0, kCommStream,
+                                                        next_rendezvous));
+      g.add_dependency(last_compute, rs);
+      reductions.push_back(rs);
+      bucket_bytes = 0;
+    };
+    for (std::size_t pos = L; pos < trace.size(); ++pos) {
+      const std::size_t l = trace[pos].layer;
+      fetch_and_prefetch(pos);
+      auto segments = backward_segments(s, l, prefix, 2.0);
+      for (std::size_t k = 0; k < segments.size(); ++k) {
+        auto& seg = segments[k];
+        if (k + 1 == segments.size() && gather_elems[l] > 0) seg.task.free_bytes[kBufferCounter] = gather_bytes[l];
+        const bool grad = seg.produces_grad;
+        const sim::TaskId id = g.add_task(std::move(seg.task));
+        if (k == 0 && fetch_of[pos] != sim::kNoTask) g.add_dependency(fetch_of[pos], id);
+        if (k == 0 && kept[l]) {
+          // Kept layers were gathered in forward.
+          if (fetch_of[l] != sim::kNoTask) g.add_dependency(fetch_of[l], id);
+        }
+        last_compute = id;
+        if (grad) {
+          if (plan.flush_before[next_grad]) flush();
+          bucket_bytes += ready[next_grad].bytes;
+          ++next_grad;
+        }
+      }
+      if (gather_elems[l] > 0) live -= gather_elems[l];
+    }
+    flush();
+    const sim::TaskId sync = g.add_task(wait_task(prefix + "zero3.reduce_epilogue", Phase::Overhead));
+    if (!reductions.empty()) g.add_dependency(reductions.back(), sync);
+  }
+  if (sim::Task opt; optimizer_step(s, static_cast<double>(s.parallelism.dp), opt)) g.add_task(std::move(opt));
+  g.freeze("zero3");
+  return out;
+}
+
+}  // namespace stepsim::models

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of the sharded strategies (zero1/2/3, fsdp, hsdp) and the memory model
+// (issue 3; semantics.md §B–C; seed 000 §8–10; ZeRO paper §3.1).
+#include "models/memory.hpp"
+#include "models/report.hpp"
+#include "models/scenario.hpp"
+#include "sim/support/error.hpp"
+#include "tests/support/catch.hpp"
+
+#include <nlohmann/json.hpp>
+
+using namespace stepsim;
+using namespace stepsim::models;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Scenario make(const std::string& model, const std::string& patch) {
+  auto doc = nlohmann::json::parse(R"({"hardware": "h100-sxm", "parallelism": {"dp": 64}, "batch": {"seq_len": 4096}})");
+  doc["model"] = model;
+  doc.merge_patch(nlohmann::json::parse(patch));
+  return parse_scenario(doc, "test.json");
+}
+
+std::int64_t count(const Report& r, const std::string& op) {
+  std::int64_t n = 0;
+  for (const auto& c : r.collectives)
+    if (c.op == op) n += c.count;
+  return n;
+}
+
+double bytes(const Report& r, const std::string& op, bool spans_nodes) {
+  double b = 0;
+  for (const auto& c : r.collectives)
+    if (c.op == op && c.spans_nodes == spans_nodes) b += c.bytes * static_cast<double>(c.count);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("memory: the ZeRO table (Ψ = 7.5B, K = 12, N_d = 64; ZeRO paper Figure 1)", "[models][figure]") {
+  CHECK(zero_model_states(7.5e9, 64, 0).total_bytes() / 1e9 == Approx(120).epsilon(0.005));
+  CHECK(zero_model_states(7.5e9, 64, 1).total_bytes() / 1e9 == Approx(31.4).epsilon(0.005));
+  CHECK(zero_model_states(7.5e9, 64, 2).total_bytes() / 1e9 == Approx(16.6).epsilon(0.005));
+  CHECK(zero_model_states(7.5e9, 64, 3).total_bytes() / 1e9 == Approx(1.88).epsilon(0.005));
+  CHECK(zero_model_states(7e9, 1, 0).total_bytes() / 1e9 == Approx(112));        // seed 000 §8: 16 B/param
+  CHECK(zero_model_states(70e9, 64, 2).total_bytes() / 1e9 == Approx(155.3).epsilon(0.005));  // 2Ψ + 14Ψ/64
+  CHECK(zero_model_states(30e9, 8, 3).total_bytes() / 1e9 == Approx(60));       // 480 GB / 8
+}
+
+TEST_CASE("memory: Llama-3-8B activations by hand (Korthikanti et al. 2022 accounting)", "[models]") {
+  // Per token per block (bf16): 5h + 2·kv + 3·ffn elements = 5·4096 + 2·1024 + 3·14336 = 65,536
+  // → 131,072 bytes × 32 blocks; plus the final norm input (2h bytes) and fp32 logits (4·vocab).
+  const Scenario s = make("llama3-8b", R"({"batch": {"seq_len": 8192}})");
+  const double per_token = 131072.0 * 32 + 2.0 * 4096 + 4.0 * 128256;
+  CHECK(activation_bytes(s) == Approx(per_token * 8192));
+  // Eager attention also stores a·s bf16 scores per token per block: + 2·32·8192 bytes.
+  const Scenario eager = make("llama3-8b", R"({"batch": {"seq_len": 8192}, "activations": {"attention": "eager"}})");
+  CHECK(activation_bytes(eager) == Approx((per_token + 2.0 * 32 * 8192 * 32) * 8192));
+  // Full recomputation keeps block inputs (2h bytes) plus one block rebuilt at a time (its full
+  // activations in place of its input).
+  const Scenario full = make("llama3-8b", R"({"batch": {"seq_len": 8192}, "activations": {"recompute": "full"}})");
+  CHECK(activation_bytes(full) == Approx((2.0 * 4096 * 32 + 2.0 * 4096 + 4.0 * 128256 + (131072.0 - 8192.0)) * 8192));
+}
+
+TEST_CASE("memory: peak over the timeline shrinks by stage", "[models]") {
+  double previous = 1e30;
+  for (const char* st : {"ddp", "zero1", "zero2", "zero3"}) {
+    const Report r = run(make("zero-7.5b", std::string(R"({"parallelism": {"strategy": ")") + st +
+                                               R"("}, "batch": {"seq_len": 1024}})"));
+    CHECK(r.memory.total_bytes < previous);
+    previous = r.memory.total_bytes;
+  }
+}
+
+TEST_CASE("zero3: 2L − 1 AllGathers when only the last layer is kept (DESIGN.md ZeRO-3 row)", "[models]") {
+  // seed-mlp: 32 layers, no persistent tensors. With max_reuse_distance 0 only the last layer
+  // stays gathered from forward into backward.
+  const Report r = run(make("seed-mlp", R"({"parallelism": {"strategy": "zero3", "stage3_max_reuse_distance": 0,
+      "stage3_prefetch_bucket_size": 0}})"));
+  CHECK(count(r, "AllGather") == 2 * 32 - 1);
+  // DeepSpeed's default reuse distance (1e9 elements) keeps the last few 134M-element layers too.
+  const Report def = run(make("seed-mlp", R"({"parallelism": {"strategy": "zero3", "stage3_prefetch_bucket_size": 0}})"));
+  CHECK(count(def, "AllGather") == 2 * 32 - 4);
+}
+
+TEST_CASE("zero3 moves 1.5x the bytes of DDP (3Ψ vs 2Ψ, DESIGN.md)", "[models]") {
+  const Report ddp = run(make("seed-mlp", R"({})"));
+  const Report z3 = run(make("seed-mlp", R"({"parallelism": {"strategy": "zero3", "stage3_max_reuse_distance": 0}})"));
+  // The last layer is not re-gathered: (3 − 1/32)/2 = 1.484.
+  CHECK(z3.comm_bytes_per_rank / ddp.comm_bytes_per_rank == Approx(1.5).epsilon(0.02));
+}
+
+TEST_CASE("fsdp2: collective counts of semantics.md §B.5", "[models]") {
+  // Root without parameters (mlp), last block not resharded (torchtitan): 2L − 1 AllGathers, L ReduceScatters.
+  const Report tt = run(make("seed-mlp", R"({"parallelism": {"strategy": "fsdp", "reshard_after_forward": "torchtitan"}})"));
+  CHECK(count(tt, "AllGather") == 2 * 32 - 1);
+  CHECK(count(tt, "ReduceScatter") == 32);
+  // Transformer with a root unit (embeddings, final norm, head), default: forward L+1, backward L.
+  const Report def = run(make("llama3.2-1b", R"({"parallelism": {"strategy": "fsdp"}})"));
+  CHECK(count(def, "AllGather") == 2 * 16 + 1);
+  CHECK(count(def, "ReduceScatter") == 16 + 1);
+  // reshard_after_forward false everywhere: forward only (L+1).
+  const Report keep = run(make("llama3.2-1b", R"({"parallelism": {"strategy": "fsdp", "reshard_after_forward": false}})"));
+  CHECK(count(keep, "AllGather") == 16 + 1);
+  // One unit for the whole model: one AllGather, one ReduceScatter (ZeRO-2-like, seed 000 §10.3).
+  const Report whole = run(make("llama3.2-1b", R"({"parallelism": {"strategy": "fsdp", "unit_layers": 0}})"));
+  CHECK(count(whole, "AllGather") == 1);
+  CHECK(count(whole, "ReduceScatter") == 1);
+}
+
+TEST_CASE("fsdp: AllGathers hide above the threshold and are exposed below it", "[models]") {
+  const Report above = run(make("llama3-8b", R"({"parallelism": {"strategy": "fsdp"}, "batch": {"seq_len": 8192}})"));
+  const Report below = run(make("llama3-8b", R"({"parallelism": {"strategy": "fsdp"}, "batch": {"seq_len": 256}})"));
+  CHECK(above.exposed_comm_s < 0.05 * above.step_time_s);
+  CHECK(below.exposed_comm_s > 0.3 * below.step_time_s);
+}
+
+TEST_CASE("zero1/2 match DDP within a few percent when compute-bound with overlap_comm", "[models]") {
+  const Report ddp = run(make("llama3.2-1b", R"({"batch": {"seq_len": 16384}})"));
+  for (const char* st : {"zero1", "zero2"}) {
+    const Report z = run(make("llama3.2-1b", std::string(R"({"parallelism": {"strategy": ")") + st +
+                                                 R"(", "overlap_comm": true}, "batch": {"seq_len": 16384}})"));
+    CHECK(z.step_time_s == Approx(ddp.step_time_s).epsilon(0.05));
+  }
+  // DeepSpeed's default for stage 1/2 is overlap_comm false: every reduction is exposed.
+  const Report z2 = run(make("llama3.2-1b", R"({"parallelism": {"strategy": "zero2"}, "batch": {"seq_len": 16384}})"));
+  CHECK(z2.exposed_comm_s == Approx(z2.comm_time_s));
+}
+
+TEST_CASE("hsdp: inter-node gradient buffers are 1/g of FSDP's over the same ranks", "[models]") {
+  const Report fsdp = run(make("llama3-8b", R"({"parallelism": {"strategy": "fsdp"}})"));
+  const Report hsdp = run(make("llama3-8b", R"({"parallelism": {"strategy": "hsdp"}})"));
+  // FSDP's ReduceScatters cross nodes with the full unit buffers; HSDP's only inter-node
+  // collective is the replica AllReduce of the 1/8 shard.
+  CHECK(bytes(hsdp, "ReduceScatter", true) == 0);
+  CHECK(bytes(hsdp, "AllGather", true) == 0);
+  CHECK(bytes(hsdp, "AllReduce", true) == Approx(bytes(fsdp, "ReduceScatter", true) / 8));
+  // Deferring the replica AllReduce to the last micro-batch saves it on the others.
+  const Report every = run(make("llama3-8b", R"({"parallelism": {"strategy": "hsdp", "sync_every_micro_batch": true},
+      "batch": {"grad_accum": 4}})"));
+  const Report deferred = run(make("llama3-8b", R"({"parallelism": {"strategy": "hsdp", "sync_every_micro_batch": true,
+      "defer_replica_all_reduce": true}, "batch": {"grad_accum": 4}})"));
+  CHECK(count(every, "AllReduce") == 4 * count(deferred, "AllReduce"));
+  CHECK(deferred.step_time_s <= every.step_time_s);
+}
+
+TEST_CASE("scenario: sharding knobs are validated against the strategy", "[models]") {
+  CHECK_THROWS_WITH(make("llama3.2-1b", R"({"parallelism": {"reshard_after_forward": false}})"),
+                    Contains("'reshard_after_forward' does not apply to strategy 'ddp' (it applies to: fsdp, hsdp)"));
+  CHECK_THROWS_WITH(make("llama3.2-1b", R"({"parallelism": {"strategy": "fsdp", "reshard_after_forward": 3}})"),
+                    Contains("non-trivial divisor of the shard group size (64), got 3"));
+  CHECK_THROWS_WITH(make("llama3.2-1b", R"({"parallelism": {"strategy": "hsdp", "shard_group_size": 48}})"),
+                    Contains("the shard group (48 ranks) must divide dp (64)"));
+  CHECK_THROWS_WITH(make("llama3.2-1b", R"({"parallelism": {"strategy": "fsdp", "forward_prefetch": true}})"),
+                    Contains("is an FSDP1 option"));
+}

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+// Calibration overlay (lookup rule, JSON round trip, application) and the segmented fit.
+#include "tests/support/catch.hpp"
+
+#include "hardware/calibration.hpp"
+#include "hardware/calibration_json.hpp"
+#include "hardware/hardware_profile_json.hpp"
+#include "hardware/task_cost.hpp"
+#include "sim/support/atomic_file.hpp"
+#include "sim/support/error.hpp"
+#include "validate/fit.hpp"
+#include "validate/nccl_tests.hpp"
+
+#include <filesystem>
+
+using namespace stepsim;
+using namespace stepsim::hardware;
+using namespace stepsim::validate;
+
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(STEPSIM_SOURCE_DIR) + "/tests/fixtures/nccl/" + name; }
+
+CalibrationOverlay two_segment_overlay() {
+  CalibrationOverlay o;
+  o.name = "test";
+  o.hardware = "h100-sxm";
+  CalibrationTable t;
+  t.op = CollectiveOp::AllReduce;
+  t.scope = CalibrationScope::IntraNode;
+  t.ranks = 8;
+  t.ranks_per_node = 8;
+  t.segments = {{1000, 5000, 2.0, 0.5, 3, 0.01}, {5000, 9000, 1.0, 0.8, 3, 0.02}};
+  o.tables.push_back(t);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("hardware.calibration.lookup is half-open [lo, hi) and tested at lo-1, lo, hi-1, hi") {
+  const auto o = two_segment_overlay();
+  const GroupShape g{8, 8, 0};
+  auto seg = [&](double v) { return find_calibration(o, CollectiveOp::AllReduce, g, v); };
+  // lo − 1 of the first segment: below the measured range → first segment, extrapolated.
+  CHECK(seg(999).segment == &o.tables[0].segments[0]);
+  CHECK(seg(999).size_extrapolated);
+  CHECK(seg(1000).segment == &o.tables[0].segments[0]);
+  CHECK_FALSE(seg(1000).size_extrapolated);
+  CHECK(seg(4999).segment == &o.tables[0].segments[0]);
+  CHECK(seg(5000).segment == &o.tables[0].segments[1]);  // hi is exclusive (SimGrid's code and docs disagree here)
+  CHECK(seg(8999).segment == &o.tables[0].segments[1]);
+  CHECK_FALSE(seg(8999).size_extrapolated);
+  CHECK(seg(9000).segment == &o.tables[0].segments[1]);
+  CHECK(seg(9000).size_extrapolated);
+  // Other scope or op: no table.
+  CHECK(find_calibration(o, CollectiveOp::AllReduce, GroupShape{16, 8, 0}, 2000).table == nullptr);
+  CHECK(find_calibration(o, CollectiveOp::AllGather, g, 2000).table == nullptr);
+  // Other rank count in the same scope: nearest table, flagged.
+  const auto m4 = find_calibration(o, CollectiveOp::AllReduce, GroupShape{4, 8, 0}, 2000);
+  CHECK(m4.table == &o.tables[0]);
+  CHECK(m4.ranks_extrapolated);
+}
+
+TEST_CASE("hardware.calibration.factors scale latency and bandwidth terms of the nominal cost") {
+  const auto hw = load_profile("h100-sxm");
+  const auto o = two_segment_overlay();
+  const GroupShape g{8, 8, 0};
+  const auto nom = collective_cost(hw, CollectiveOp::AllReduce, 2000, g);
+  const auto cal = calibrated_collective_cost(hw, &o, CollectiveOp::AllReduce, 2000, g);
+  CHECK(cal.latency_s == Approx(2.0 * nom.latency_s));
+  CHECK(cal.bandwidth_s == Approx(nom.bandwidth_s / 0.5));
+  CHECK(cal.calibration.find("[1000, 5000)") != std::string::npos);
+  // No overlay: exactly the nominal model (the seeds' figures stay pinned to it).
+  const auto none = calibrated_collective_cost(hw, nullptr, CollectiveOp::AllReduce, 2000, g);
+  CHECK(none.time_s() == nom.time_s());
+  CHECK(none.calibration.empty());
+  // StepCostModel takes the overlay.
+  sim::Task t;
+  t.op = static_cast<std::uint32_t>(OpCode::AllReduce);
+  t.bytes = 2000;
+  t.group = 0;
+  const StepCostModel plain(hw, {g}, CollectiveAlgorithm::Auto);
+  const StepCostModel fitted(hw, {g}, CollectiveAlgorithm::Auto, std::make_shared<const CalibrationOverlay>(o));
+  CHECK(plain.collective(t).time_s() == Approx(nom.time_s()));
+  CHECK(fitted.collective(t).time_s() == Approx(cal.time_s()));
+}
+
+TEST_CASE("hardware.calibration.JSON round trip and bad files") {
+  const auto o = two_segment_overlay();
+  const auto dir = std::filesystem::temp_directory_path() / "stepsim_calibration_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "overlay.json").string();
+  write_file_atomically(path, calibration_json(o));
+  const auto back = read_calibration(path);
+  CHECK(back.name == path);
+  CHECK(back.hardware == "h100-sxm");
+  REQUIRE(back.tables.size() == 1);
+  CHECK(back.tables[0].segments.size() == 2);
+  CHECK(back.tables[0].segments[1].bandwidth_factor == 0.8);
+  CHECK(back.tables[0].segments[0].hi_bytes == 5000);
+
+  const std::string bad = (dir / "bad.json").string();
+  write_file_atomically(bad, R"({"hardware": "h100-sxm", "tables": [{"op": "AllReduce", "scope": "intra_node",
+    "ranks": 8, "segments": [{"lo_bytes": 0, "hi_bytes": 10, "latency_factor": 1, "bandwidth_factor": 1},
+                             {"lo_bytes": 20, "hi_bytes": 30, "latency_factor": 1, "bandwidth_factor": 1}]}]})");
+  CHECK_THROWS_WITH(read_calibration(bad), Catch::Matchers::Contains("/tables/0/segments/1/lo_bytes") && Catch::Matchers::Contains("contiguous"));
+  write_file_atomically(bad, R"({"hardware": "h100-sxm", "tables": [{"op": "AllReduce", "scope": "intra_node",
+    "ranks": 8, "segments": [{"lo_bytes": 0, "hi_bytes": 10, "latency_factr": 1, "bandwidth_factor": 1}]}]})");
+  CHECK_THROWS_WITH(read_calibration(bad), Catch::Matchers::Contains("latency_factor"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("validate.fit.recovers known factors and finds the kink") {
+  // Synthetic α-β data with a protocol switch at 64 KiB: below, t = 2α + V·c/0.1; above,
+  // t = 1.5α + V·c/0.9. Exact data: the fit must put the boundary between the two measured
+  // sizes around the switch and return the factors to 1e-6.
+  const NominalLine nom{10e-6, 1.0 / 400e9};
+  std::vector<Measurement> pts;
+  for (double v = 1024; v <= 1 << 30; v *= 2) {
+    const bool small = v <= 65536;
+    const double t = small ? 2.0 * nom.alpha_s + v * nom.seconds_per_byte / 0.1
+                           : 1.5 * nom.alpha_s + v * nom.seconds_per_byte / 0.9;
+    pts.push_back({v, t, 0});
+  }
+  const auto table = fit_table(pts, nom, FitOptions{}, "synthetic");
+  REQUIRE(table.segments.size() == 2);
+  CHECK(table.segments[0].lo_bytes == 1024);
+  CHECK(table.segments[0].hi_bytes > 65536);
+  CHECK(table.segments[0].hi_bytes <= 131072);
+  CHECK(table.segments[1].hi_bytes == (1 << 30) + 1.0);
+  CHECK(table.segments[0].latency_factor == Approx(2.0).epsilon(1e-6));
+  CHECK(table.segments[0].bandwidth_factor == Approx(0.1).epsilon(1e-6));
+  CHECK(table.segments[1].latency_factor == Approx(1.5).epsilon(1e-6));
+  CHECK(table.segments[1].bandwidth_factor == Approx(0.9).epsilon(1e-6));
+  CHECK(table.segments[0].points == 7);
+  CHECK(table.segments[1].max_residual < 1e-9);
+  CHECK_THROWS_AS(fit_table({{8, 1e-5, 0}}, nom, FitOptions{}, "one point"), InputError);
+}
+
+TEST_CASE("validate.fit.even/odd cross-validation on real logs meets the issue's bar") {
+  // Issue 5: fit the even-indexed sizes, predict the odd ones; median |error| ≤ 3 % at ≥ 1 MiB
+  // and ≤ 10 % below. Measured with this fit (tests/fixtures/nccl/README.md for the data):
+  // 8xH100 AWS p5 2.4 % / 1.3 %; 2x8 H100 IB400 1.8 % / 3.9 %; A100 OCI 1.9 % / 0.7 %.
+  const auto hw_h100 = load_profile("h100-sxm");
+  const auto hw_a100 = load_profile("a100-40gb");
+  struct Case {
+    const char* file;
+    const HardwareProfile* hw;
+  };
+  for (const Case c : {Case{"h100_aws_p5_1n_all_reduce_perf.log", &hw_h100},
+                       Case{"h100_hgx_ib400_2n_all_reduce_perf_mpi.log", &hw_h100},
+                       Case{"a100_oci_1n_all_reduce_perf_srun_error.log", &hw_a100},
+                       Case{"h100_a3mega_2n_all_gather_perf_ts_noredop.log", &hw_h100}}) {
+    INFO(c.file);
+    const auto result = calibrate({read_nccl_tests_file(fixture(c.file))}, *c.hw, CalibrateOptions{}, "out.json");
+    REQUIRE(result.tables.size() == 1);
+    const auto& t = result.tables[0];
+    CHECK(t.cross.large_median <= 0.03);
+    CHECK(t.cross.small_median <= 0.10);
+    // The fit is much closer than the nominal profile on the same rows.
+    CHECK(t.cross.large_median < t.cross_nominal.large_median);
+    CHECK(t.fitted.large_median <= 0.03);
+  }
+}
+
+TEST_CASE("validate.fit.overlay provenance and warnings") {
+  const auto hw = load_profile("h100-sxm");
+  const auto log = read_nccl_tests_file(fixture("multi_run_variants.log"));
+  const auto r = calibrate({log}, hw, CalibrateOptions{}, "fitted.json");
+  REQUIRE(r.overlay.sources.size() == 1);
+  CHECK(r.overlay.sources[0].sha256 == log.sha256);
+  CHECK(r.overlay.sources[0].sha256.size() == 64);
+  CHECK(r.overlay.sources[0].nccl_version == "2.18.5");
+  CHECK(r.overlay.sources[0].ranks == 4);
+  CHECK(r.overlay.sources[0].gpu == "NVIDIA H100 80GB HBM3");
+  REQUIRE(r.overlay.tables.size() == 1);
+  CHECK(r.overlay.tables[0].scope == CalibrationScope::IntraNode);
+  // Unreadable lines 17 and 31 and the skipped alltoall table are all reported.
+  int unreadable = 0, skipped = 0;
+  for (const auto& w : r.warnings) {
+    if (w.find("unreadable") != std::string::npos) ++unreadable;
+    if (w.find("alltoall table") != std::string::npos) ++skipped;
+  }
+  CHECK(unreadable == 2);
+  CHECK(skipped == 1);
+}

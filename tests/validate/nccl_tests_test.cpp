@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+// nccl-tests reader: every layout, launcher prefixes, unreadable lines reported with line numbers.
+// Values are the fixtures' (tests/fixtures/nccl/README.md: made from ../shared/data/nccl/).
+#include "tests/support/catch.hpp"
+
+#include "sim/support/error.hpp"
+#include "validate/nccl_tests.hpp"
+
+#include <filesystem>
+#include <string>
+
+using namespace stepsim;
+using namespace stepsim::validate;
+
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(STEPSIM_SOURCE_DIR) + "/tests/fixtures/nccl/" + name; }
+
+}  // namespace
+
+TEST_CASE("validate.nccl_tests.sha256 matches FIPS 180-4 test vectors") {
+  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  // Two-block message (56 bytes: padding spills into a second block).
+  CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+TEST_CASE("validate.nccl_tests.new layout with #wrong, version header and rank lines") {
+  const auto log = read_nccl_tests_file(fixture("h100_aws_p5_1n_all_reduce_perf.log"));
+  REQUIRE(log.runs.size() == 1);
+  CHECK(log.unreadable.empty());
+  CHECK(log.format == "nccl-tests");
+  const auto& run = log.runs[0];
+  CHECK(run.op == "all_reduce");
+  CHECK(run.ranks == 8);
+  CHECK(run.nodes == 1);
+  CHECK(run.gpu == "NVIDIA H100 80GB HBM3");
+  CHECK(run.nccl_version == "2.26.2");  // nccl-library=22602
+  REQUIRE(run.rows.size() == 32);       // h100_aws_p5_1n_allreduce.json: rows 32
+  // First and last rows of ../shared/data/nccl/h100_aws_p5_1n_allreduce.csv.
+  CHECK(run.rows[0].size_bytes == 8);
+  CHECK(*run.rows[0].oop_time_us == Approx(12.90));
+  CHECK(*run.rows[0].ip_time_us == Approx(12.87));
+  CHECK(run.rows[0].root == -1);
+  CHECK(run.rows.back().size_bytes == 17179869184.0);
+  CHECK(*run.rows.back().oop_busbw_GBps == Approx(483.05));
+  CHECK(run.rows.back().oop_check == "0");
+  REQUIRE(run.avg_busbw_GBps);
+}
+
+TEST_CASE("validate.nccl_tests.OpenMPI prefix, two hosts") {
+  const auto log = read_nccl_tests_file(fixture("h100_hgx_ib400_2n_all_reduce_perf_mpi.log"));
+  REQUIRE(log.runs.size() == 1);
+  CHECK(log.unreadable.empty());
+  CHECK(log.runs[0].ranks == 16);
+  CHECK(log.runs[0].nodes == 2);
+  CHECK(log.runs[0].rows.size() == 32);
+  CHECK(*log.runs[0].rows[0].oop_time_us == Approx(68.52));
+}
+
+TEST_CASE("validate.nccl_tests.older error layout without root, srun labels") {
+  const auto log = read_nccl_tests_file(fixture("a100_oci_1n_all_reduce_perf_srun_error.log"));
+  REQUIRE(log.runs.size() == 1);
+  CHECK(log.unreadable.empty());
+  const auto& run = log.runs[0];
+  CHECK(run.op == "all_reduce");  // from the file name: no "Collective test starting" in old logs
+  CHECK(run.ranks == 8);
+  CHECK(run.rows.size() == 28);
+  CHECK_FALSE(run.rows[0].root.has_value());
+  CHECK(run.rows[0].redop == "sum");
+  CHECK(run.rows[0].oop_check == "0e+00");
+  CHECK(*run.rows[0].oop_time_us == Approx(32.01));
+}
+
+TEST_CASE("validate.nccl_tests.older all_gather layout without redop, timestamps") {
+  const auto log = read_nccl_tests_file(fixture("h100_a3mega_2n_all_gather_perf_ts_noredop.log"));
+  REQUIRE(log.runs.size() == 1);
+  CHECK(log.unreadable.empty());
+  const auto& run = log.runs[0];
+  CHECK(run.op == "all_gather");
+  CHECK(run.ranks == 16);
+  CHECK(run.nodes == 2);
+  CHECK(run.rows.size() == 11);
+  CHECK(run.rows[0].redop.empty());
+  CHECK(*run.rows[0].oop_time_us == Approx(166.6));
+}
+
+TEST_CASE("validate.nccl_tests.several runs, N/A, NCCL INFO, unreadable lines have line numbers") {
+  const auto log = read_nccl_tests_file(fixture("multi_run_variants.log"));
+  REQUIRE(log.runs.size() == 2);
+  const auto& ar = log.runs[0];
+  CHECK(ar.op == "all_reduce");  // busbw/algbw = 1.5 = 2(n-1)/n with n = 4 rank lines
+  CHECK(ar.ranks == 4);
+  CHECK(ar.nccl_version == "2.18.5");
+  REQUIRE(ar.rows.size() == 3);
+  CHECK(ar.rows[0].oop_check == "N/A");
+  CHECK_FALSE(ar.rows[1].ip_time_us.has_value());  // in-place "N/A"
+  CHECK(*ar.rows[1].time_us() == Approx(30.40));
+  CHECK(ar.avg_busbw_GBps == Approx(112.68));
+  CHECK(log.runs[1].op == "alltoall");
+  CHECK(log.runs[1].rows.size() == 3);
+  REQUIRE(log.unreadable.size() == 2);
+  CHECK(log.unreadable[0].line == 17);
+  CHECK(log.unreadable[0].reason.find("expected 13 columns") != std::string::npos);
+  CHECK(log.unreadable[1].line == 31);
+}
+
+TEST_CASE("validate.nccl_tests.prefix stripping does not eat table rows") {
+  const std::string text =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "12: [2024-05-06 12:00:01]      1048576        262144     float     sum      -1    28.56   36.71   64.24      0    28.37   36.96   64.68      0\n"
+      "     2097152        524288     float     sum      -1    43.45   48.27   84.47      0    43.39   48.34   84.59      0\n";
+  const auto log = parse_nccl_tests(text, "x_all_reduce_perf.txt");
+  REQUIRE(log.runs.size() == 1);
+  CHECK(log.unreadable.empty());
+  REQUIRE(log.runs[0].rows.size() == 2);
+  CHECK(log.runs[0].rows[0].size_bytes == 1048576);
+  CHECK(log.runs[0].rows[0].line == 2);
+  CHECK(log.runs[0].ranks == 8);  // 84.47 / 48.27 = 1.75 = 2·7/8
+}
+
+TEST_CASE("validate.nccl_tests.rows without a header use the layout their width implies") {
+  const auto log = parse_nccl_tests("     1048576        262144     float     sum    28.56   36.71   64.24  1e-07    28.37   36.96   64.68  1e-07\n"
+                                    "     1048576        262144\n",
+                                    "all_reduce.log");
+  REQUIRE(log.runs.size() == 1);
+  CHECK(log.runs[0].rows.size() == 1);
+  REQUIRE(log.unreadable.size() == 1);
+  CHECK(log.unreadable[0].line == 2);
+}
+
+TEST_CASE("validate.nccl_tests.normalized CSV with provenance sidecar") {
+  const auto log = read_nccl_tests_file(fixture("h100_aws_p5_1n_allreduce.csv"));
+  CHECK(log.format == "nccl-tests-csv");
+  REQUIRE(log.runs.size() == 1);
+  CHECK(log.unreadable.empty());
+  CHECK(log.runs[0].ranks == 8);  // sidecar total_ranks
+  CHECK(log.runs[0].nodes == 1);
+  CHECK(log.runs[0].gpu.find("H100") != std::string::npos);
+  CHECK(log.runs[0].nccl_version.empty());  // "not stated; ..." is not a version
+  CHECK(log.runs[0].rows.size() == 32);
+  // Same numbers as the raw fixture made from it.
+  const auto raw = read_nccl_tests_file(fixture("h100_aws_p5_1n_all_reduce_perf.log"));
+  for (std::size_t i = 0; i < 32; ++i) CHECK(*log.runs[0].rows[i].oop_time_us == *raw.runs[0].rows[i].oop_time_us);
+}
+
+TEST_CASE("validate.nccl_tests.every shared table reads without an unreported skip") {
+  const std::filesystem::path dir = std::filesystem::path(STEPSIM_SOURCE_DIR) / ".." / "shared" / "data" / "nccl";
+  if (!std::filesystem::is_directory(dir)) {
+    WARN("../shared/data/nccl not present; nothing to check");
+    return;
+  }
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".csv") continue;
+    ++files;
+    const auto log = read_nccl_tests_file(e.path().string());
+    INFO(e.path().string());
+    CHECK(log.unreadable.empty());
+    for (const auto& run : log.runs) CHECK_FALSE(run.op.empty());
+  }
+  CHECK(files >= 30);
+}
+
+TEST_CASE("validate.nccl_tests.bad input") {
+  CHECK_THROWS_AS(read_nccl_tests_file(fixture("no-such.log")), InputError);
+  CHECK_THROWS_WITH(parse_nccl_tests_csv("a,b\n1,2\n", "t.csv"), Catch::Matchers::Contains("lacks size_bytes"));
+  CHECK(ranks_from_bandwidths("all_reduce", 36.71, 64.24) == 8);
+  CHECK(ranks_from_bandwidths("all_gather", 50.34, 47.19) == 16);
+  CHECK(ranks_from_bandwidths("all_reduce", 0.5, 0.9) == 0);  // too rounded
+  CHECK(nccl_version_from_code(21805) == "2.18.5");
+  CHECK(nccl_version_from_code(2708) == "2.7.8");
+  CHECK(normalize_op_name("reduce_scatter_perf") == "reduce_scatter");
+  CHECK(normalize_op_name("AllReduce") == "all_reduce");
+  CHECK(normalize_op_name("reduce_perf") == "reduce");
+}
