@@ -242,10 +242,6 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                        fmt::format("dp ({}) is larger than the {} torus ({} chips); multi-slice (DCN) data "
                                    "parallelism is not modelled", p.dp, s.hardware.name, pod));
   }
-  if (s.hardware.is_torus() && s.algorithm != hardware::CollectiveAlgorithm::Auto)
-    throw InputError(source, "/collectives/algorithm",
-                     fmt::format("profile '{}' is a torus; its collectives are rings over the torus axes "
-                                 "(use \"auto\")", s.hardware.name));
 
   const auto batch = root.optional_object("batch");
   if (batch) {
@@ -304,6 +300,10 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     simcfg->finish();
   }
   root.finish();
+  if (s.hardware.is_torus() && s.algorithm != hardware::CollectiveAlgorithm::Auto)
+    throw InputError(source, "/collectives/algorithm",
+                     fmt::format("profile '{}' is a torus; its collectives are rings over the torus axes "
+                                 "(use \"auto\")", s.hardware.name));
 
   // Echo: the input with defaults filled in, so a report names everything it used.
   nlohmann::json resolved = doc;
