@@ -32,6 +32,18 @@ struct PathEntry {
   double end_s = 0;
 };
 
+/// How the step varies over ranks (sim.rank_mode "per_rank" only; `present` is false otherwise).
+struct RankSpread {
+  bool present = false;
+  std::int64_t ranks = 0;              ///< ranks simulated
+  double step_time_min_s = 0;          ///< the earliest rank's last task end
+  double step_time_max_s = 0;          ///< the latest rank's last task end (= step_time_s)
+  double spread_s = 0;                 ///< max − min
+  std::int64_t slowest_rank = 0;       ///< the rank that finishes last (lowest on a tie)
+  double no_variation_step_time_s = 0; ///< the same step without sim.jitter / sim.slow_ranks
+  double straggler_cost_s = 0;         ///< step_time_s − no_variation_step_time_s
+};
+
 /// Result of simulating one optimizer step. Times are per rank (symmetric mode: every rank).
 struct Report {
   std::string schema = "stepsim.report/1";
@@ -70,6 +82,7 @@ struct Report {
   std::vector<PathEntry> critical_path_tail;  ///< the last few tasks of the critical path
   std::size_t critical_path_tasks = 0;
   std::vector<std::string> warnings;
+  RankSpread per_rank;           ///< per_rank mode: spread over ranks, straggler cost
   double wall_time_s = 0;
 };
 

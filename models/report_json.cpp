@@ -69,6 +69,14 @@ std::string report_json(const Report& r) {
   for (const auto& p : r.critical_path_tail)
     tail.push_back({{"task", p.name}, {"start_s", p.start_s}, {"end_s", p.end_s}});
   j["critical_path"] = {{"tasks", r.critical_path_tasks}, {"tail", tail}};
+  if (r.per_rank.present)
+    j["per_rank"] = {{"ranks", r.per_rank.ranks},
+                     {"step_time_min_s", r.per_rank.step_time_min_s},
+                     {"step_time_max_s", r.per_rank.step_time_max_s},
+                     {"spread_s", r.per_rank.spread_s},
+                     {"slowest_rank", r.per_rank.slowest_rank},
+                     {"no_variation_step_time_s", r.per_rank.no_variation_step_time_s},
+                     {"straggler_cost_s", r.per_rank.straggler_cost_s}};
   j["warnings"] = r.warnings;
   j["tasks"] = r.tasks;
   j["events"] = r.events;

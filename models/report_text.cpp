@@ -117,6 +117,14 @@ std::string report_text(const Report& r) {
   for (const auto& p : r.critical_path_tail) tail += (tail.empty() ? "" : " -> ") + p.name;
   line(fmt::format("critical path    {} tasks, ends: {}", r.critical_path_tasks, tail));
   line(fmt::format("simulated        {} tasks, {} events", r.tasks, r.events));
+  if (r.per_rank.present) {
+    const auto& pr = r.per_rank;
+    const auto msec = [](double s) { return fmt::format("{:.3f} ms", s * 1e3); };
+    line(fmt::format("per rank         {} ranks; the step ends between {} and {} (spread {}, slowest rank {})",
+                     pr.ranks, msec(pr.step_time_min_s), msec(pr.step_time_max_s), msec(pr.spread_s), pr.slowest_rank));
+    line(fmt::format("straggler cost   {} over the no-variation step ({})", msec(pr.straggler_cost_s),
+                     msec(pr.no_variation_step_time_s)));
+  }
   for (const auto& w : r.warnings) line("warning: " + w);
   return o;
 }

@@ -3,13 +3,18 @@
 #include "hardware/collective_model.hpp"
 #include "hardware/task_cost.hpp"
 #include "models/report.hpp"
+#include "models/simulate.hpp"
 #include "models/strategy/compute_tasks.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/engine.hpp"
+#include "sim/replicate.hpp"
+#include "sim/support/error.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 namespace stepsim::models {
 
@@ -22,19 +27,66 @@ double bus_factor(const std::string& op, int n) {
 
 std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
 
-}  // namespace
+// per_rank mode: plays every rank (sim::run_replicated), fills r.per_rank, keeps every rank's
+// records in `all` and returns rank 0's timeline for the per-rank breakdown.
+sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const sim::TaskCostModel& cost,
+                                Report& r, std::optional<sim::Timeline>& all) {
+  const sim::TaskGraph& g = step.graph;
+  const auto copies = static_cast<std::uint32_t>(s.parallelism.dp);
+  const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
+  if (tasks > kMaxPerRankTasks)
+    throw InputError(s.source, "/sim/rank_mode",
+                     fmt::format("per_rank: {} ranks × {} tasks = {:.3g} tasks; the limit is {:.3g} (use \"symmetric\", "
+                                 "fewer ranks or fewer micro-batches)", copies, g.size(), tasks, kMaxPerRankTasks));
+  // A collective meets the ranks of its communicator: consecutive blocks, or every
+  // (dp / ranks)-th rank for groups that run side by side on each node (HSDP's replicas).
+  std::vector<sim::RendezvousSpan> spans;
+  for (sim::TaskId v = 0; v < g.size(); ++v) {
+    const sim::Task& t = g.task(v);
+    if (t.rendezvous == sim::kNoRendezvous) continue;
+    if (t.rendezvous >= spans.size()) spans.resize(t.rendezvous + 1);
+    const hardware::GroupShape& shape = step.groups.at(t.group);
+    const auto size = static_cast<std::uint32_t>(shape.ranks);
+    spans[t.rendezvous] = {size, shape.concurrent_groups_per_node > 1 ? copies / size : 1u};
+  }
+  sim::RankVariation var;
+  const RankVariationConfig& cfg = s.variation;
+  if (!cfg.slow_ranks.empty()) {
+    var.compute_factor.assign(copies, 1.0);
+    for (const auto& [rank, factor] : cfg.slow_ranks) var.compute_factor[static_cast<std::size_t>(rank)] = factor;
+  }
+  var.distribution = cfg.jitter_distribution == "normal"      ? sim::JitterDistribution::Normal
+                     : cfg.jitter_distribution == "lognormal" ? sim::JitterDistribution::LogNormal
+                                                              : sim::JitterDistribution::None;
+  var.cv = cfg.jitter_cv;
+  var.seed = cfg.jitter_seed;
+  all.emplace(sim::run_replicated(g, copies, spans, cost, var));
+  const std::vector<sim::Time> ends = sim::copy_makespans(*all, g.size(), copies);
+  const auto [lo, hi] = std::minmax_element(ends.begin(), ends.end());
+  auto& pr = r.per_rank;
+  pr.present = true;
+  pr.ranks = copies;
+  pr.step_time_min_s = lo->seconds();
+  pr.step_time_max_s = hi->seconds();
+  pr.spread_s = (*hi - *lo).seconds();
+  pr.slowest_rank = std::find(ends.begin(), ends.end(), *hi) - ends.begin();
+  pr.no_variation_step_time_s = var.none() ? pr.step_time_max_s : sim::run(g, cost).makespan().seconds();
+  pr.straggler_cost_s = pr.step_time_max_s - pr.no_variation_step_time_s;
+  return sim::copy_timeline(*all, g.size(), 0);
+}
 
-Report run(const Scenario& s) {
+Report run_impl(const Scenario& s, SimulatedStep* keep) {
   const auto wall_start = std::chrono::steady_clock::now();
   Report r;
   r.scenario = s;
   const StrategyEntry& strategy = find_strategy(s.parallelism.strategy);
   LoweredStep step = strategy.lower(s);
   const hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration);
-  const sim::Timeline tl = sim::run(step.graph, cost);
+  std::optional<sim::Timeline> all;  // per_rank: every rank's records
+  sim::Timeline tl = s.rank_mode == "per_rank" ? simulate_per_rank(s, step, cost, r, all) : sim::run(step.graph, cost);
   const sim::TaskGraph& g = step.graph;
 
-  r.step_time_s = tl.makespan().seconds();
+  r.step_time_s = r.per_rank.present ? r.per_rank.step_time_max_s : tl.makespan().seconds();
   const auto compute = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Compute && t.rank == 0; });
   const auto comm = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Transfer && t.rank == 0; });
   r.compute_time_s = sim::total_length(compute).seconds();
@@ -124,6 +176,11 @@ Report run(const Scenario& s) {
         gb(r.memory.total_bytes), gb(r.memory.capacity_bytes),
         (r.memory.params_bytes + r.memory.grads_bytes + r.memory.optimizer_bytes) /
             static_cast<double>(s.model.parameter_count())));
+  if (s.sharding.fsdp_version == "fsdp1" && s.sharding.forward_prefetch)
+    r.warnings.push_back(
+        "forward_prefetch: FSDP1 issues the next AllGather before this unit's forward kernels; with the CPU "
+        "running ahead of the GPU it is already queued either way, so GPU timing is unchanged here (it "
+        "matters when the CPU is the bottleneck, which stepsim does not model)");
   const double tokens_mb = static_cast<double>(s.tokens_per_micro_batch());
   if (r.comm_bound_tokens_per_gpu_effective > 0 && tokens_mb < r.comm_bound_tokens_per_gpu_effective)
     r.warnings.push_back(fmt::format(
@@ -132,7 +189,18 @@ Report run(const Scenario& s) {
         "gradient traffic cannot hide behind backward",
         tokens_mb, r.comm_bound_tokens_per_gpu_effective, r.comm_bound_threshold_tokens_per_gpu));
   r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  if (keep != nullptr) {
+    keep->copies = all ? static_cast<std::uint32_t>(s.parallelism.dp) : 1;
+    keep->timeline.emplace(all ? std::move(*all) : std::move(tl));
+    keep->step = std::move(step);
+  }
   return r;
 }
+
+}  // namespace
+
+Report run(const Scenario& s) { return run_impl(s, nullptr); }
+
+Report run(const Scenario& s, SimulatedStep& keep) { return run_impl(s, &keep); }
 
 }  // namespace stepsim::models

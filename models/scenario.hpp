@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stepsim::models {
@@ -93,6 +94,17 @@ struct BatchConfig {
   std::int64_t grad_accum = 1;        ///< micro-batches per optimizer step
 };
 
+/// Per-rank variation (`sim.jitter`, `sim.slow_ranks`); only with sim.rank_mode "per_rank".
+struct RankVariationConfig {
+  std::string jitter_distribution = "none";  ///< "none", "normal" or "lognormal"
+  double jitter_cv = 0;                      ///< coefficient of variation of each compute task's duration
+  std::uint64_t jitter_seed = 0;
+  /// (rank, compute_factor): the rank's compute tasks last compute_factor times longer.
+  std::vector<std::pair<std::int64_t, double>> slow_ranks;
+  /// True when some rank's compute differs from the others.
+  bool any() const { return (jitter_distribution != "none" && jitter_cv > 0) || !slow_ranks.empty(); }
+};
+
 /// A validated, immutable scenario. Build with parse_scenario().
 struct Scenario {
   std::string source;           ///< file the scenario came from (for messages and reports)
@@ -113,7 +125,8 @@ struct Scenario {
   std::string optimizer = "adam";   ///< "adam" or "none" (no step, no state)
   std::string cost_model = "alpha-beta";
   hardware::CollectiveAlgorithm algorithm = hardware::CollectiveAlgorithm::Auto;
-  std::string rank_mode = "symmetric";
+  std::string rank_mode = "symmetric";  ///< "symmetric" (one representative rank) or "per_rank"
+  RankVariationConfig variation;        ///< sim.jitter / sim.slow_ranks (per_rank only)
   std::shared_ptr<const nlohmann::json> resolved;  ///< the input with every default filled in
 
   /// GPUs per node actually used by the DP group: min(gpus_per_node, dp).

@@ -296,7 +296,30 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     coll->finish();
   }
   if (const auto simcfg = root.optional_object("sim")) {
-    s.rank_mode = simcfg->choice_or("rank_mode", "symmetric", {"symmetric"});
+    s.rank_mode = simcfg->choice_or("rank_mode", "symmetric", {"symmetric", "per_rank"});
+    auto& var = s.variation;
+    if (const auto jitter = simcfg->optional_object("jitter")) {
+      var.jitter_distribution = jitter->choice_or("distribution", "normal", {"normal", "lognormal"});
+      var.jitter_cv = jitter->number("cv", Check::NonNegative);
+      if (var.jitter_cv > 10) jitter->fail("cv", fmt::format("expected a coefficient of variation in [0, 10], got {}", var.jitter_cv));
+      var.jitter_seed = static_cast<std::uint64_t>(jitter->integer_or("seed", 0, 0, std::int64_t{1} << 53));
+      jitter->finish();
+    }
+    if (simcfg->has("slow_ranks")) {
+      for (const auto& slow : simcfg->objects("slow_ranks", false)) {
+        const std::int64_t rank = slow.integer("rank", 0, p.dp - 1);
+        const double factor = slow.number("compute_factor", Check::Positive);
+        if (factor > 1000) slow.fail("compute_factor", fmt::format("expected a factor in (0, 1000], got {}", factor));
+        for (const auto& [other, unused] : var.slow_ranks)
+          if (other == rank) slow.fail("rank", fmt::format("rank {} is listed twice", rank));
+        slow.finish();
+        var.slow_ranks.emplace_back(rank, factor);
+      }
+    }
+    if (var.any() && s.rank_mode != "per_rank")
+      simcfg->fail(var.slow_ranks.empty() ? "jitter" : "slow_ranks",
+                   "per-rank variation needs \"rank_mode\": \"per_rank\" (symmetric mode simulates one "
+                   "representative rank)");
     simcfg->finish();
   }
   root.finish();
@@ -366,6 +389,16 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                                ? "hierarchical"
                                                : "auto"}};
   resolved["sim"] = {{"rank_mode", s.rank_mode}};
+  if (s.variation.jitter_distribution != "none")
+    resolved["sim"]["jitter"] = {{"distribution", s.variation.jitter_distribution},
+                                 {"cv", s.variation.jitter_cv},
+                                 {"seed", s.variation.jitter_seed}};
+  if (!s.variation.slow_ranks.empty()) {
+    nlohmann::json slow = nlohmann::json::array();
+    for (const auto& [rank, factor] : s.variation.slow_ranks)
+      slow.push_back({{"rank", rank}, {"compute_factor", factor}});
+    resolved["sim"]["slow_ranks"] = slow;
+  }
   if (s.calibration) resolved["calibration"] = s.calibration_ref;
   s.resolved = std::make_shared<const nlohmann::json>(std::move(resolved));
   return s;

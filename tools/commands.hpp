@@ -24,6 +24,7 @@ void add_memory_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);  // calibrate nccl-tests
 void add_sweep_command(CLI::App& app, Action& action);
 void add_batch_command(CLI::App& app, Action& action);
+void add_compare_command(CLI::App& app, Action& action);  // compare SCENARIO MEASURED
 
 /// Writes text to stdout as is.
 void print(const std::string& s);

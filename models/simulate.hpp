@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// run() that also hands back what it simulated (graph and timeline) for traces and graph dumps.
+#pragma once
+
+#include "models/report.hpp"
+#include "models/strategy/strategy.hpp"
+#include "sim/timeline.hpp"
+
+#include <cstdint>
+#include <optional>
+
+namespace stepsim::models {
+
+/// The lowered step and the timeline run() played. In symmetric mode the timeline holds the
+/// graph's tasks (copies = 1); in per_rank mode it holds every rank's copy of them (copies =
+/// dp; task id = rank × step.graph.size() + base id, see sim::run_replicated).
+struct SimulatedStep {
+  LoweredStep step;
+  std::optional<sim::Timeline> timeline;
+  std::uint32_t copies = 1;
+};
+
+/// Same as run(scenario), and moves the lowered graph and its timeline into `keep`.
+/// @throws InputError as run(scenario).
+Report run(const Scenario& scenario, SimulatedStep& keep);
+
+/// Largest number of tasks a per_rank run may hold (graph tasks × dp): about 30 bytes each.
+inline constexpr double kMaxPerRankTasks = 1.5e8;
+
+}  // namespace stepsim::models

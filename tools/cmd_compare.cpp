@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stepsim compare SCENARIO.json MEASURED.json`: the simulated step next to the one
+// stepsim-validate measured, per phase (forward, backward, comm, exposed comm, optimizer,
+// overhead, step) with relative errors, and per task matched by name.
+#include "tools/commands.hpp"
+
+#include "models/scenario.hpp"
+#include "validate/compare.hpp"
+#include "validate/measured_timeline.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <memory>
+
+namespace stepsim::tools {
+
+namespace {
+
+struct CompareArgs {
+  std::string scenario;
+  std::string measured;
+  std::vector<std::string> sets;
+  bool tasks = false;
+  std::string format = "text";
+};
+
+nlohmann::ordered_json rows_json(const std::vector<validate::CompareRow>& rows) {
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
+  for (const auto& r : rows)
+    a.push_back({{"name", r.name},
+                 {"predicted_s", r.predicted_s},
+                 {"measured_s", r.measured_s},
+                 {"rel_error", std::isfinite(r.rel_error) ? nlohmann::ordered_json(r.rel_error) : nlohmann::ordered_json()}});
+  return a;
+}
+
+int cmd_compare(const CompareArgs& a) {
+  const models::Scenario s = models::load_scenario(a.scenario, a.sets);
+  const validate::MeasuredTimeline m = validate::read_measured_timeline(a.measured);
+  validate::Comparison c = validate::compare(s, m);
+  c.scenario_source = a.scenario;
+  if (a.format == "json") {
+    nlohmann::ordered_json j;
+    j["schema"] = "stepsim.compare/1";
+    j["scenario"] = c.scenario_source;
+    j["measured"] = c.measured_source;
+    j["iterations"] = c.iterations;
+    j["ranks"] = c.ranks;
+    j["phases"] = rows_json(c.phases);
+    j["tasks"] = rows_json(c.tasks);
+    j["predicted_only"] = c.predicted_only;
+    j["measured_only"] = c.measured_only;
+    j["warnings"] = c.warnings;
+    print(j.dump(2) + "\n");
+  } else {
+    print(validate::comparison_text(c, a.tasks));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, Action& action) {
+  auto a = std::make_shared<CompareArgs>();
+  auto* cmd = app.add_subcommand("compare", "predicted vs measured step (stepsim-validate mlp-step output), per phase");
+  cmd->add_option("scenario", a->scenario, "scenario JSON matching the measured run")->required();
+  cmd->add_option("measured", a->measured, "MEASURED.json written by stepsim-validate mlp-step")->required();
+  cmd->add_option("--set", a->sets, "override a scenario field before validation: PATH=VALUE (repeatable)");
+  cmd->add_flag("--tasks", a->tasks, "also list every task matched by name");
+  cmd->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->callback([a, &action] { action = [a] { return cmd_compare(*a); }; });
+}
+
+}  // namespace stepsim::tools
