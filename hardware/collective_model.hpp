@@ -41,7 +41,8 @@ struct GroupShape {
 struct CollectiveCost {
   double latency_s = 0;    ///< α terms: base + steps × per-step latency
   double bandwidth_s = 0;  ///< β terms: bytes / bandwidth with the ring factors
-  std::string algorithm;   ///< "none", "ring", "hierarchical", "torus"
+  std::string algorithm;   ///< "none", "ring", "hierarchical", "torus"; NCCL model: "ring", "tree", "nvls", "nvls_tree", "pat"
+  std::string protocol;    ///< NCCL model: "LL", "LL128" or "Simple"; "" for the α-β model
   std::string bottleneck;  ///< which link sets the bandwidth term
   std::vector<int> torus_dims;  ///< the ring lengths used on a torus
   /// "" for the nominal model; else which calibration segment was applied (calibration.hpp).

@@ -16,6 +16,19 @@ struct LinkScope {
   double step_latency_s = 0;         ///< per ring step on this scope
 };
 
+/// What NCCL's tuner would see on this machine (semantics.md §D.2 rule 82: "the simulator
+/// should take graph.nChannels and graph.bwIntra/bwInter as calibrated inputs"). Read from the
+/// profile's optional "nccl" object; `arch` empty means the profile has none (e.g. a TPU), and
+/// the NCCL cost model (hardware/nccl_model.hpp) refuses it.
+struct NcclTopology {
+  std::string arch;                 ///< "volta" | "ampere" | "hopper" | "blackwell"; "" = none
+  std::string intra_link = "nvlink";  ///< "nvlink" | "pci": which hwLat row intra-node steps use
+  int ring_channels = 0;            ///< search-graph channels of the intra-node ring (runtime = 2×)
+  double channel_bandwidth_bytes_per_s = 0;  ///< search-graph bandwidth per channel (graph.bwIntra)
+  bool nvls = false;                ///< NVLink SHARP (NVSwitch multicast) available
+  double net_latency_s = 0;         ///< graph.latencyInter (0 for IB / sockets plugins)
+};
+
 /// Nominal numbers of an accelerator and its cluster (DESIGN.md "Hardware profiles").
 /// Calibration never edits a profile: fitted factors live in an overlay.
 ///
@@ -40,6 +53,7 @@ struct HardwareProfile {
 
   std::vector<int> torus_dims;       ///< TPU: pod torus shape (e.g. 16×20×28); empty for GPUs
   LinkScope torus_axis;              ///< TPU: per axis, bidirectional ring bandwidth per chip
+  NcclTopology nccl;                 ///< NCCL tuner inputs; nccl.arch empty when absent
 
   /// Network egress of one node: NICs per node × per-NIC bandwidth (bytes/s, one way).
   double node_egress_bytes_per_s() const { return nics_per_node * nic_bandwidth_bytes_per_s; }

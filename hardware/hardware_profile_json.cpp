@@ -91,6 +91,23 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
     root.fail("inter_node", "required field is missing (NICs per node and per-NIC bandwidth; "
                             "only torus profiles may omit it)");
   }
+  if (const auto nccl = root.optional_object("nccl")) {
+    if (!nccl->has("arch"))
+      nccl->fail("arch", "required field is missing (GPU generation for NCCL's tuning tables: volta, ampere, hopper or blackwell)");
+    p.nccl.arch = nccl->choice_or("arch", "hopper", {"volta", "ampere", "hopper", "blackwell"});
+    p.nccl.intra_link = nccl->choice_or("intra_link", "nvlink", {"nvlink", "pci"});
+    p.nccl.ring_channels = static_cast<int>(nccl->integer("ring_channels", 1, 32));
+    p.nccl.channel_bandwidth_bytes_per_s =
+        nccl->number("channel_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
+    p.nccl.nvls = nccl->boolean_or("nvls", false);
+    p.nccl.net_latency_s = nccl->number_or("net_latency_s", 0.0, Check::NonNegative, Dimension::Seconds);
+    if (p.nccl.net_latency_s > 1.0) nccl->fail("net_latency_s", "expected seconds below 1 (e.g. 0 or \"2us\")");
+    if (p.nccl.channel_bandwidth_bytes_per_s < 1e6 || p.nccl.channel_bandwidth_bytes_per_s > 1e13)
+      nccl->fail("channel_bandwidth_bytes_per_s",
+                 fmt::format("expected a per-channel bandwidth in [1e6, 1e13] bytes/s (NCCL's are 3-90 GB/s), got {:g}",
+                             p.nccl.channel_bandwidth_bytes_per_s));
+    nccl->finish();
+  }
   root.finish();
   // Physically meaningless magnitudes (denormals, 1e300) would print inf or 300-digit numbers.
   const auto in_range = [&](const JsonReader& r, const char* key, double v, double lo, double hi, const char* unit) {

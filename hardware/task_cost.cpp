@@ -33,14 +33,18 @@ bool is_collective(std::uint32_t op) {
 
 StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
                              CollectiveAlgorithm algorithm,
-                             std::shared_ptr<const CalibrationOverlay> calibration)
+                             std::shared_ptr<const CalibrationOverlay> calibration, CollectiveModel model)
     : hw_(std::move(hw)), groups_(std::move(groups)), algorithm_(algorithm),
-      calibration_(std::move(calibration)) {}
+      calibration_(std::move(calibration)), model_(model) {
+  STEPSIM_ASSERT(!calibration_ || model_ == CollectiveModel::AlphaBeta,
+                 "a calibration overlay needs the alpha-beta cost model");
+}
 
 CollectiveCost StepCostModel::collective(const sim::Task& task) const {
   STEPSIM_ASSERT(task.group < groups_.size(), "task '{}' names unknown group {}", task.name, task.group);
-  return calibrated_collective_cost(hw_, calibration_.get(), collective_of(static_cast<OpCode>(task.op)),
-                                    task.bytes, groups_[task.group], algorithm_);
+  const CollectiveOp op = collective_of(static_cast<OpCode>(task.op));
+  if (!calibration_) return model_collective_cost(model_, hw_, op, task.bytes, groups_[task.group], algorithm_);
+  return calibrated_collective_cost(hw_, calibration_.get(), op, task.bytes, groups_[task.group], algorithm_);
 }
 
 double StepCostModel::seconds(const sim::Task& task) const {

@@ -6,6 +6,7 @@
 #include "hardware/calibration.hpp"
 #include "hardware/collective_model.hpp"
 #include "hardware/hardware_profile.hpp"
+#include "hardware/nccl_model.hpp"
 #include "sim/engine.hpp"
 
 #include <cstdint>
@@ -33,11 +34,15 @@ bool is_collective(std::uint32_t op);
 
 /// Prices tasks on one profile. `groups[i]` is the shape of communicator i (task.group).
 /// With a calibration overlay, collectives take calibrated_collective_cost() (the nominal
-/// α-β cost with the overlay's size-segment factors on top); without one, collective_cost().
+/// α-β cost with the overlay's size-segment factors on top); without one,
+/// model_collective_cost() of `model` (α-β collective_cost() or NCCL's tuner, nccl_model.hpp).
+/// Precondition: with an overlay, model == CollectiveModel::AlphaBeta (overlays are fitted over
+/// the α-β model; scenario and CLI parsing reject the mix).
 class StepCostModel final : public sim::TaskCostModel {
  public:
   StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups, CollectiveAlgorithm algorithm,
-                std::shared_ptr<const CalibrationOverlay> calibration = nullptr);
+                std::shared_ptr<const CalibrationOverlay> calibration = nullptr,
+                CollectiveModel model = CollectiveModel::AlphaBeta);
   /// @throws InputError naming the task when its duration is outside sim::Time's range.
   sim::Time duration(const sim::Task& task) const override;
   /// Duration in seconds before rounding to picoseconds.
@@ -47,12 +52,15 @@ class StepCostModel final : public sim::TaskCostModel {
   const HardwareProfile& hardware() const { return hw_; }
   /// The overlay in use, or nullptr for the nominal model.
   const CalibrationOverlay* calibration() const { return calibration_.get(); }
+  /// The nominal collective model in use.
+  CollectiveModel collective_model() const { return model_; }
 
  private:
   HardwareProfile hw_;
   std::vector<GroupShape> groups_;
   CollectiveAlgorithm algorithm_;
   std::shared_ptr<const CalibrationOverlay> calibration_;
+  CollectiveModel model_ = CollectiveModel::AlphaBeta;
 };
 
 }  // namespace stepsim::hardware

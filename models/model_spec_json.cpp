@@ -22,6 +22,7 @@ namespace {
 
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 constexpr double kMaxParams = 1e15;  // keeps every count exact in int64 and double
+constexpr std::int64_t kMaxLayers = 65536;  // far beyond any model; keeps building the spec cheap
 
 const std::vector<std::string>& dtype_names() {
   static const std::vector<std::string> names = {"fp32", "bf16", "fp16", "fp8"};
@@ -31,7 +32,7 @@ const std::vector<std::string>& dtype_names() {
 TransformerShape read_transformer(const JsonReader& r, DType dtype) {
   TransformerShape s;
   s.hidden = r.integer("hidden", 1, kMaxDim);
-  s.layers = r.integer("layers", 1, 1 << 20);
+  s.layers = r.integer("layers", 1, kMaxLayers);
   s.heads = r.integer("heads", 1, 1 << 20);
   s.kv_heads = r.integer_or("kv_heads", s.heads, 1, 1 << 20);
   s.ffn = r.integer("ffn", 1, kMaxDim);
@@ -117,7 +118,7 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, cons
   if (kind == "transformer") {
     m = make_transformer(name, read_transformer(r, dtype));
   } else if (kind == "mlp") {
-    const auto layers = r.integer("layers", 1, 1 << 20);
+    const auto layers = r.integer("layers", 1, kMaxLayers);
     const auto hidden = r.integer("hidden", 1, kMaxDim);
     const auto ffn = r.integer("ffn", 1, kMaxDim);
     const double total = 2.0 * static_cast<double>(layers) * static_cast<double>(hidden) * static_cast<double>(ffn);
@@ -127,7 +128,10 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, cons
   } else {
     m.name = name;
     m.kind = "layers";
-    for (const JsonReader& l : r.objects("layers", true)) m.layers.push_back(read_layer(l, dtype));
+    const auto layer_list = r.objects("layers", true);
+    if (static_cast<std::int64_t>(layer_list.size()) > kMaxLayers)
+      r.fail("layers", fmt::format("expected at most {} layers, got {}", kMaxLayers, layer_list.size()));
+    for (const JsonReader& l : layer_list) m.layers.push_back(read_layer(l, dtype));
   }
   m.source = src;
   r.finish();

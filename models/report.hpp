@@ -21,6 +21,7 @@ struct CollectiveSummary {
   double algbw_bytes_per_s = 0;  ///< bytes / time_s (nccl-tests algbw)
   double busbw_bytes_per_s = 0;  ///< algbw × 2(n−1)/n or (n−1)/n (nccl-tests busbw)
   std::string algorithm;
+  std::string protocol;      ///< NCCL cost model: "LL" | "LL128" | "Simple"; "" for alpha-beta
   int ranks = 0;             ///< communicator size
   bool spans_nodes = false;  ///< the communicator crosses the node network
 };

@@ -21,6 +21,8 @@ std::string report_json(const Report& r) {
                    {"hbm_bytes", r.scenario.hardware.hbm_bytes},
                    {"gpus_per_node", r.scenario.cluster.gpus_per_node},
                    {"nodes", r.scenario.cluster.nodes}};
+  if (r.scenario.collective_model != hardware::CollectiveModel::AlphaBeta)
+    j["cost_model"] = hardware::collective_model_name(r.scenario.collective_model);
   j["calibration"] = r.scenario.calibration ? ordered(hardware::describe_overlay(*r.scenario.calibration)) : ordered(nullptr);
   j["step_time_s"] = r.step_time_s;
   j["compute_time_s"] = r.compute_time_s;
@@ -41,7 +43,7 @@ std::string report_json(const Report& r) {
                   {"max_bytes", r.bucket_bytes_max},
                   {"gradient_bytes", r.gradient_bytes}};
   ordered colls = ordered::array();
-  for (const auto& c : r.collectives)
+  for (const auto& c : r.collectives) {
     colls.push_back({{"op", c.op},
                      {"bytes", c.bytes},
                      {"count", c.count},
@@ -52,6 +54,8 @@ std::string report_json(const Report& r) {
                      {"algorithm", c.algorithm},
                      {"ranks", c.ranks},
                      {"spans_nodes", c.spans_nodes}});
+    if (!c.protocol.empty()) colls.back()["protocol"] = c.protocol;  // NCCL cost model only
+  }
   j["collectives"] = colls;
   j["comm_bytes_per_rank"] = r.comm_bytes_per_rank;
   j["inter_node_collective_bytes"] = r.inter_node_collective_bytes;

@@ -44,6 +44,8 @@ std::string report_text(const Report& r) {
                    s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.ranks_per_node(),
                    s.name.empty() ? "" : "  [" + s.name + "]"));
   if (s.calibration) line("  calibration " + hardware::describe_overlay(*s.calibration));
+  if (s.collective_model == hardware::CollectiveModel::Nccl)
+    line("  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen)");
   line(fmt::format("  model     {} parameters ({} trainable), {} layers, {}", count(static_cast<double>(s.model.parameter_count())),
                    count(static_cast<double>(s.model.trainable_parameter_count())), s.model.layers.size(), s.model.kind));
   line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/GPU/step, {} tokens/step in all",
@@ -87,7 +89,8 @@ std::string report_text(const Report& r) {
       const auto& c = rows[i];
       line(fmt::format("  {:<14}{:>12}{:>7}{:>10.3f} ms{:>10.3f} ms{:>7.1f} GB/s{:>7.1f} GB/s  {}", c.op, size(c.bytes),
                        c.count, c.time_s * 1e3, c.time_s * 1e3 * static_cast<double>(c.count),
-                       c.algbw_bytes_per_s / 1e9, c.busbw_bytes_per_s / 1e9, c.algorithm));
+                       c.algbw_bytes_per_s / 1e9, c.busbw_bytes_per_s / 1e9,
+                       c.protocol.empty() ? c.algorithm : c.algorithm + "/" + c.protocol));
     }
     if (rows.size() > shown) {
       std::int64_t n = 0;
@@ -119,7 +122,7 @@ std::string report_text(const Report& r) {
   line(fmt::format("simulated        {} tasks, {} events", r.tasks, r.events));
   if (r.per_rank.present) {
     const auto& pr = r.per_rank;
-    const auto msec = [](double s) { return fmt::format("{:.3f} ms", s * 1e3); };
+    const auto msec = [](double sec) { return fmt::format("{:.3f} ms", sec * 1e3); };
     line(fmt::format("per rank         {} ranks; the step ends between {} and {} (spread {}, slowest rank {})",
                      pr.ranks, msec(pr.step_time_min_s), msec(pr.step_time_max_s), msec(pr.spread_s), pr.slowest_rank));
     line(fmt::format("straggler cost   {} over the no-variation step ({})", msec(pr.straggler_cost_s),

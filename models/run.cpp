@@ -81,7 +81,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   r.scenario = s;
   const StrategyEntry& strategy = find_strategy(s.parallelism.strategy);
   LoweredStep step = strategy.lower(s);
-  const hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration);
+  const hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model);
   std::optional<sim::Timeline> all;  // per_rank: every rank's records
   sim::Timeline tl = s.rank_mode == "per_rank" ? simulate_per_rank(s, step, cost, r, all) : sim::run(step.graph, cost);
   const sim::TaskGraph& g = step.graph;
@@ -119,6 +119,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
       cs.time_s = c.time_s();
       cs.latency_s = c.latency_s;
       cs.algorithm = c.algorithm;
+      cs.protocol = c.protocol;
       cs.algbw_bytes_per_s = cs.time_s > 0 ? t.bytes / cs.time_s : 0;
       cs.busbw_bytes_per_s = cs.algbw_bytes_per_s * bus_factor(op, step.groups[t.group].ranks);
       if (c.calibration_extrapolated)

@@ -6,6 +6,7 @@
 #include "hardware/calibration.hpp"
 #include "hardware/collective_model.hpp"
 #include "hardware/hardware_profile.hpp"
+#include "hardware/nccl_model.hpp"
 #include "models/model_spec.hpp"
 
 #include <nlohmann/json_fwd.hpp>
@@ -123,7 +124,9 @@ struct Scenario {
   PrecisionConfig precision;
   ActivationConfig activations;
   std::string optimizer = "adam";   ///< "adam" or "none" (no step, no state)
-  std::string cost_model = "alpha-beta";
+  std::string cost_model = "alpha-beta";  ///< collectives.cost_model: "alpha-beta" | "nccl"
+  /// The same choice as an enum (hardware/nccl_model.hpp); reaches hardware::StepCostModel.
+  hardware::CollectiveModel collective_model = hardware::CollectiveModel::AlphaBeta;
   hardware::CollectiveAlgorithm algorithm = hardware::CollectiveAlgorithm::Auto;
   std::string rank_mode = "symmetric";  ///< "symmetric" (one representative rank) or "per_rank"
   RankVariationConfig variation;        ///< sim.jitter / sim.slow_ranks (per_rank only)

@@ -287,8 +287,24 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                  "per step (reduce grad_accum: no_sync micro-batches are identical)",
                                  s.batch.grad_accum, s.model.layers.size(), tasks, kMaxTasks));
 
+  // Default nominal model: the profile's (hardware::default_collective_model); an overlay is
+  // fitted over alpha-beta, so with one the default is alpha-beta.
+  s.collective_model = s.calibration ? hardware::CollectiveModel::AlphaBeta
+                                     : hardware::default_collective_model(s.hardware);
+  s.cost_model = hardware::collective_model_name(s.collective_model);
   if (const auto coll = root.optional_object("collectives")) {
-    s.cost_model = coll->choice_or("cost_model", "alpha-beta", {"alpha-beta"});
+    s.cost_model = coll->choice_or("cost_model", s.cost_model, {"alpha-beta", "nccl"});
+    s.collective_model = hardware::parse_collective_model(s.cost_model, source, coll->path("cost_model"));
+    if (s.collective_model == hardware::CollectiveModel::Nccl) {
+      if (s.calibration)
+        coll->fail("cost_model", fmt::format("\"nccl\" cannot be combined with calibration '{}': overlays are "
+                                             "fitted over the alpha-beta model (expected \"alpha-beta\")",
+                                             s.calibration_ref));
+      if (s.hardware.nccl.arch.empty())
+        coll->fail("cost_model", fmt::format("\"nccl\" needs a profile with an \"nccl\" object (GPU generation and "
+                                             "NCCL channels); profile '{}' has none (expected \"alpha-beta\")",
+                                             s.hardware.name));
+    }
     const std::string algo = coll->choice_or("algorithm", "auto", {"auto", "ring", "hierarchical"});
     s.algorithm = algo == "ring"           ? hardware::CollectiveAlgorithm::Ring
                   : algo == "hierarchical" ? hardware::CollectiveAlgorithm::Hierarchical

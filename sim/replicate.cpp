@@ -3,13 +3,13 @@
 // one record and one counter per task.
 #include "sim/replicate.hpp"
 
-#include "sim/event_queue.hpp"
 #include "sim/support/error.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 
@@ -25,6 +25,80 @@ std::uint64_t splitmix64(std::uint64_t x) {
 }
 
 constexpr std::int64_t kMaxPs = 9'000'000'000'000'000'000;
+
+// Future event list for replicated runs: a min-heap of buckets ordered by (instant, creation
+// order), each a FIFO of task ids. Consecutive schedules at one instant share a bucket: copies
+// without variation finish the same task at the same instant, so one heap operation serves
+// them all. Events play in (time, insertion order), as EventQueue orders equal priorities.
+class TimeBuckets {
+ public:
+  void schedule(Time at, TaskId id) {
+    STEPSIM_ASSERT(at >= now_, "event scheduled in the past ({} ps < now {} ps)", at.ps(), now_.ps());
+    if (at == now_ && current_ != kNone) {  // zero-length task: joins the bucket being played
+      pool_[current_].push_back(id);
+      return;
+    }
+    if (at != last_time_ || last_bucket_ == kNone) {
+      last_time_ = at;
+      last_bucket_ = take_bucket();
+      heap_.push_back({at.ps(), next_sequence_++, last_bucket_});
+      std::push_heap(heap_.begin(), heap_.end(), Later());
+    }
+    pool_[last_bucket_].push_back(id);
+  }
+  bool empty() const { return heap_.empty(); }
+  /// Plays the earliest bucket: calls f(id) for each id in order, including ids scheduled at
+  /// the same instant while it runs.
+  template <typename F>
+  void play_next(F&& f) {
+    std::pop_heap(heap_.begin(), heap_.end(), Later());
+    const Entry e = heap_.back();
+    heap_.pop_back();
+    now_ = Time::from_ps(e.time_ps);
+    current_ = e.bucket;
+    if (last_bucket_ == current_) last_bucket_ = kNone;
+    for (std::size_t i = 0; i < pool_[current_].size(); ++i) {
+      ++processed_;
+      f(pool_[current_][i]);
+    }
+    pool_[current_].clear();
+    free_.push_back(current_);
+    current_ = kNone;
+  }
+  Time now() const { return now_; }
+  std::uint64_t processed() const { return processed_; }
+
+ private:
+  static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+  struct Entry {
+    std::int64_t time_ps;
+    std::uint64_t sequence;
+    std::uint32_t bucket;
+  };
+  struct Later {
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.time_ps != b.time_ps ? a.time_ps > b.time_ps : a.sequence > b.sequence;
+    }
+  };
+  std::uint32_t take_bucket() {
+    if (!free_.empty()) {
+      const std::uint32_t b = free_.back();
+      free_.pop_back();
+      return b;
+    }
+    pool_.emplace_back();
+    return static_cast<std::uint32_t>(pool_.size() - 1);
+  }
+  std::vector<Entry> heap_;
+  std::vector<std::vector<TaskId>> pool_;
+  std::vector<std::uint32_t> free_;
+  std::uint32_t current_ = kNone;
+  Time last_time_ = Time::from_ps(-1);
+  std::uint32_t last_bucket_ = kNone;
+  std::uint64_t next_sequence_ = 0;
+  Time now_;
+  std::uint64_t processed_ = 0;
+};
 
 class ReplicatedRun {
  public:
@@ -99,16 +173,16 @@ class ReplicatedRun {
         if (init_pending_[v] == 0) ready(c, v, kNoTask);
     std::uint64_t finished = 0;
     while (!queue_.empty()) {
-      const Event e = queue_.pop();
-      const auto id = static_cast<TaskId>(e.payload);
-      ++finished;
-      const auto c = static_cast<std::uint32_t>(id / n_);
-      const auto v = static_cast<TaskId>(id - std::size_t{c} * n_);
-      const std::size_t offset = std::size_t{c} * n_;
-      for (std::uint32_t k = succ_begin_[v]; k < succ_begin_[v + 1]; ++k) {
-        const TaskId w = succ_[k];
-        if (--pending_[offset + w] == 0) ready(c, w, id);
-      }
+      queue_.play_next([&](TaskId id) {
+        ++finished;
+        const auto c = static_cast<std::uint32_t>(id / n_);
+        const auto v = static_cast<TaskId>(id - std::size_t{c} * n_);
+        const std::size_t offset = std::size_t{c} * n_;
+        for (std::uint32_t k = succ_begin_[v]; k < succ_begin_[v + 1]; ++k) {
+          const TaskId w = succ_[k];
+          if (--pending_[offset + w] == 0) ready(c, w, id);
+        }
+      });
     }
     if (finished != records_.size())
       for (std::size_t id = 0; id < records_.size(); ++id)
@@ -163,7 +237,7 @@ class ReplicatedRun {
                                            "the input describes a meaningless step", base_.task(v).name));
     records_[id].start = now;
     records_[id].end = now + d;
-    queue_.schedule(records_[id].end, EventPriority::Normal, id);
+    queue_.schedule(records_[id].end, id);
   }
 
   const TaskGraph& base_;
@@ -183,7 +257,7 @@ class ReplicatedRun {
   std::vector<std::uint64_t> arrivals_;
   std::vector<TaskRecord> records_;
   std::vector<std::uint32_t> pending_;
-  EventQueue queue_;
+  TimeBuckets queue_;
 };
 
 }  // namespace

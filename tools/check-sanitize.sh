@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSTEPSIM_SANITIZE=ON >/dev/null
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSTEPSIM_SANITIZE=ON -DSTEPSIM_BUILD_VALIDATE=OFF >/dev/null
 cmake --build build-asan -j "$(nproc)"
 # halt_on_error makes UBSan findings fatal (GCC's default is to print and continue).
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}"

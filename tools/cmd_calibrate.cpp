@@ -76,9 +76,18 @@ std::string text_report(const validate::CalibrationResult& r, const std::string&
                          row.cross_s ? pct(*row.cross_s / row.measured_s - 1) : std::string("-"), row.segment);
     }
     out += "  busbw in GB/s (nccl-tests: algbw x bus factor); error = predicted / measured - 1\n";
+    if (t.nccl) {
+      out += "  nccl cost model (NCCL tuner mirror), per row: size (B)  us  busbw  error  algorithm/protocol\n";
+      for (const auto& row : t.rows)
+        if (row.nccl_s)
+          out += fmt::format("    {:>14.0f} {:>11.2f} {:>8.2f} {:>7}  {}\n", row.bytes, *row.nccl_s * 1e6,
+                             *row.nccl_s > 0 ? row.bytes / *row.nccl_s * t.bus_factor / 1e9 : 0.0,
+                             pct(*row.nccl_s / row.measured_s - 1), row.nccl_choice);
+    }
     out += fmt::format("  summary |error|                    {:>26} | {:>26}\n", "sizes >= 1 MiB: n median max",
                        "< 1 MiB: n median max");
     out += summary_line("nominal, all rows", t.nominal);
+    if (t.nccl) out += summary_line("nominal nccl model, all rows", *t.nccl);
     out += summary_line("fitted, all rows (in-sample)", t.fitted);
     out += summary_line("nominal, odd rows", t.cross_nominal);
     out += summary_line("fit on even rows -> odd rows", t.cross);
@@ -108,6 +117,10 @@ std::string json_report(const validate::CalibrationResult& r, const std::string&
                    {"fitted_busbw_bytes_per_s", busbw(row.fitted_s)},
                    {"segment", row.segment}};
       x["cross_time_s"] = row.cross_s ? ordered(*row.cross_s) : ordered(nullptr);
+      if (row.nccl_s) {
+        x["nccl_model_time_s"] = *row.nccl_s;
+        x["nccl_model_choice"] = row.nccl_choice;
+      }
       rows.push_back(x);
     }
     ordered segs = ordered::array();
@@ -126,6 +139,7 @@ std::string json_report(const validate::CalibrationResult& r, const std::string&
                       {"error_fitted", summary_json(t.fitted)},
                       {"error_nominal_odd_rows", summary_json(t.cross_nominal)},
                       {"error_cross_even_to_odd", summary_json(t.cross)}});
+    if (t.nccl) tables.back()["error_nccl_model"] = summary_json(*t.nccl);
   }
   j["tables"] = tables;
   j["warnings"] = r.warnings;

@@ -11,6 +11,7 @@
 #include "hardware/calibration.hpp"
 #include "hardware/calibration_json.hpp"
 #include "hardware/hardware_profile_json.hpp"
+#include "hardware/nccl_model.hpp"
 #include "sim/support/units.hpp"
 
 #include <memory>
@@ -28,7 +29,7 @@ struct CollectiveArgs {
   std::string size;
   long long gpus_per_node = 0;
   int axes = 0;
-  std::string cost_model = "alpha-beta";
+  std::string cost_model;  ///< "" = the profile's default (alpha-beta with --calibration)
   std::string algorithm = "auto";
   std::string format = "text";
   std::string calibration;  ///< overlay JSON ("" = nominal)
@@ -65,14 +66,26 @@ int cmd_collective(const CollectiveArgs& a) {
     throw InputError("--calibration", "",
                      fmt::format("overlay '{}' was fitted over profile '{}', but --hardware is '{}'; its factors "
                                  "are relative to that profile's nominal numbers", a.calibration, overlay->hardware, hw.name));
-  const auto c = hardware::calibrated_collective_cost(hw, overlay.get(), op, bytes, group, algorithm_from(a.algorithm));
+  hardware::CollectiveModel model = overlay ? hardware::CollectiveModel::AlphaBeta : hardware::default_collective_model(hw);
+  if (!a.cost_model.empty()) model = hardware::parse_collective_model(a.cost_model, "--cost-model", "");
+  if (overlay && model != hardware::CollectiveModel::AlphaBeta)
+    throw InputError("--cost-model", "",
+                     fmt::format("'{}' cannot be combined with --calibration '{}': overlays are fitted over the "
+                                 "alpha-beta model (expected alpha-beta)", a.cost_model, a.calibration));
+  if (model == hardware::CollectiveModel::Nccl && hw.nccl.arch.empty())
+    throw InputError("--cost-model", "",
+                     fmt::format("'nccl' needs a profile with an \"nccl\" object (GPU generation and NCCL channels); "
+                                 "profile '{}' has none (expected alpha-beta)", hw.name));
+  const std::string model_name = hardware::collective_model_name(model);
+  const auto c = overlay ? hardware::calibrated_collective_cost(hw, overlay.get(), op, bytes, group, algorithm_from(a.algorithm))
+                         : hardware::model_collective_cost(model, hw, op, bytes, group, algorithm_from(a.algorithm));
   const double n = group.ranks;
   const double bus = n <= 1 ? 0 : (op == hardware::CollectiveOp::AllReduce ? 2 * (n - 1) / n : (n - 1) / n);
   const double algbw = c.time_s() > 0 ? bytes / c.time_s() : 0;
   ordered j;
   j["op"] = hardware::collective_op_label(op);
   j["hardware"] = hw.name;
-  j["cost_model"] = a.cost_model;
+  j["cost_model"] = model_name;
   j["ranks"] = group.ranks;
   j["gpus_per_node"] = group.ranks_per_node;
   j["nodes"] = (group.ranks + group.ranks_per_node - 1) / group.ranks_per_node;
@@ -83,6 +96,7 @@ int cmd_collective(const CollectiveArgs& a) {
   j["algbw_bytes_per_s"] = algbw;
   j["busbw_bytes_per_s"] = algbw * bus;
   j["algorithm"] = c.algorithm;
+  if (!c.protocol.empty()) j["protocol"] = c.protocol;
   j["bottleneck"] = c.bottleneck;
   if (!c.torus_dims.empty()) j["torus_dims"] = c.torus_dims;
   j["calibration"] = overlay ? ordered(hardware::describe_overlay(*overlay)) : ordered(nullptr);
@@ -96,7 +110,8 @@ int cmd_collective(const CollectiveArgs& a) {
     const auto ms = [](double sec) { return fmt::format("{:.4f} ms", sec * 1e3); };
     print(fmt::format("{} of {} over {} ranks ({} per node) on {} [{} / {}]\n", j["op"].get<std::string>(),
                       bytes >= 1e6 ? fmt::format("{:.2f} MB", bytes / 1e6) : fmt::format("{:.0f} B", bytes),
-                      group.ranks, group.ranks_per_node, hw.name, a.cost_model, c.algorithm));
+                      group.ranks, group.ranks_per_node, hw.name, model_name,
+                      c.protocol.empty() ? c.algorithm : c.algorithm + " / " + c.protocol));
     print(fmt::format("  time        {} = bandwidth {} + latency {}\n", ms(c.time_s()), ms(c.bandwidth_s),
                       ms(c.latency_s)));
     print(fmt::format("  algbw       {:.3g} GB/s   busbw {:.3g} GB/s (nccl-tests definitions)\n", algbw / 1e9,
@@ -165,7 +180,7 @@ void add_collective_commands(CLI::App& app, Action& action) {
   collective->add_option("--size", coll->size, "buffer size as nccl-tests counts it: bytes or '16GB', '25MiB'")->required();
   collective->add_option("--gpus-per-node", coll->gpus_per_node, "GPUs per node (default: the profile's)");
   collective->add_option("--axes", coll->axes, "TPU: torus axes used at once (1-3; default all)");
-  collective->add_option("--cost-model", coll->cost_model, "collective cost model")->check(CLI::IsMember({"alpha-beta"}));
+  collective->add_option("--cost-model", coll->cost_model, "collective cost model")->check(CLI::IsMember({"alpha-beta", "nccl"}));
   collective->add_option("--algorithm", coll->algorithm, "auto | ring | hierarchical")
       ->check(CLI::IsMember({"auto", "ring", "hierarchical"}));
   collective->add_option("--format", coll->format, "output format")->check(CLI::IsMember({"text", "json"}));

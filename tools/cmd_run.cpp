@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// `stepsim run`: simulate one step of a scenario and print its report.
+// `stepsim run`: simulate one step of a scenario and print its report; optionally write its
+// Chrome trace (--trace) and task graph (--dump-graph).
 #include "tools/commands.hpp"
 
-#include "sim/support/error.hpp"
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include <cstdio>
 #include "models/report.hpp"
 #include "models/scenario.hpp"
+#include "models/simulate.hpp"
+#include "models/strategy/compute_tasks.hpp"
+#include "sim/support/atomic_file.hpp"
+#include "sim/support/error.hpp"
+#include "sim/trace_chrome.hpp"
 
+#include <fmt/format.h>
+
+#include <cstdio>
 #include <memory>
+#include <sstream>
 
 namespace stepsim::tools {
 
@@ -21,11 +25,79 @@ struct RunArgs {
   std::string scenario;
   std::vector<std::string> sets;
   std::string format = "text";
+  std::string trace;
+  std::string trace_ranks;
+  std::string dump_graph;
 };
+
+// Traces of per_rank runs with more ranks than this keep ranks 0-7 and the slowest rank
+// unless --trace-ranks says otherwise.
+constexpr std::int64_t kTraceAllRanksUpTo = 64;
+
+// "0-7,12,100-103" -> ranks, each < world.
+std::vector<std::uint32_t> parse_rank_list(const std::string& text, std::int64_t world) {
+  std::vector<std::uint32_t> out;
+  const auto fail = [&](const std::string& why) {
+    throw InputError("--trace-ranks", "", fmt::format("{} in '{}'; expected ranks in [0, {}) as a list like 0-7,12", why, text, world));
+  };
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto dash = item.find('-');
+    long long lo = 0, hi = 0;
+    try {
+      std::size_t used = 0;
+      lo = std::stoll(item.substr(0, dash), &used);
+      if (used != item.substr(0, dash).size()) fail(fmt::format("'{}' is not a rank", item));
+      hi = lo;
+      if (dash != std::string::npos) {
+        hi = std::stoll(item.substr(dash + 1), &used);
+        if (used != item.size() - dash - 1) fail(fmt::format("'{}' is not a range", item));
+      }
+    } catch (const std::logic_error&) {
+      fail(fmt::format("'{}' is not a rank or range", item));
+    }
+    if (lo < 0 || hi >= world || lo > hi) fail(fmt::format("'{}' is out of range", item));
+    for (long long r = lo; r <= hi; ++r) out.push_back(static_cast<std::uint32_t>(r));
+  }
+  if (out.empty()) fail("no rank");
+  return out;
+}
 
 int cmd_run(const RunArgs& a) {
   const models::Scenario s = models::load_scenario(a.scenario, a.sets);
-  const models::Report r = models::run(s);
+  if (a.trace.empty() && a.dump_graph.empty()) {
+    const models::Report r = models::run(s);
+    print(a.format == "json" ? models::report_json(r) : models::report_text(r));
+    return 0;
+  }
+  const std::int64_t world = s.rank_mode == "per_rank" ? s.parallelism.dp : 1;
+  std::vector<std::uint32_t> ranks;
+  if (!a.trace_ranks.empty()) ranks = parse_rank_list(a.trace_ranks, world);
+  models::SimulatedStep kept;
+  const models::Report r = models::run(s, kept);
+  if (!a.dump_graph.empty()) {
+    std::ostringstream dot;
+    kept.step.graph.write_graphviz(dot);
+    write_file_atomically(a.dump_graph, dot.str());
+  }
+  if (!a.trace.empty()) {
+    sim::ChromeTraceOptions o;
+    o.copies = kept.copies;
+    o.stream_names = {"compute", "communication", "replica communication"};
+    o.counter_names = {"activations_bytes", "buffers_bytes"};
+    static_assert(models::kComputeStream == 0 && models::kCommStream == 1 && models::kReplicaStream == 2);
+    static_assert(models::kActivationCounter == 0 && models::kBufferCounter == 1);
+    o.ranks = ranks;
+    if (o.ranks.empty() && world > kTraceAllRanksUpTo) {
+      for (std::uint32_t k = 0; k < 8; ++k) o.ranks.push_back(k);
+      if (r.per_rank.slowest_rank >= 8) o.ranks.push_back(static_cast<std::uint32_t>(r.per_rank.slowest_rank));
+      std::fprintf(stderr, "note: trace limited to ranks 0-7%s of %lld (use --trace-ranks)\n",
+                   r.per_rank.slowest_rank >= 8 ? fmt::format(" and {} (slowest)", r.per_rank.slowest_rank).c_str() : "",
+                   static_cast<long long>(world));
+    }
+    write_file_atomically(a.trace, sim::chrome_trace_json(kept.step.graph, *kept.timeline, o));
+  }
   print(a.format == "json" ? models::report_json(r) : models::report_text(r));
   return 0;
 }
@@ -38,6 +110,10 @@ void add_run_command(CLI::App& app, Action& action) {
   run->add_option("scenario", a->scenario, "scenario JSON file")->required();
   run->add_option("--set", a->sets, "override a scenario field before validation: PATH=VALUE (repeatable)");
   run->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  run->add_option("--trace", a->trace, "write a Chrome trace-event JSON file (Perfetto, chrome://tracing)");
+  run->add_option("--trace-ranks", a->trace_ranks,
+                  "ranks to trace in per_rank mode, e.g. 0-7,100 (default: all up to 64 ranks, else 0-7 and the slowest)");
+  run->add_option("--dump-graph", a->dump_graph, "write the task graph in Graphviz DOT");
   run->callback([a, &action] { action = [a] { return cmd_run(*a); }; });
 }
 

@@ -25,6 +25,7 @@ void add_calibrate_command(CLI::App& app, Action& action);  // calibrate nccl-te
 void add_sweep_command(CLI::App& app, Action& action);
 void add_batch_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);  // compare SCENARIO MEASURED
+void add_accuracy_command(CLI::App& app, Action& action);  // accuracy vtrain CSV
 
 /// Writes text to stdout as is.
 void print(const std::string& s);

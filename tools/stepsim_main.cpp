@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   tools::add_sweep_command(app, action);
   tools::add_batch_command(app, action);
   tools::add_compare_command(app, action);
+  tools::add_accuracy_command(app, action);
 
   try {
     app.parse(argc, argv);

@@ -159,7 +159,8 @@ Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& mea
   // Per task: the simulated graph's rank-0 durations by name.
   const models::StrategyEntry& strategy = models::find_strategy(scenario.parallelism.strategy);
   const models::LoweredStep step = strategy.lower(scenario);
-  const hardware::StepCostModel cost(scenario.hardware, step.groups, scenario.algorithm, scenario.calibration);
+  const hardware::StepCostModel cost(scenario.hardware, step.groups, scenario.algorithm, scenario.calibration,
+                                     scenario.collective_model);
   const sim::Timeline tl = sim::run(step.graph, cost);
   std::vector<std::pair<std::string, double>> predicted;
   for (sim::TaskId id = 0; id < step.graph.size(); ++id) {

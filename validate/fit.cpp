@@ -3,6 +3,7 @@
 // (style.md §3.3 step 3–4), and its error against the measurements.
 #include "validate/fit.hpp"
 
+#include "hardware/nccl_model.hpp"
 #include "sim/support/error.hpp"
 
 #include <fmt/format.h>
@@ -332,7 +333,7 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
       }
       hardware::CalibrationOverlay self;
       self.tables.push_back(rep.table);
-      std::vector<std::pair<double, double>> e_nom, e_fit, e_cross, e_cross_nom;
+      std::vector<std::pair<double, double>> e_nom, e_fit, e_cross, e_cross_nom, e_nccl;
       for (std::size_t i = 0; i < points.size(); ++i) {
         const auto& p = points[i];
         RowComparison row;
@@ -344,6 +345,12 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
         row.fitted_s = hardware::apply_factors(hardware::collective_cost(hw, *op, p.bytes, group, options.algorithm), *m.segment).time_s();
         row.segment = segment_label(m);
         e_nom.emplace_back(p.bytes, row.nominal_s / p.time_s - 1);
+        if (!hw.nccl.arch.empty()) {
+          const auto nc = hardware::nccl_collective_cost(hw, *op, p.bytes, group, options.algorithm);
+          row.nccl_s = nc.time_s();
+          row.nccl_choice = nc.algorithm + "/" + nc.protocol;
+          e_nccl.emplace_back(p.bytes, *row.nccl_s / p.time_s - 1);
+        }
         e_fit.emplace_back(p.bytes, row.fitted_s / p.time_s - 1);
         if (cross && i % 2 == 1) {
           const auto mc = hardware::find_calibration(*cross, *op, group, p.bytes);
@@ -357,6 +364,7 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
       rep.fitted = summarize_errors(e_fit);
       rep.cross = summarize_errors(e_cross);
       rep.cross_nominal = summarize_errors(e_cross_nom);
+      if (!e_nccl.empty()) rep.nccl = summarize_errors(e_nccl);
 
       // One table per (op, scope, ranks): a later run of the same key replaces nothing; warn.
       const auto dup = std::find_if(result.overlay.tables.begin(), result.overlay.tables.end(), [&](const auto& t) {

@@ -90,6 +90,10 @@ struct RowComparison {
   double fitted_s = 0;                 ///< the overlay fitted on all rows
   std::optional<double> cross_s;       ///< odd rows: predicted by the fit on even rows only
   std::string segment;                 ///< "[lo, hi)" of the fitted segment used
+  /// The NCCL-tuner nominal model (hardware/nccl_model.hpp) on the same row, when the profile
+  /// has an "nccl" object; with the algorithm/protocol it picked ("ring/LL128").
+  std::optional<double> nccl_s;
+  std::string nccl_choice;
 };
 
 /// One fitted table with its rows and error summaries.
@@ -105,6 +109,8 @@ struct TableReport {
   ErrorSummary fitted;       ///< every row, the fit on all rows (in-sample)
   ErrorSummary cross;        ///< odd rows, the fit on even rows (out-of-sample)
   ErrorSummary cross_nominal;  ///< odd rows, nominal model (same rows as `cross`)
+  /// Every row, the NCCL-tuner nominal model (empty when the profile has no "nccl" object).
+  std::optional<ErrorSummary> nccl;
 };
 
 /// The overlay and everything needed to judge it.

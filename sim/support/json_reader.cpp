@@ -314,6 +314,11 @@ nlohmann::json read_json_file(const std::string& path) {
     throw InputError(path, "", "cannot access the file: " + ec.message());
   if (ec || !fs::exists(status)) throw InputError(path, "", "no such file");
   if (fs::is_directory(status)) throw InputError(path, "", "is a directory, expected a JSON file");
+  if (!fs::is_regular_file(status))
+    throw InputError(path, "", "is not a regular file (a device, FIFO or socket), expected a JSON file");
+  constexpr std::uintmax_t kMaxBytes = 64u << 20;  // no scenario, profile or model comes close
+  if (fs::file_size(path, ec) > kMaxBytes)
+    throw InputError(path, "", fmt::format("is larger than {} MiB, expected a JSON description", kMaxBytes >> 20));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file for reading (check permissions)");
   std::ostringstream buf;

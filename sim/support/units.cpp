@@ -110,7 +110,10 @@ double parse_quantity(std::string_view text, Dimension expected) {
   if (unit->dim != expected)
     throw UnitError(fmt::format("expected {}, got {} '{}'", dimension_name(expected),
                                 dimension_name(unit->dim), text));
-  return value * unit->scale;
+  const double scaled = value * unit->scale;
+  if (!std::isfinite(scaled))
+    throw UnitError(fmt::format("'{}' is too large (it overflows a double)", text));
+  return scaled;
 }
 
 }  // namespace stepsim

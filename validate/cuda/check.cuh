@@ -10,28 +10,11 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include <stdexcept>
+#include "errors.hpp"
+
 #include <string>
 
 namespace stepsim::validate {
-
-/// A failed CUDA / NCCL / cuBLAS call (exit status 1).
-class DeviceError : public std::runtime_error {
- public:
-  explicit DeviceError(const std::string& message) : std::runtime_error(message) {}
-};
-
-/// No usable CUDA device (exit status 2, "no CUDA device found: <CUDA error string>").
-class NoDeviceError : public std::runtime_error {
- public:
-  explicit NoDeviceError(const std::string& message) : std::runtime_error(message) {}
-};
-
-/// Bad command-line input (exit status 2).
-class UsageError : public std::runtime_error {
- public:
-  explicit UsageError(const std::string& message) : std::runtime_error(message) {}
-};
 
 /// Rank of the calling thread for error messages (-1: the main thread).
 int& current_rank();

@@ -2,7 +2,7 @@
 // stepsim-validate: argument parsing and the DDP bucket plan (no CUDA here).
 #include "options.hpp"
 
-#include "check.cuh"
+#include "errors.hpp"
 #include "json_writer.hpp"
 
 #include <cerrno>
