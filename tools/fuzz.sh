@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-14}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scenario profile model units)
+[ ${#targets[@]} -gt 0 ] || targets=(scenario profile model units nccl_tests)
 
 bash tools/setup.sh
 fuzz_packages=(clang libclang-rt-14-dev)
@@ -39,9 +39,10 @@ declare -A seeds=(
   [scenario]="configs/examples tests/errors/inputs"
   [profile]="hardware/profiles configs/examples/hardware tests/errors/inputs"
   [model]="models/catalog tests/errors/inputs"
+  [nccl_tests]="tests/fixtures/nccl"
   [units]="tests/fuzz/corpus/units"
 )
-declare -A dicts=([scenario]=json [profile]=json [model]=json [units]=units)
+declare -A dicts=([scenario]=json [profile]=json [model]=json [units]=units [nccl_tests]=nccl_tests)
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"

@@ -208,6 +208,7 @@ std::optional<std::string> read_row(const std::vector<std::string>& toks, const 
     } else if (c == "algbw" || c == "busbw") {
       auto v = parse_double(t, ok);
       if (!ok) return fmt::format("{} '{}' is not a number of GB/s", c, t);
+      if (v && !(*v >= 0)) return fmt::format("{} '{}' must be >= 0 GB/s", c, t);
       if (c == "algbw") (time_group <= 1 ? row.oop_algbw_GBps : row.ip_algbw_GBps) = v;
       else (time_group <= 1 ? row.oop_busbw_GBps : row.ip_busbw_GBps) = v;
     } else if (c == "wrong" || c == "error") {
@@ -477,6 +478,7 @@ NcclTestsLog parse_nccl_tests_csv(std::string_view text, const std::string& sour
       bool ok = true;
       *dst = parse_double(v, ok);
       if (!ok && !why) why = fmt::format("{} '{}' is not a number", name, v);
+      if (ok && *dst && !(**dst >= 0) && !why) why = fmt::format("{} '{}' must be >= 0", name, v);
     }
     if (!why && !row.time_us() && !row.oop_busbw_GBps && !row.ip_busbw_GBps)
       why = "neither a time nor a busbw is given";
