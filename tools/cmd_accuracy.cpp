@@ -4,6 +4,8 @@
 // single-node and multi-node rows (validate/vtrain.hpp, docs/accuracy.md).
 #include "tools/commands.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "validate/vtrain.hpp"
 
 #include <memory>

@@ -2,6 +2,8 @@
 // vTrain's measured pure-DP iteration times → scenarios → predicted vs measured.
 #include "validate/vtrain.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "models/report.hpp"
 #include "sim/support/error.hpp"
 

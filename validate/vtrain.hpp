@@ -8,7 +8,7 @@
 
 #include "models/scenario.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <string>
