@@ -47,7 +47,7 @@ TEST_CASE("models: a transformer block's tensors follow HF registration order", 
   CHECK(tied.layers.front().params[0].name == "model.embed_tokens.weight");
 }
 
-TEST_CASE("buckets: close at ≥ limit, limits walk [first, cap], tensors never split (semantics §A.1)", "[models]") {
+TEST_CASE("buckets: close at ≥ limit, limits walk (first, cap), tensors never split (semantics §A.1)", "[models]") {
   const std::vector<BucketInput> in = {{0.6 * kMiB, 0}, {0.6 * kMiB, 0}, {10 * kMiB, 0}, {20 * kMiB, 0},
                                        {30 * kMiB, 0}, {1 * kMiB, 0}};
   const auto b = assign_buckets(in, {1 * kMiB, 25 * kMiB});

@@ -38,7 +38,7 @@ CalibrationOverlay two_segment_overlay() {
 
 }  // namespace
 
-TEST_CASE("hardware.calibration.lookup is half-open [lo, hi) and tested at lo-1, lo, hi-1, hi") {
+TEST_CASE("hardware.calibration.lookup is half-open (lo inclusive, hi exclusive), tested at lo-1, lo, hi-1, hi") {
   const auto o = two_segment_overlay();
   const GroupShape g{8, 8, 0};
   auto seg = [&](double v) { return find_calibration(o, CollectiveOp::AllReduce, g, v); };
