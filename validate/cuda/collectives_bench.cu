@@ -31,8 +31,6 @@ struct SweepShared {
   HostBarrier* barrier = nullptr;
   std::vector<std::int64_t> sizes;
   std::vector<std::vector<std::vector<Row>>> rows;  ///< [rank][op][size]
-  std::mutex mu;
-  std::exception_ptr error;
 };
 
 std::size_t elt_size(const std::string& dtype) { return dtype == "float" ? 4 : 2; }
@@ -117,31 +115,11 @@ std::string run_collective_sweep(const CollectiveSweepOptions& o, int world) {
     if (sh.sizes.empty() || sh.sizes.back() != rounded) sh.sizes.push_back(rounded);
     if (b > o.max_bytes / o.step_factor) break;
   }
-  sh.comms.assign(static_cast<std::size_t>(world), nullptr);
-  std::vector<int> devs(static_cast<std::size_t>(world));
-  for (int d = 0; d < world; ++d) devs[static_cast<std::size_t>(d)] = d;
-  NCCL_CHECK(ncclCommInitAll(sh.comms.data(), world, devs.data()));
+  sh.comms = init_all_comms(world);
   HostBarrier barrier(world);
   sh.barrier = &barrier;
   sh.rows.resize(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&sh, r] {
-      try {
-        sweep_rank(sh, r);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(sh.mu);
-        if (!sh.error) {
-          sh.error = std::current_exception();
-          sh.barrier->abort();
-          for (ncclComm_t c : sh.comms) ncclCommAbort(c);
-          for (ncclComm_t& c : sh.comms) c = nullptr;
-        }
-      }
-    });
-  for (auto& t : threads) t.join();
-  if (sh.error) std::rethrow_exception(sh.error);
-  for (ncclComm_t c : sh.comms) NCCL_CHECK(ncclCommDestroy(c));
+  run_on_every_gpu(sh.comms, barrier, [&sh](int r) { sweep_rank(sh, r); });
 
   int nccl_version = 0;
   NCCL_CHECK(ncclGetVersion(&nccl_version));

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
+#include <thread>
+#include <exception>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -213,6 +216,38 @@ std::string host_name() {
   char host[HOST_NAME_MAX + 1] = {};
   if (gethostname(host, sizeof host - 1) != 0) return "?";
   return host;
+}
+
+std::vector<ncclComm_t> init_all_comms(int world) {
+  std::vector<ncclComm_t> comms(static_cast<std::size_t>(world), nullptr);
+  std::vector<int> devs(static_cast<std::size_t>(world));
+  for (int d = 0; d < world; ++d) devs[static_cast<std::size_t>(d)] = d;
+  NCCL_CHECK(ncclCommInitAll(comms.data(), world, devs.data()));
+  return comms;
+}
+
+void run_on_every_gpu(std::vector<ncclComm_t>& comms, HostBarrier& barrier,
+                      const std::function<void(int)>& body) {
+  std::mutex mu;
+  std::exception_ptr error;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < static_cast<int>(comms.size()); ++r)
+    threads.emplace_back([&, r] {
+      try {
+        body(r);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) {
+          error = std::current_exception();
+          barrier.abort();
+          for (ncclComm_t c : comms) ncclCommAbort(c);  // unblock ranks waiting in a collective
+          for (ncclComm_t& c : comms) c = nullptr;
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+  for (ncclComm_t c : comms) NCCL_CHECK(ncclCommDestroy(c));
 }
 
 }  // namespace stepsim::validate

@@ -10,6 +10,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -69,6 +70,15 @@ class HostBarrier {
   std::uint64_t generation_ = 0;
   bool aborted_ = false;
 };
+
+/// One NCCL communicator per visible GPU 0..world-1 (ncclCommInitAll, single process).
+std::vector<ncclComm_t> init_all_comms(int world);
+
+/// Runs body(rank) on one host thread per communicator in `comms`. The first exception aborts
+/// `barrier` and every communicator (so no rank waits forever in a collective) and is rethrown
+/// once every thread has joined; on success the communicators are destroyed.
+void run_on_every_gpu(std::vector<ncclComm_t>& comms, HostBarrier& barrier,
+                      const std::function<void(int)>& body);
 
 /// Writes `text` to `path` through a temporary file and a rename (never half-written).
 /// @throws UsageError when the file cannot be written.

@@ -101,8 +101,6 @@ struct Shared {
   std::vector<ncclComm_t> comms;
   HostBarrier* barrier = nullptr;
   std::vector<std::vector<RankIteration>> results;  ///< [rank][iteration]
-  std::mutex error_mu;
-  std::exception_ptr error;
 };
 
 void run_rank(Shared& sh, int rank) {
@@ -306,31 +304,11 @@ std::string run_mlp_step(const MlpStepOptions& o, int world) {
   Shared sh;
   sh.o = &o;
   sh.plan = &plan;
-  sh.comms.assign(static_cast<std::size_t>(world), nullptr);
-  std::vector<int> devs(static_cast<std::size_t>(world));
-  for (int d = 0; d < world; ++d) devs[static_cast<std::size_t>(d)] = d;
-  NCCL_CHECK(ncclCommInitAll(sh.comms.data(), world, devs.data()));
+  sh.comms = init_all_comms(world);
   HostBarrier barrier(world);
   sh.barrier = &barrier;
   sh.results.resize(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&sh, r] {
-      try {
-        run_rank(sh, r);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(sh.error_mu);
-        if (!sh.error) {
-          sh.error = std::current_exception();
-          sh.barrier->abort();
-          for (ncclComm_t c : sh.comms) ncclCommAbort(c);  // unblock ranks waiting in a collective
-          for (ncclComm_t& c : sh.comms) c = nullptr;
-        }
-      }
-    });
-  for (auto& t : threads) t.join();
-  if (sh.error) std::rethrow_exception(sh.error);
-  for (ncclComm_t c : sh.comms) NCCL_CHECK(ncclCommDestroy(c));
+  run_on_every_gpu(sh.comms, barrier, [&sh](int r) { run_rank(sh, r); });
   return measured_json(o, plan, sh, world);
 }
 
