@@ -27,10 +27,12 @@ double bus_factor(const std::string& op, int n) {
 
 std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
 
-// per_rank mode: plays every rank (sim::run_replicated), fills r.per_rank, keeps every rank's
-// records in `all` and returns rank 0's timeline for the per-rank breakdown.
+// per_rank mode: plays every rank, fills r.per_rank and returns rank 0's timeline for the
+// per-rank breakdown. With `keep_all` (traces) every rank's records go to `all`
+// (sim::run_replicated); otherwise only makespans and rank 0 are kept
+// (sim::run_replicated_summary: the same run in a seventh of the memory).
 sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const sim::TaskCostModel& cost,
-                                Report& r, std::optional<sim::Timeline>& all) {
+                                Report& r, bool keep_all, std::optional<sim::Timeline>& all) {
   const sim::TaskGraph& g = step.graph;
   const auto copies = static_cast<std::uint32_t>(s.parallelism.dp);
   const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
@@ -60,8 +62,17 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
                                                               : sim::JitterDistribution::None;
   var.cv = cfg.jitter_cv;
   var.seed = cfg.jitter_seed;
-  all.emplace(sim::run_replicated(g, copies, spans, cost, var));
-  const std::vector<sim::Time> ends = sim::copy_makespans(*all, g.size(), copies);
+  std::vector<sim::Time> ends;
+  std::optional<sim::Timeline> rank0;
+  if (keep_all) {
+    all.emplace(sim::run_replicated(g, copies, spans, cost, var));
+    ends = sim::copy_makespans(*all, g.size(), copies);
+    rank0.emplace(sim::copy_timeline(*all, g.size(), 0));
+  } else {
+    sim::ReplicatedSummary sum = sim::run_replicated_summary(g, copies, spans, cost, var, {0});
+    ends = std::move(sum.makespans);
+    rank0.emplace(std::move(sum.slices.front()));
+  }
   const auto [lo, hi] = std::minmax_element(ends.begin(), ends.end());
   auto& pr = r.per_rank;
   pr.present = true;
@@ -72,7 +83,7 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   pr.slowest_rank = std::find(ends.begin(), ends.end(), *hi) - ends.begin();
   pr.no_variation_step_time_s = var.none() ? pr.step_time_max_s : sim::run(g, cost).makespan().seconds();
   pr.straggler_cost_s = pr.step_time_max_s - pr.no_variation_step_time_s;
-  return sim::copy_timeline(*all, g.size(), 0);
+  return std::move(*rank0);
 }
 
 Report run_impl(const Scenario& s, SimulatedStep* keep) {
@@ -83,7 +94,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   LoweredStep step = strategy.lower(s);
   const hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model);
   std::optional<sim::Timeline> all;  // per_rank: every rank's records
-  sim::Timeline tl = s.rank_mode == "per_rank" ? simulate_per_rank(s, step, cost, r, all) : sim::run(step.graph, cost);
+  sim::Timeline tl = s.rank_mode == "per_rank" ? simulate_per_rank(s, step, cost, r, keep != nullptr, all) : sim::run(step.graph, cost);
   const sim::TaskGraph& g = step.graph;
 
   r.step_time_s = r.per_rank.present ? r.per_rank.step_time_max_s : tl.makespan().seconds();
