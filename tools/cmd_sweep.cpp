@@ -4,6 +4,7 @@
 #include "tools/commands.hpp"
 
 #include "models/sweep.hpp"
+#include "tools/mpi_partition.hpp"
 #include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
 
@@ -18,7 +19,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <exception>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -154,14 +157,14 @@ void write_plot(const models::SweepResult& r, const std::string& path) {
 
 std::string pct(double ratio) { return fmt::format("{:+.1f} %", (ratio - 1) * 100); }
 
-std::string summary_text(const models::SweepResult& r, const models::SweepSummary& s, unsigned threads,
+std::string summary_text(const models::SweepResult& r, const models::SweepSummary& s, const std::string& workers,
                          double wall_s) {
   std::string out;
   std::string shape;
   for (const auto& a : r.axes) shape += fmt::format("{}{} ({} values)", shape.empty() ? "" : " x ", a.path, a.values.size());
   out += fmt::format("sweep of {}: {} points over {}\n", r.source, s.points, shape);
-  out += fmt::format("  {} ran, {} failed (see the error column), {} do not fit in memory; {} threads, {:.2f} s ({:.0f} points/s)\n",
-                     s.points - s.failed, s.failed, s.not_fitting, threads, wall_s, wall_s > 0 ? s.points / wall_s : 0.0);
+  out += fmt::format("  {} ran, {} failed (see the error column), {} do not fit in memory; {}, {:.2f} s ({:.0f} points/s)\n",
+                     s.points - s.failed, s.failed, s.not_fitting, workers, wall_s, wall_s > 0 ? s.points / wall_s : 0.0);
   if (s.best) {
     const std::size_t b = *s.best;
     out += fmt::format("best {} ({} is better): {:.6g} at {}\n", s.metric, s.minimize ? "lower" : "higher",
@@ -211,7 +214,8 @@ std::string summary_text(const models::SweepResult& r, const models::SweepSummar
   return out;
 }
 
-int cmd_sweep(const SweepArgs& a) {
+/// Checks the arguments that do not need the scenario; returns the parsed axes.
+std::vector<models::SweepAxis> checked_axes(const SweepArgs& a) {
   if (a.varies.empty()) throw InputError("--vary", "", "expected at least one --vary PATH=VALUES");
   std::vector<models::SweepAxis> axes;
   for (const auto& v : a.varies) axes.push_back(models::parse_vary(v));
@@ -224,34 +228,42 @@ int cmd_sweep(const SweepArgs& a) {
                                      "package gnuplot-nox) or leave out --plot");
   }
   if (a.threads > 4096) throw InputError("-j", "", fmt::format("expected a thread count in [1, 4096], got {}", a.threads));
+  return axes;
+}
 
+/// Options for this process's share; progress on stderr when `show_progress` and stderr is a
+/// terminal, once the sweep has taken more than a moment.
+models::SweepOptions sweep_options(const SweepArgs& a, Clock::time_point t0, bool show_progress) {
   models::SweepOptions opt;
   opt.sets = a.sets;
   opt.threads = a.threads;
-  const auto t0 = Clock::now();
-  const bool tty = ::isatty(::fileno(stderr)) != 0;
-  auto last = t0;
-  bool shown = false;
-  if (tty) {
-    // Progress only on a terminal, only once the sweep has taken more than a moment.
-    opt.progress = [&](std::size_t done, std::size_t total) {
+  if (show_progress && ::isatty(::fileno(stderr)) != 0) {
+    struct State { Clock::time_point last; bool shown = false; };
+    auto st = std::make_shared<State>(State{t0});
+    opt.progress = [t0, st](std::size_t done, std::size_t total) {
       const auto now = Clock::now();
-      if ((now - t0 < std::chrono::milliseconds(500) || now - last < std::chrono::milliseconds(100)) && done < total)
+      if ((now - t0 < std::chrono::milliseconds(500) || now - st->last < std::chrono::milliseconds(100)) && done < total)
         return;
-      if (!shown && done == total) return;
-      last = now;
-      shown = true;
+      if (!st->shown && done == total) return;
+      st->last = now;
+      st->shown = true;
       std::fprintf(stderr, "\rsweep: %zu/%zu points", done, total);
       if (done == total) std::fprintf(stderr, "\n");
       std::fflush(stderr);
     };
   }
-  const models::SweepResult r = models::run_sweep(a.scenario, axes, opt);
-  const double wall_s = seconds_since(t0);
-  const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(
-      a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency()), r.points.size()));
-  const models::SweepSummary s = models::summarize_sweep(r, a.metric);
+  return opt;
+}
 
+/// Threads one process uses for `points` points.
+unsigned threads_for(const SweepArgs& a, std::size_t points) {
+  return static_cast<unsigned>(std::max<std::size_t>(
+      1, std::min<std::size_t>(a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency()), points)));
+}
+
+/// Summary, CSV, plot: the same bytes whichever processes and threads ran the points.
+void write_outputs(const SweepArgs& a, const models::SweepResult& r, const std::string& workers, double wall_s) {
+  const models::SweepSummary s = models::summarize_sweep(r, a.metric);
   const std::string csv = models::sweep_csv(r);
   std::string files;
   if (!a.out.empty()) {
@@ -262,13 +274,83 @@ int cmd_sweep(const SweepArgs& a) {
     write_plot(r, a.plot);
     files += fmt::format("plot: {}\n", a.plot);
   }
-  const std::string summary = summary_text(r, s, threads, wall_s) + files;
+  const std::string summary = summary_text(r, s, workers, wall_s) + files;
   if (a.out.empty()) {
     print(csv);  // the CSV owns stdout; the summary goes to stderr
     std::fputs(summary.c_str(), stderr);
   } else {
     print(summary);
   }
+}
+
+/// Under mpirun/srun: rank k runs points k, k + size, ... with its threads; rank 0 gathers
+/// the outcomes, merges them in grid order and writes everything; the other ranks print
+/// nothing. A failure on any rank travels to rank 0 as a message in place of the outcomes (so
+/// no rank waits for one that threw), and rank 0's exit status is broadcast to all.
+int cmd_sweep_mpi(const SweepArgs& a, const MpiWorld& world, Clock::time_point t0) {
+  const auto part = models::SweepPart{static_cast<std::size_t>(world.rank()), static_cast<std::size_t>(world.size())};
+  std::string mine;  // 'O' + encoded outcomes | 'I' + input error | 'X' + internal error
+  std::size_t my_points = 0;
+  try {
+    const auto axes = checked_axes(a);
+    models::SweepOptions opt = sweep_options(a, t0, world.rank() == 0);
+    opt.part = part;
+    const auto outcomes = models::run_sweep_points(a.scenario, axes, opt);
+    my_points = outcomes.size();
+    mine = "O" + models::encode_outcomes(outcomes);
+  } catch (const InputError& e) {
+    mine = std::string("I") + e.what();
+  } catch (const std::exception& e) {
+    mine = std::string("X") + e.what();
+  } catch (...) {
+    mine = "Xunknown exception";
+  }
+  std::vector<std::string> all = world.gather(mine);
+
+  int status = 0;
+  std::exception_ptr failure;
+  if (world.rank() == 0) {
+    try {
+      std::vector<models::PointOutcome> outcomes;
+      for (std::size_t r = 0; r < all.size(); ++r) {
+        const std::string b = std::move(all[r]);  // freed after decoding: rank 0 holds every row
+        const std::string text = b.empty() ? std::string() : b.substr(1);
+        // Rank 0's own error reads as in a single-process run; another rank's names it.
+        const std::string where = r == 0 ? "" : fmt::format("rank {} of {}: ", r, all.size());
+        if (!b.empty() && b[0] == 'I') throw InputError("", "", where + text);
+        if (b.empty() || b[0] != 'O') throw InternalError(where + text);
+        for (auto& o : models::decode_outcomes(text)) outcomes.push_back(std::move(o));
+      }
+      const auto axes = checked_axes(a);
+      const models::SweepResult r = models::merge_sweep(a.scenario, axes, std::move(outcomes));
+      const std::string workers = fmt::format("{} MPI ranks x {} threads", world.size(), threads_for(a, my_points));
+      write_outputs(a, r, workers, seconds_since(t0));
+    } catch (const InputError&) {
+      status = 2;
+      failure = std::current_exception();
+    } catch (...) {
+      status = 1;
+      failure = std::current_exception();
+    }
+  }
+  status = world.broadcast(status);
+  if (failure) std::rethrow_exception(failure);
+  return status;
+}
+
+int cmd_sweep(const SweepArgs& a) {
+  std::optional<MpiWorld> world;
+  try {
+    world.emplace(mpi_launch_from_env());
+  } catch (const MpiWorld::Quiet& q) {
+    return q.status;  // rank 0 prints the message
+  }
+  const auto t0 = Clock::now();  // after MPI_Init: the summary's points/s is the sweep's
+  if (world->joined()) return cmd_sweep_mpi(a, *world, t0);
+
+  const auto axes = checked_axes(a);
+  const models::SweepResult r = models::run_sweep(a.scenario, axes, sweep_options(a, t0, true));
+  write_outputs(a, r, fmt::format("{} threads", threads_for(a, r.points.size())), seconds_since(t0));
   return 0;
 }
 
