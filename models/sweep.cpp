@@ -16,6 +16,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string_view>
@@ -510,10 +511,42 @@ SweepSummary summarize_sweep(const SweepResult& r, const std::string& metric, do
         return BucketCurve::End{pts[k].first, t(k), r.number(i, "comm_time_s").value_or(0),
                                 r.number(i, "exposed_comm_s").value_or(0), r.number(i, "buckets.count").value_or(0)};
       };
-      double min_comm = end(0).comm_time_s;
-      for (std::size_t k = 1; k < pts.size(); ++k) min_comm = std::min(min_comm, end(k).comm_time_s);
-      s.bucket_curves.push_back({series, pts[best].first, t(best), pts[lo].first, pts[hi].first,
-                                 end(0), end(pts.size() - 1), min_comm});
+      double min_comm = end(0).comm_time_s, min_exposed = end(0).exposed_comm_s;
+      for (std::size_t k = 1; k < pts.size(); ++k) {
+        min_comm = std::min(min_comm, end(k).comm_time_s);
+        min_exposed = std::min(min_exposed, end(k).exposed_comm_s);
+      }
+      auto regime = [&](std::size_t first, std::size_t last) {
+        BucketCurve::Regime g;
+        g.lo_mb = pts[first].first;
+        g.hi_mb = pts[last].first;
+        g.buckets_lo = end(first).bucket_count;
+        g.buckets_hi = end(last).bucket_count;
+        g.comm_min_s = g.exposed_min_s = g.step_min_s = std::numeric_limits<double>::infinity();
+        for (std::size_t k = first; k <= last; ++k) {
+          const auto e = end(k);
+          g.comm_min_s = std::min(g.comm_min_s, e.comm_time_s);
+          g.comm_max_s = std::max(g.comm_max_s, e.comm_time_s);
+          g.exposed_min_s = std::min(g.exposed_min_s, e.exposed_comm_s);
+          g.exposed_max_s = std::max(g.exposed_max_s, e.exposed_comm_s);
+          g.step_min_s = std::min(g.step_min_s, e.step_time_s);
+          g.step_max_s = std::max(g.step_max_s, e.step_time_s);
+        }
+        return g;
+      };
+      BucketCurve c{series, pts[best].first, t(best), pts[lo].first, pts[hi].first,
+                    end(0), end(pts.size() - 1), end(best), min_comm, min_exposed, std::nullopt, regime(lo, hi), std::nullopt};
+      std::size_t n_lat = 0;  // points from the smallest with comm ≥ factor × least
+      // No communication at all (dp 1): neither regime.
+      while (min_comm > 0 && n_lat < pts.size() && end(n_lat).comm_time_s >= BucketCurve::kLatencyCommFactor * min_comm)
+        ++n_lat;
+      if (n_lat > 0) c.latency_bound = regime(0, n_lat - 1);
+      std::size_t first_exposed = pts.size();  // points up to the largest with exposed ≥ share × comm
+      while (first_exposed > 0 && end(first_exposed - 1).comm_time_s > 0 &&
+             end(first_exposed - 1).exposed_comm_s >= BucketCurve::kExposedShare * end(first_exposed - 1).comm_time_s)
+        --first_exposed;
+      if (first_exposed < pts.size()) c.last_bucket_exposed = regime(first_exposed, pts.size() - 1);
+      s.bucket_curves.push_back(std::move(c));
     }
   }
 

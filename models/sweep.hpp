@@ -151,7 +151,31 @@ struct BucketCurve {
   struct End {
     double bucket_cap_mb = 0, step_time_s = 0, comm_time_s = 0, exposed_comm_s = 0, bucket_count = 0;
   } smallest, largest;
+  End at_best;                    ///< the best point's values
   double min_comm_time_s = 0;     ///< the least communication time along the curve
+  double min_exposed_comm_s = 0;  ///< the least exposed communication along the curve
+
+  /// A contiguous stretch of the curve and what its points show (inclusive ranges).
+  struct Regime {
+    double lo_mb = 0, hi_mb = 0;             ///< bucket_cap_mb of its first and last point
+    double buckets_lo = 0, buckets_hi = 0;   ///< bucket counts at lo_mb and hi_mb
+    double comm_min_s = 0, comm_max_s = 0;   ///< communication busy time over the stretch
+    double exposed_min_s = 0, exposed_max_s = 0;
+    double step_min_s = 0, step_max_s = 0;
+  };
+  /// seed 000 §4's three regimes, each judged by the metric that shows it (they may overlap:
+  /// backward can hide the latency of tiny buckets, so their step time is in the sweet spot):
+  /// latency-bound: from the smallest bucket, the points whose communication time is at least
+  /// kLatencyCommFactor × the curve's least (the α of many small AllReduces); nullopt if none.
+  std::optional<Regime> latency_bound;
+  /// the sweet spot: sweet_lo_mb..sweet_hi_mb (step time within 2 % of the best).
+  Regime sweet_spot;
+  /// last bucket exposed: up to the largest bucket, the points whose exposed communication is
+  /// at least kExposedShare of their communication time (the last bucket cannot start before
+  /// backward ends); nullopt if none.
+  std::optional<Regime> last_bucket_exposed;
+  static constexpr double kLatencyCommFactor = 1.5;
+  static constexpr double kExposedShare = 0.5;
 };
 
 /// DP scaling along one curve (the other axes fixed): per-GPU throughput relative to the

@@ -202,6 +202,40 @@ TEST_CASE("sweep: bucket summary shows the seed's three regimes near the thresho
   CHECK(c.best_bucket_cap_mb <= c.sweet_hi_mb);
   REQUIRE(s.best);
   CHECK(r.points[*s.best].values[0] == fmt::format("{:g}", c.best_bucket_cap_mb));
+  // The named regimes start at the curve's ends and are judged by their own metric.
+  REQUIRE(c.latency_bound);
+  CHECK(c.latency_bound->lo_mb == Approx(0.01));
+  CHECK(c.latency_bound->comm_min_s >= BucketCurve::kLatencyCommFactor * c.min_comm_time_s);
+  REQUIRE(c.last_bucket_exposed);
+  CHECK(c.last_bucket_exposed->hi_mb == Approx(10000));
+  CHECK(c.last_bucket_exposed->exposed_min_s >= BucketCurve::kExposedShare * c.last_bucket_exposed->comm_min_s);
+  CHECK(c.sweet_spot.lo_mb == c.sweet_lo_mb);
+  CHECK(c.sweet_spot.step_max_s <= 1.02 * c.best_step_time_s);
+  CHECK(c.at_best.step_time_s == c.best_step_time_s);
+}
+
+TEST_CASE("sweep: issue 4 Done-when bucket sweep at seq_len 2048 names all three regimes", "[sweep]") {
+  // The issue's command: 0.01..10000 MiB x40 at seq_len 2048. Latency of one AllReduce per
+  // gradient tensor shows in comm time (+78 %) and exposed comm (+18 %); backward hides it in
+  // step time (< 2 %), so the sweet spot in step time reaches the smallest bucket.
+  SweepOptions opt;
+  opt.threads = 2;
+  const SweepResult r = run_sweep(kDefault, {parse_vary("parallelism.bucket_cap_mb=0.01:10000:x40"), parse_vary("batch.seq_len=2048")}, opt);
+  const SweepSummary s = summarize_sweep(r);
+  REQUIRE(s.bucket_curves.size() == 1);
+  const BucketCurve& c = s.bucket_curves[0];
+  REQUIRE(c.latency_bound);
+  CHECK(c.latency_bound->lo_mb == Approx(0.01));
+  CHECK(c.latency_bound->hi_mb < 20);
+  CHECK(c.latency_bound->comm_max_s / c.min_comm_time_s == Approx(1.78).margin(0.05));
+  CHECK(c.latency_bound->exposed_max_s / c.min_exposed_comm_s == Approx(1.18).margin(0.05));
+  CHECK(c.latency_bound->step_max_s / c.best_step_time_s < 1.02);
+  CHECK(c.sweet_spot.hi_mb > 100);
+  CHECK(c.sweet_spot.hi_mb < 1000);
+  REQUIRE(c.last_bucket_exposed);
+  CHECK(c.last_bucket_exposed->lo_mb > 1000);
+  CHECK(c.last_bucket_exposed->step_min_s / c.best_step_time_s > 1.10);
+  CHECK(c.last_bucket_exposed->buckets_hi <= 2);
 }
 
 TEST_CASE("sweep: DP summary, efficiency relative to the smallest dp", "[sweep]") {
