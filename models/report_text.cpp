@@ -55,7 +55,8 @@ std::string report_text(const Report& r) {
                    r.bucket_count, s.parallelism.first_bucket_mb, s.parallelism.bucket_cap_mb,
                    size(r.bucket_bytes_max), size(r.gradient_bytes)));
   line("");
-  line(fmt::format("step time        {}", ms(r.step_time_s)));
+  line(fmt::format("step time        {}{}", ms(r.step_time_s),
+                   r.per_rank.present ? "   (the slowest rank; the breakdown below is rank 0's)" : ""));
   line(fmt::format("  forward        {}", ms(r.forward_time_s)));
   line(fmt::format("  backward       {}", ms(r.backward_time_s)));
   line(fmt::format("  optimizer      {}", ms(r.optimizer_time_s)));
