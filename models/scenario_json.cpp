@@ -289,14 +289,15 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
 
   // Default nominal model: the profile's (hardware::default_collective_model); an overlay is
   // fitted over alpha-beta, so with one the default is alpha-beta.
-  s.collective_model = s.calibration ? hardware::CollectiveModel::AlphaBeta
-                                     : hardware::default_collective_model(s.hardware);
+  const bool collective_overlay = s.calibration && !s.calibration->tables.empty();  // a GEMM-only one is neutral
+  s.collective_model = collective_overlay ? hardware::CollectiveModel::AlphaBeta
+                                          : hardware::default_collective_model(s.hardware);
   s.cost_model = hardware::collective_model_name(s.collective_model);
   if (const auto coll = root.optional_object("collectives")) {
     s.cost_model = coll->choice_or("cost_model", s.cost_model, {"alpha-beta", "nccl"});
     s.collective_model = hardware::parse_collective_model(s.cost_model, source, coll->path("cost_model"));
     if (s.collective_model == hardware::CollectiveModel::Nccl) {
-      if (s.calibration)
+      if (collective_overlay)
         coll->fail("cost_model", fmt::format("\"nccl\" cannot be combined with calibration '{}': overlays are "
                                              "fitted over the alpha-beta model (expected \"alpha-beta\")",
                                              s.calibration_ref));

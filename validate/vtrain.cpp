@@ -2,6 +2,8 @@
 // vTrain's measured pure-DP iteration times → scenarios → predicted vs measured.
 #include "validate/vtrain.hpp"
 
+#include "validate/stats.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "models/report.hpp"
@@ -182,13 +184,6 @@ VtrainRow parse_row(const RowReader& r, std::size_t line_no) {
   else r.fail("activation_checkpointing_vtrain_cfg", fmt::format("bad value '{}'; expected true, false or blank (true)", ck));
   row.measured_s = r.positive("iteration_time_ms") / 1e3;
   return row;
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::string strategy_of(const VtrainRow& row) {

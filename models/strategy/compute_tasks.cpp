@@ -44,6 +44,7 @@ sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& 
     t.fixed_s = *l.fwd_s;
   } else {
     t.op = static_cast<std::uint32_t>(hardware::OpCode::Layer);
+    if (!l.gemms.empty()) t.work = static_cast<std::uint32_t>(2 * layer);
     t.flops = forward_flops(s, l);
     t.bytes = static_cast<double>(s.tokens_per_micro_batch()) * l.fwd_streaming_bytes_per_token;
   }
@@ -79,6 +80,7 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
     t.layer = static_cast<std::int32_t>(layer);
     t.phase = static_cast<std::uint32_t>(Phase::Backward);
     t.op = static_cast<std::uint32_t>(l.bwd_s ? hardware::OpCode::Fixed : hardware::OpCode::Layer);
+    if (!l.bwd_s && !l.gemms.empty()) t.work = static_cast<std::uint32_t>(2 * layer + 1);
     return t;
   };
   std::vector<BackwardSegment> out;
@@ -96,6 +98,7 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
     const double share = static_cast<double>(p.numel) / numel_total;
     BackwardSegment seg{base(prefix + "bwd." + l.name + "." + short_name(l.name, p.name)), idx, true, p.trainable};
     seg.task.flops = share * (bwd_gemm + bwd_attn);
+    seg.task.work_share = share;
     const double grad_bytes = p.trainable ? static_cast<double>(p.numel) * dtype_bytes(p.dtype) : 0.0;
     seg.task.bytes = share * bwd_stream + grad_copy_bytes_per_grad_byte * grad_bytes;
     seg.task.fixed_s = share * fixed_bwd;
@@ -164,6 +167,45 @@ bool optimizer_step(const Scenario& s, double shard_ranks, sim::Task& out) {
   if (s.optimizer != "adam" || trainable <= 0) return false;
   out = optimizer_task(trainable / shard_ranks, grad_bytes / trainable, param_bytes / all);
   return true;
+}
+
+hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backward) {
+  const LayerSpec& l = s.model.layers[layer];
+  const double tokens = static_cast<double>(s.tokens_per_micro_batch());
+  const double seq = static_cast<double>(s.batch.seq_len);
+  const double seqs = static_cast<double>(s.batch.micro_batch_size);
+  hardware::GemmList fwd, bwd;
+  for (const LayerGemm& g : l.gemms) {
+    if (g.kind == LayerGemm::Kind::Linear) {
+      fwd.push_back({{tokens, g.n, g.k, 1}, 1});
+      bwd.push_back({{tokens, g.k, g.n, 1}, 1});  // dgrad: dX = dY·Wᵀ
+      const bool trainable = g.param < 0 || l.params.at(static_cast<std::size_t>(g.param)).trainable;
+      if (trainable) bwd.push_back({{g.n, g.k, tokens, 1}, 1});  // wgrad: dW = dYᵀ·X
+      continue;
+    }
+    const double batch = seqs * g.heads;
+    if (g.kind == LayerGemm::Kind::AttentionScores) {
+      fwd.push_back({{seq, seq, g.head_dim, batch}, 1});
+      bwd.push_back({{seq, g.head_dim, seq, batch}, 2});  // dQ = dS·K, dK = dSᵀ·Q
+    } else {
+      fwd.push_back({{seq, g.head_dim, seq, batch}, 1});
+      bwd.push_back({{seq, seq, g.head_dim, batch}, 1});  // dP = dO·Vᵀ
+      bwd.push_back({{seq, g.head_dim, seq, batch}, 1});  // dV = Pᵀ·dO
+    }
+  }
+  if (!backward) return fwd;
+  if (s.activations.full_recompute) bwd.insert(bwd.begin(), fwd.begin(), fwd.end());
+  return bwd;
+}
+
+std::vector<hardware::GemmList> gemm_work_table(const Scenario& s) {
+  std::vector<hardware::GemmList> out;
+  out.reserve(2 * s.model.layers.size());
+  for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
+    out.push_back(layer_gemms(s, l, false));
+    out.push_back(layer_gemms(s, l, true));
+  }
+  return out;
 }
 
 double model_flops_per_gpu_step(const Scenario& s) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "hardware/collective_model.hpp"
+#include "hardware/gemm_model.hpp"
 #include "models/model_spec.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/task.hpp"
@@ -80,6 +81,20 @@ sim::Task wait_task(std::string name, Phase phase);
 /// Gradient-ready order of the trainable tensors of the model: layers in reverse, tensors in
 /// each layer's ready order. Pairs (layer, param index).
 std::vector<std::pair<std::size_t, std::size_t>> trainable_ready_order(const ModelSpec& m);
+
+/// GEMMs of one micro-batch of layer `layer` with their shapes (hardware/gemm_model.hpp), from
+/// LayerSpec::gemms at tokens = micro_batch_size · seq_len:
+///  * forward: Linear (tokens, n, k); attention Scores (s, s, d) and Values (s, d, s), each
+///    batched over micro_batch_size · heads;
+///  * backward: per Linear dgrad (tokens, k, n) and, unless its weight is frozen, wgrad
+///    (n, k, tokens); per attention GEMM its two input gradients (Scores: dQ, dK = (s, d, s);
+///    Values: dP = (s, s, d), dV = (s, d, s)); plus the forward list again under full recompute.
+/// Empty when the layer has no shapes (priced by FLOPs).
+hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backward);
+
+/// The work table StepCostModel::set_gemm_work() takes: entry 2·l is layer l's forward, 2·l+1
+/// its backward (layer_gemms); forward_task() and backward_segments() point their tasks at them.
+std::vector<hardware::GemmList> gemm_work_table(const Scenario& s);
 
 /// Model FLOPs per GPU per optimizer step (the 6·Ψ·tokens convention plus attention, for MFU):
 /// 3 × forward FLOPs of every layer.
