@@ -31,12 +31,28 @@ double gemm_efficiency(const HardwareProfile& hw, const GemmCurve& curve, const 
   return gemm_flops(g) / (hw.peak_flops_per_s * gemm_time_s(hw, curve, g));
 }
 
+namespace {
+
+double one_gemm_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g) {
+  return curve.present() ? gemm_time_s(hw, curve, g) : gemm_flops(g) / (hw.peak_flops_per_s * hw.gemm_efficiency);
+}
+
+}  // namespace
+
 double gemm_list_time_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmList& list) {
   double t = 0;
-  for (const auto& w : list)
-    t += w.count * (curve.present() ? gemm_time_s(hw, curve, w.shape)
-                                    : gemm_flops(w.shape) / (hw.peak_flops_per_s * hw.gemm_efficiency));
+  for (const auto& w : list) t += w.count * one_gemm_s(hw, curve, w.shape);
   return t;
+}
+
+double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
+                          double flops, double bytes, double host_op_s) {
+  double gemm = 0;
+  for (const auto& w : work.gemms) gemm += w.count * std::max(one_gemm_s(hw, curve, w.shape), host_op_s);
+  if (work.gemms.empty() && flops > 0)
+    gemm = std::max(flops / share / (hw.peak_flops_per_s * hw.gemm_efficiency), host_op_s);
+  const double stream = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
+  return share * gemm + std::max(stream, share * work.streaming_kernels * host_op_s) + share * work.host_only_ops * host_op_s;
 }
 
 double gemm_list_flops(const GemmList& list) {

@@ -40,6 +40,25 @@ struct GemmWork {
 /// a list with sim::Task::work and take sim::Task::work_share of it.
 using GemmList = std::vector<GemmWork>;
 
+/// The kernels of one task's work beyond its byte count: its GEMMs, and how many streaming
+/// (elementwise / norm / softmax) kernels and host-only ops (views, reshapes) it launches; the
+/// counts matter only with a per-op host cost (kernel_work_time_s).
+struct KernelWork {
+  GemmList gemms;
+  double streaming_kernels = 0;
+  double host_only_ops = 0;
+};
+
+/// Time of a task doing `share` of `work` plus `bytes` of streaming traffic, when each op costs
+/// the CPU `host_op_s` to launch and the GPU cannot run ahead of it [s]:
+///   share · Σ_GEMM count · max(t_gemm, h) + max(bytes / (hbm_bw · hbm_efficiency),
+///   share · streaming_kernels · h) + share · host_only_ops · h
+/// (the streaming bytes are spread evenly over the streaming kernels). t_gemm from `curve`, or
+/// the flat roofline without one; with no GEMM shapes, `flops` at the flat efficiency (one op).
+/// With h = 0 this is the sum of GEMM times and the streaming time.
+double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
+                          double flops, double bytes, double host_op_s);
+
 /// FLOPs of a shape: 2·m·n·k·batch.
 double gemm_flops(const GemmShape& g);
 

@@ -54,9 +54,10 @@ double StepCostModel::seconds(const sim::Task& task) const {
     case OpCode::Fixed: return task.fixed_s;
     case OpCode::Layer: {
       const GemmCurve& curve = gemm_curve();
-      if (!curve.present() || task.work == sim::kNoWork) return sequence_time_s(hw_, task.flops, task.bytes);
-      STEPSIM_ASSERT(task.work < gemm_work_.size(), "task '{}' names unknown work {}", task.name, task.work);
-      return task.work_share * gemm_list_time_s(hw_, curve, gemm_work_[task.work]) + streaming_time_s(hw_, task.bytes);
+      if ((!curve.present() && host_op_s_ == 0) || task.work == sim::kNoWork)
+        return sequence_time_s(hw_, task.flops, task.bytes);
+      STEPSIM_ASSERT(task.work < work_.size(), "task '{}' names unknown work {}", task.name, task.work);
+      return kernel_work_time_s(hw_, curve, work_[task.work], task.work_share, task.flops, task.bytes, host_op_s_);
     }
     default: break;
   }

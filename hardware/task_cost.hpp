@@ -46,11 +46,15 @@ class StepCostModel final : public sim::TaskCostModel {
   StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups, CollectiveAlgorithm algorithm,
                 std::shared_ptr<const CalibrationOverlay> calibration = nullptr,
                 CollectiveModel model = CollectiveModel::AlphaBeta);
-  /// GEMM shapes of the Layer tasks: task.work indexes `work`. When a GEMM curve is in effect
-  /// (effective_gemm_curve(): the overlay's, else the profile's), such a task takes
-  /// work_share · gemm_list_time_s(list) + bytes / (hbm_bw · hbm_efficiency); without a curve,
-  /// or without shapes, the flat flops / (peak · gemm_efficiency) + the same streaming term.
-  void set_gemm_work(std::vector<GemmList> work) { gemm_work_ = std::move(work); }
+  /// Kernels of the Layer tasks: task.work indexes `work`. With a GEMM curve in effect
+  /// (effective_gemm_curve(): the overlay's, else the profile's) or a host cost per op > 0, such
+  /// a task takes kernel_work_time_s(work[task.work], task.work_share, task.flops, task.bytes,
+  /// host_op_s); otherwise (or without work) flops / (peak · gemm_efficiency) + bytes / (hbm_bw ·
+  /// hbm_efficiency), exactly as before shapes existed.
+  void set_kernel_work(std::vector<KernelWork> work, double host_op_s) {
+    work_ = std::move(work);
+    host_op_s_ = host_op_s;
+  }
   /// The GEMM curve in use (absent: flat gemm_efficiency).
   const GemmCurve& gemm_curve() const { return effective_gemm_curve(hw_, calibration_.get()); }
   /// @throws InputError naming the task when its duration is outside sim::Time's range.
@@ -71,7 +75,8 @@ class StepCostModel final : public sim::TaskCostModel {
   CollectiveAlgorithm algorithm_;
   std::shared_ptr<const CalibrationOverlay> calibration_;
   CollectiveModel model_ = CollectiveModel::AlphaBeta;
-  std::vector<GemmList> gemm_work_;
+  std::vector<KernelWork> work_;
+  double host_op_s_ = 0;
 };
 
 }  // namespace stepsim::hardware

@@ -73,6 +73,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   if (s.max_positions > 0) embed.params.push_back(tensor("model.embed_positions.weight", s.max_positions * s.hidden));
   embed.fwd_streaming_bytes_per_token = 2 * act * h;  // gather a row, write it
   embed.root = true;
+  embed.fwd_streaming_kernels = s.max_positions > 0 ? 3 : 1;  // gather, [position gather + add]
   m.layers.push_back(embed);
 
   for (std::int64_t i = 0; i < s.layers; ++i) {
@@ -125,6 +126,10 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     b.attention_heads = s.heads;
     // Norms (read+write twice), residual adds (3 h each, twice), rotary on q/k, MLP activation.
     b.fwd_streaming_bytes_per_token = act * (4 * h + 6 * h + 2 * (h + kv) + (s.gated_mlp ? 3 : 2) * f);
+    // Two norms, two residual (bias-dropout-) adds, the activation (SiLU and the gate product
+    // when gated), rotary on q and k; views: the q/k/v splits and head reshapes in and out.
+    b.fwd_streaming_kernels = 2 + 2 + (s.gated_mlp ? 2 : 1) + (s.max_positions > 0 ? 0 : 2);
+    b.fwd_host_only_ops = 8;
     m.layers.push_back(b);
   }
 
@@ -136,6 +141,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   final_norm.activation_bytes_per_token = act * h;
   final_norm.input_bytes_per_token = act * h;
   final_norm.root = true;
+  final_norm.fwd_streaming_kernels = 1;
   m.layers.push_back(final_norm);
 
   LayerSpec head;
@@ -150,6 +156,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   head.fwd_streaming_bytes_per_token = 2 * 4.0 * static_cast<double>(s.vocab);  // softmax / loss
   head.input_bytes_per_token = head.activation_bytes_per_token;  // logits are needed for the loss anyway
   head.root = true;
+  head.fwd_streaming_kernels = 2;  // log-softmax and the loss
   m.layers.push_back(head);
   return m;
 }
@@ -171,6 +178,7 @@ ModelSpec make_mlp(const std::string& name, std::int64_t layers, std::int64_t hi
     l.activation_bytes_per_token = act * static_cast<double>(hidden + 2 * ffn);
     l.input_bytes_per_token = act * static_cast<double>(hidden);
     l.fwd_streaming_bytes_per_token = 2 * act * static_cast<double>(ffn);  // activation function
+    l.fwd_streaming_kernels = 1;
     m.layers.push_back(l);
   }
   return m;

@@ -54,6 +54,11 @@ struct LayerSpec {
   /// The forward GEMMs with their shapes (empty for layers described by FLOPs only); their
   /// FLOPs add up to fwd_gemm_flops_per_token (+ the attention FLOPs × seq_len).
   std::vector<LayerGemm> gemms;
+  /// Forward launches besides the GEMMs, for the per-op host cost (Scenario::framework): the
+  /// streaming kernels (norms, bias/activation, residual adds, rotary; eager attention's own
+  /// are added by the strategy) and the host-only ops (views, splits, transposes).
+  double fwd_streaming_kernels = 0;
+  double fwd_host_only_ops = 0;
   bool root = false;  ///< owned by FSDP's root unit (embeddings, final norm, LM head), not a block
   std::optional<double> fwd_s;  ///< measured forward time of one micro-batch (replaces FLOPs)
   std::optional<double> bwd_s;  ///< measured backward time of one micro-batch

@@ -202,7 +202,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
 
 hardware::StepCostModel step_cost_model(const Scenario& s, const LoweredStep& step) {
   hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model);
-  cost.set_gemm_work(gemm_work_table(s));
+  cost.set_kernel_work(kernel_work_table(s), s.framework.host_op_s);
   return cost;
 }
 

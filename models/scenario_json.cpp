@@ -267,6 +267,12 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     s.activations.full_recompute = act->choice_or("recompute", "none", {"none", "full"}) == "full";
     act->finish();
   }
+  if (const auto fw = root.optional_object("framework")) {
+    s.framework.host_op_s = fw->number_or("host_op_s", 0.0, Check::NonNegative, Dimension::Seconds);
+    if (s.framework.host_op_s > 0.01)
+      fw->fail("host_op_s", fmt::format("expected a per-op CPU time below 10 ms (e.g. \"20us\"), got {:g} s", s.framework.host_op_s));
+    fw->finish();
+  }
   s.optimizer = root.choice_or("optimizer", "adam", {"adam", "none"});
 
   // Token counts stay exact (and far from int64 overflow) below 1e15 per step.
@@ -399,6 +405,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   resolved["batch"] = {{"micro_batch_size", s.batch.micro_batch_size},
                        {"seq_len", s.batch.seq_len},
                        {"grad_accum", s.batch.grad_accum}};
+  if (s.framework.host_op_s > 0) resolved["framework"] = {{"host_op_s", s.framework.host_op_s}};
   resolved["optimizer"] = s.optimizer;
   resolved["collectives"] = {{"cost_model", s.cost_model},
                              {"algorithm", s.algorithm == hardware::CollectiveAlgorithm::Ring ? "ring"

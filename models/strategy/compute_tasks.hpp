@@ -34,8 +34,10 @@ double layer_activation_bytes(const Scenario& s, const LayerSpec& l);
 
 /// Forward of layer `layer` for one micro-batch, on the compute stream; allocates the layer's
 /// activations (kActivationCounter) when it starts. A fused sequence of
-/// GEMMs (FLOPs at the profile's GEMM efficiency) and streaming kernels (bytes at HBM
-/// bandwidth), or the layer's measured fwd_s.
+/// GEMMs (FLOPs at the profile's GEMM efficiency, or their shapes under a GEMM curve) and
+/// streaming kernels (bytes at HBM bandwidth), or the layer's measured fwd_s. With eager
+/// attention the bytes include 9 per attention score (softmax read/write, dropout read/write
+/// and mask) and backward 11 (+ 9 recomputed): micro_batch · heads · seq² scores.
 /// @param prefix  prepended to the name ("mb1." for the second micro-batch, "" when one)
 sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& prefix);
 
@@ -92,9 +94,12 @@ std::vector<std::pair<std::size_t, std::size_t>> trainable_ready_order(const Mod
 /// Empty when the layer has no shapes (priced by FLOPs).
 hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backward);
 
-/// The work table StepCostModel::set_gemm_work() takes: entry 2·l is layer l's forward, 2·l+1
-/// its backward (layer_gemms); forward_task() and backward_segments() point their tasks at them.
-std::vector<hardware::GemmList> gemm_work_table(const Scenario& s);
+/// The work table StepCostModel::set_kernel_work() takes: entry 2·l is layer l's forward, 2·l+1
+/// its backward (layer_gemms, and the launch counts: forward = LayerSpec::fwd_streaming_kernels
+/// (+ 3 for eager attention: softmax, dropout, context copy) and fwd_host_only_ops; backward =
+/// (2 + recompute) × the forward's streaming kernels and (1 + recompute) × its host-only ops);
+/// forward_task() and backward_segments() point their tasks at them.
+std::vector<hardware::KernelWork> kernel_work_table(const Scenario& s);
 
 /// Model FLOPs per GPU per optimizer step (the 6·Ψ·tokens convention plus attention, for MFU):
 /// 3 × forward FLOPs of every layer.

@@ -8,9 +8,12 @@
 #include "hardware/hardware_profile_json.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
+#include "models/strategy/compute_tasks.hpp"
 #include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
 #include "validate/gemm_fit.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 
@@ -164,4 +167,60 @@ TEST_CASE("hardware.calibration gemm section round-trips and prices run's GEMMs 
   CHECK(fitted.forward_time_s < nominal.forward_time_s);  // the curve reaches ~0.78 of peak here, above the flat 0.7
   // Collectives are untouched by a GEMM-only overlay.
   CHECK(fitted.comm_time_s == Approx(nominal.comm_time_s).epsilon(1e-12));
+}
+
+TEST_CASE("hardware.kernel_work: per-op host cost, by hand") {
+  const HardwareProfile hw = load_profile("h200");  // no curve: flat 0.7 of 989 TFLOP/s
+  KernelWork w;
+  w.gemms = {{{1024, 1024, 1024, 1}, 2}};  // 2 x 2.147 GFLOP = 3.10 us each at 692 TFLOP/s
+  w.streaming_kernels = 4;
+  w.host_only_ops = 3;
+  const double g = 2.0 * 1024 * 1024 * 1024 / (989e12 * 0.7);
+  const double bytes = 8e6, stream = bytes / (4.8e12 * 0.85);  // 1.96 us over 4 kernels
+  // h = 0: GEMMs + streaming, the old sequence time.
+  CHECK(kernel_work_time_s(hw, hw.gemm_curve, w, 1.0, 0, bytes, 0) == Approx(2 * g + stream).epsilon(1e-12));
+  // h = 20 us: every kernel waits for its launch; views cost the CPU too.
+  CHECK(kernel_work_time_s(hw, hw.gemm_curve, w, 1.0, 0, bytes, 20e-6) == Approx(2 * 20e-6 + 4 * 20e-6 + 3 * 20e-6).epsilon(1e-12));
+  // A half share (one of two backward segments) does half the launches; bytes are the task's own.
+  CHECK(kernel_work_time_s(hw, hw.gemm_curve, w, 0.5, 0, bytes / 2, 20e-6) == Approx(0.5 * 9 * 20e-6).epsilon(1e-12));
+}
+
+TEST_CASE("hardware.profiles: the A100 GEMM curve (MAMF 267.9 of 312 TFLOP/s, 256x128 tiles, 108 SMs)") {
+  const HardwareProfile a100 = load_profile("a100-sxm");
+  REQUIRE(a100.gemm_curve.present());
+  CHECK(a100.gemm_curve.max_efficiency == Approx(0.86));
+  CHECK(a100.gemm_curve.overhead_s == Approx(4e-6));
+  CHECK(a100.gemm_curve.sms == 108);
+  CHECK(a100.sm_count == 108);
+  // A large square GEMM: 8192^3 = 32 x 64 tiles = 2048 / 108 = 18.96 waves, w = 0.948.
+  const GemmShape big{8192, 8192, 8192, 1};
+  CHECK(gemm_efficiency(a100, a100.gemm_curve, big) == Approx(0.86 * 2048.0 / (19 * 108)).epsilon(0.005));
+  // Hidden 1024 with 1024 tokens (vTrain's smallest): 4 x 8 = 32 tiles on 108 SMs, ~ 0.21 of peak.
+  const GemmShape small{1024, 1024, 1024, 1};
+  CHECK(gemm_efficiency(a100, a100.gemm_curve, small) < 0.25);
+}
+
+TEST_CASE("models.eager_attention: the a*s^2 score traffic of unfused attention") {
+  // GPT block, hidden 1024, 16 heads, seq 1024, micro-batch 2: 2 x 16 x 1024^2 = 33.5 M scores.
+  nlohmann::json j = {{"model", {{"name", "gpt"}, {"kind", "transformer"}, {"hidden", 1024}, {"layers", 2}, {"heads", 16},
+                                 {"ffn", 4096}, {"vocab", 50304}, {"gated_mlp", false}, {"max_positions", 1024}}},
+                      {"hardware", "a100-sxm"},
+                      {"parallelism", {{"strategy", "ddp"}, {"dp", 1}}},
+                      {"batch", {{"micro_batch_size", 2}, {"seq_len", 1024}, {"grad_accum", 1}}},
+                      {"activations", {{"attention", "flash"}, {"recompute", "full"}}}};
+  const models::Scenario flash = models::parse_scenario(j, "flash");
+  j["activations"]["attention"] = "eager";
+  const models::Scenario eager = models::parse_scenario(j, "eager");
+  const double scores = 2.0 * 16 * 1024 * 1024;
+  const double fwd = models::forward_task(eager, 1, "").bytes - models::forward_task(flash, 1, "").bytes;
+  CHECK(fwd == Approx(9 * scores).epsilon(1e-12));  // softmax r/w 4 + dropout r/w 4 + mask 1
+  double bwd = 0;
+  for (const auto& seg : models::backward_segments(eager, 1, "", 0)) bwd += seg.task.bytes;
+  for (const auto& seg : models::backward_segments(flash, 1, "", 0)) bwd -= seg.task.bytes;
+  CHECK(bwd == Approx((11 + 9) * scores).epsilon(1e-9));  // backward 11 + recomputed forward 9
+  // The kernel table: q, k, v, o, fc_in, fc_out and the two attention GEMMs.
+  const auto work = models::kernel_work_table(eager);
+  CHECK(work[2].gemms.size() == 8);
+  CHECK(work[2].streaming_kernels == 5 + 3);  // 2 norms, 2 residual adds, GeLU, + softmax, dropout, copy
+  CHECK(work[3].streaming_kernels == 3 * 8);  // backward 2x + recomputed forward
 }
