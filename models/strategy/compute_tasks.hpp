@@ -56,7 +56,8 @@ struct BackwardSegment {
 /// layer's backward work (dgrad + wgrad = 2 × forward GEMM FLOPs, minus the wgrad of frozen
 /// tensors; 2 × attention and streaming) is divided in proportion to tensor sizes.
 /// @param grad_copy_bytes_per_grad_byte  extra HBM bytes per gradient byte (DDP's copy into
-///        the bucket, read + write = 2; 0 when no copy runs)
+///        the bucket, read + write = 2; + 3 for the in-place add into .grad from the second
+///        micro-batch of gradient accumulation on; 0 when nothing runs)
 std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t layer,
                                                const std::string& prefix,
                                                double grad_copy_bytes_per_grad_byte);
