@@ -36,8 +36,8 @@ struct GemmWork {
   double count = 1;
 };
 
-/// The GEMMs of one task's work (e.g. one layer's forward for one micro-batch). Tasks point at
-/// a list with sim::Task::work and take sim::Task::work_share of it.
+/// The GEMMs of one task's work (e.g. one layer's forward for one micro-batch), held in a
+/// KernelWork that tasks point at with sim::Task::work (taking sim::Task::work_share of it).
 using GemmList = std::vector<GemmWork>;
 
 /// The kernels of one task's work beyond its byte count: its GEMMs, and how many streaming
