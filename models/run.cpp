@@ -92,7 +92,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   r.scenario = s;
   const StrategyEntry& strategy = find_strategy(s.parallelism.strategy);
   LoweredStep step = strategy.lower(s);
-  const hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model);
+  const hardware::StepCostModel cost = step_cost_model(s, step);
   std::optional<sim::Timeline> all;  // per_rank: every rank's records
   sim::Timeline tl = s.rank_mode == "per_rank" ? simulate_per_rank(s, step, cost, r, keep != nullptr, all) : sim::run(step.graph, cost);
   const sim::TaskGraph& g = step.graph;
@@ -210,6 +210,12 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
 }
 
 }  // namespace
+
+hardware::StepCostModel step_cost_model(const Scenario& s, const LoweredStep& step) {
+  hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model);
+  cost.set_kernel_work(kernel_work_table(s), s.framework.host_op_s);
+  return cost;
+}
 
 Report run(const Scenario& s) { return run_impl(s, nullptr); }
 

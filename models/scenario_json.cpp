@@ -267,6 +267,12 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     s.activations.full_recompute = act->choice_or("recompute", "none", {"none", "full"}) == "full";
     act->finish();
   }
+  if (const auto fw = root.optional_object("framework")) {
+    s.framework.host_op_s = fw->number_or("host_op_s", 0.0, Check::NonNegative, Dimension::Seconds);
+    if (s.framework.host_op_s > 0.01)
+      fw->fail("host_op_s", fmt::format("expected a per-op CPU time below 10 ms (e.g. \"20us\"), got {:g} s", s.framework.host_op_s));
+    fw->finish();
+  }
   s.optimizer = root.choice_or("optimizer", "adam", {"adam", "none"});
 
   // Token counts stay exact (and far from int64 overflow) below 1e15 per step.
@@ -289,14 +295,15 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
 
   // Default nominal model: the profile's (hardware::default_collective_model); an overlay is
   // fitted over alpha-beta, so with one the default is alpha-beta.
-  s.collective_model = s.calibration ? hardware::CollectiveModel::AlphaBeta
-                                     : hardware::default_collective_model(s.hardware);
+  const bool collective_overlay = s.calibration && !s.calibration->tables.empty();  // a GEMM-only one is neutral
+  s.collective_model = collective_overlay ? hardware::CollectiveModel::AlphaBeta
+                                          : hardware::default_collective_model(s.hardware);
   s.cost_model = hardware::collective_model_name(s.collective_model);
   if (const auto coll = root.optional_object("collectives")) {
     s.cost_model = coll->choice_or("cost_model", s.cost_model, {"alpha-beta", "nccl"});
     s.collective_model = hardware::parse_collective_model(s.cost_model, source, coll->path("cost_model"));
     if (s.collective_model == hardware::CollectiveModel::Nccl) {
-      if (s.calibration)
+      if (collective_overlay)
         coll->fail("cost_model", fmt::format("\"nccl\" cannot be combined with calibration '{}': overlays are "
                                              "fitted over the alpha-beta model (expected \"alpha-beta\")",
                                              s.calibration_ref));
@@ -403,6 +410,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   resolved["batch"] = {{"micro_batch_size", s.batch.micro_batch_size},
                        {"seq_len", s.batch.seq_len},
                        {"grad_accum", s.batch.grad_accum}};
+  if (s.framework.host_op_s > 0) resolved["framework"] = {{"host_op_s", s.framework.host_op_s}};
   resolved["optimizer"] = s.optimizer;
   resolved["collectives"] = {{"cost_model", s.cost_model},
                              {"algorithm", s.algorithm == hardware::CollectiveAlgorithm::Ring ? "ring"

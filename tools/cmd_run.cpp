@@ -123,6 +123,7 @@ void add_run_command(CLI::App& app, Action& action) {
   auto* run = app.add_subcommand("run", "simulate one training step of a scenario");
   run->add_option("scenario", a->scenario, "scenario JSON file")->required();
   run->add_option("--set", a->sets, "override a scenario field before validation: PATH=VALUE (repeatable)");
+  add_calibration_option(*run, a->sets);
   run->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
   auto* trace = run->add_option("--trace", a->trace, "write a Chrome trace-event JSON file (Perfetto, chrome://tracing)");
   auto* trace_ranks = run->add_option(

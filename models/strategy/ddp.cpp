@@ -74,7 +74,9 @@ LoweredStep lower_ddp(const Scenario& s) {
 
     // The bucket copy (or in-place div_ with gradient_as_bucket_view) reads and writes each
     // gradient once, only when hooks are armed (not under no_sync).
-    const double copy = sync ? 2.0 : 0.0;
+    // From the second micro-batch on, AccumulateGrad adds each new gradient into .grad in place
+    // (read both, write one: 3 bytes per gradient byte) before any hook sees it.
+    const double copy = (sync ? 2.0 : 0.0) + (mb > 0 ? 3.0 : 0.0);
     std::vector<sim::TaskId> last_grad_task(assignment.size(), sim::kNoTask);
     for (std::size_t l = m.layers.size(); l-- > 0;) {
       for (auto& seg : backward_segments(s, l, prefix, copy)) {
