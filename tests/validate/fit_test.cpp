@@ -11,7 +11,9 @@
 #include "validate/fit.hpp"
 #include "validate/nccl_tests.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 using namespace stepsim;
 using namespace stepsim::hardware;
@@ -162,6 +164,75 @@ TEST_CASE("validate.fit.even/odd cross-validation on real logs meets the issue's
     CHECK(t.cross.large_median < t.cross_nominal.large_median);
     CHECK(t.fitted.large_median <= 0.03);
   }
+}
+
+namespace {
+
+// The profile each public log is fitted over (docs/calibration.md "Error on the public logs"):
+// H200 → h200, A100 40 GB → a100-40gb, other A100 → a100-sxm, everything else (H100, and B200,
+// L40S, RTX 4090 that have no profile) → h100-sxm.
+std::string profile_for_gpu(const std::string& gpu) {
+  if (gpu.find("H200") != std::string::npos) return "h200";
+  if (gpu.find("A100-SXM4-40GB") != std::string::npos) return "a100-40gb";
+  if (gpu.find("A100") != std::string::npos) return "a100-sxm";
+  return "h100-sxm";
+}
+
+}  // namespace
+
+TEST_CASE("validate.fit.even/odd cross-validation on every shared table, bar or documented miss") {
+  // Issue 5's bar on every table of ../shared/data/nccl/: fit the even-indexed sizes, predict
+  // the odd ones, median |error| ≤ 3 % at ≥ 1 MiB and ≤ 10 % below. The tables listed here
+  // miss it; docs/calibration.md says why (multi-node noise: non-monotone rows of ±10–50 % at
+  // odd sizes, or a protocol switch between two even sizes). For them the test pins the
+  // measured medians (+0.5 point) so the fit cannot get silently worse.
+  struct Miss {
+    const char* id;
+    double large, small;  // even→odd median |error| with this fit
+  };
+  const Miss misses[] = {
+      {"a100_azure_ndv4_echo_16n_allreduce", 0.033, 0.176},
+      {"a100_azure_ndv4_echo_2gpu_1n_allreduce", 0.050, 0.011},
+      {"a100_azure_ndv4_echo_2n_allreduce", 0.040, 0.005},
+      {"a100_azure_ndv4_echo_8n_allreduce", 0.096, 0.085},
+      {"b200_lambda_2n_allreduce", 0.040, 0.033},
+      {"h100_ib400_4n_allreduce_nt309b", 0.034, 0.0},
+      {"h100_nebius_2n_ib_allreduce", 0.075, 0.093},
+      {"h100_unresolved_2n_allreduce", 0.032, 0.012},
+  };
+  const std::filesystem::path dir = std::filesystem::path(STEPSIM_SOURCE_DIR) / ".." / "shared" / "data" / "nccl";
+  if (!std::filesystem::is_directory(dir)) {
+    WARN("../shared/data/nccl not present; nothing to check");
+    return;
+  }
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".csv") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  int tables = 0, meet = 0;
+  for (const auto& f : files) {
+    const std::string id = f.stem().string();
+    INFO(id);
+    const auto log = read_nccl_tests_file(f.string());
+    REQUIRE(log.runs.size() == 1);
+    if (log.runs[0].ranks == 1) continue;  // one GPU: nothing to communicate, nothing to fit
+    const auto hw = load_profile(profile_for_gpu(log.runs[0].gpu));
+    const auto result = calibrate({log}, hw, CalibrateOptions{}, "out.json");
+    REQUIRE(result.tables.size() == 1);
+    const auto& c = result.tables[0].cross;
+    ++tables;
+    const auto miss = std::find_if(std::begin(misses), std::end(misses), [&](const Miss& m) { return id == m.id; });
+    if (miss == std::end(misses)) {
+      CHECK(c.large_median <= 0.03);
+      CHECK(c.small_median <= 0.10);
+      meet += c.large_median <= 0.03 && c.small_median <= 0.10;
+    } else {
+      CHECK(c.large_median <= miss->large + 0.005);
+      CHECK(c.small_median <= miss->small + 0.005);
+    }
+  }
+  CHECK(tables == 38);
+  CHECK(meet == tables - static_cast<int>(std::size(misses)));
 }
 
 TEST_CASE("validate.fit.overlay provenance and warnings") {
