@@ -27,6 +27,16 @@ struct NcclTopology {
   double channel_bandwidth_bytes_per_s = 0;  ///< search-graph bandwidth per channel (graph.bwIntra)
   bool nvls = false;                ///< NVLink SHARP (NVSwitch multicast) available
   double net_latency_s = 0;         ///< graph.latencyInter (0 for IB / sockets plugins)
+  /// Host cost of launching one collective (enqueue + kernel launch), s. nccl-tests' time
+  /// includes it (semantics.md §D.5 rule 90) and NCCL's tuner leaves it out (§D.2 rule 78);
+  /// the NCCL cost model adds it to the chosen estimate. Default kDefaultLaunchOverheadS;
+  /// 0 for CUDA-graph-captured collectives.
+  double launch_overhead_s = kDefaultLaunchOverheadS;
+  /// 4 µs: the low end of the 4–6 µs host cost per kernel launch (driver + runtime calls)
+  /// measured in "pegainfer (3): From Launch Overhead to CUDA Graph" (CUDA 13; see
+  /// docs/calibration.md), and the 3.95 µs each extra GPU driven by one process adds to a small
+  /// AllReduce on DGX-A100 (NVIDIA/nccl-tests#123, shared/data/small_message_latency.md §2b).
+  static constexpr double kDefaultLaunchOverheadS = 4e-6;
 };
 
 /// Nominal numbers of an accelerator and its cluster (DESIGN.md "Hardware profiles").

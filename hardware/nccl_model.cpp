@@ -304,7 +304,8 @@ CollectiveCost nccl_collective_cost(const HardwareProfile& hw, CollectiveOp op, 
   for (const auto& e : table)
     if (e.time_us() < best->time_us()) best = &e;  // strict: ties keep the lower index (rule 83)
   CollectiveCost c;
-  c.latency_s = best->latency_us * 1e-6;
+  // The host launch cost is the same for every candidate, so it does not change the choice.
+  c.latency_s = best->latency_us * 1e-6 + hw.nccl.launch_overhead_s;
   c.bandwidth_s = best->bytes_us * 1e-6;
   c.algorithm = nccl_algo_name(best->algo);
   c.protocol = nccl_proto_name(best->proto);

@@ -72,7 +72,9 @@ std::vector<NcclEstimate> nccl_tuning_table(const HardwareProfile& hw, Collectiv
                                             CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
 
 /// NCCL's choice (§D.3 rule 83: the minimum time; ties to the lower algorithm, then protocol
-/// index) as a CollectiveCost: latency_s = latency_us·1e-6, bandwidth_s = bytes_us·1e-6,
+/// index) as a CollectiveCost: latency_s = latency_us·1e-6 + the profile's
+/// nccl.launch_overhead_s (host launch cost that nccl-tests' time includes, §D.5 rule 90, and
+/// the tuner omits; 4 µs unless the profile says otherwise), bandwidth_s = bytes_us·1e-6,
 /// algorithm = nccl_algo_name(), protocol = nccl_proto_name(). One rank costs 0 ("none").
 /// @throws InputError as nccl_tuning_table(), or when no candidate is enabled.
 CollectiveCost nccl_collective_cost(const HardwareProfile& hw, CollectiveOp op, double bytes,
