@@ -23,7 +23,9 @@ CollectiveModel parse_collective_model(const std::string& name, const std::strin
                    fmt::format("unknown collective cost model '{}'; expected alpha-beta or nccl", name));
 }
 
-CollectiveModel default_collective_model(const HardwareProfile&) { return CollectiveModel::AlphaBeta; }
+CollectiveModel default_collective_model(const HardwareProfile& hw) {
+  return hw.nccl.arch.empty() ? CollectiveModel::AlphaBeta : CollectiveModel::Nccl;
+}
 
 std::string nccl_algo_name(NcclAlgo algo) {
   switch (algo) {

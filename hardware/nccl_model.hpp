@@ -33,8 +33,10 @@ std::string collective_model_name(CollectiveModel model);
 /// @throws InputError(source, pointer, ...) for any other name, listing the valid ones.
 CollectiveModel parse_collective_model(const std::string& name, const std::string& source,
                                        const std::string& pointer);
-/// The default for a profile: CollectiveModel::AlphaBeta for every profile (the NCCL model is
-/// opt-in; see docs/calibration.md "Cost models" for the measured comparison).
+/// The default for a profile: CollectiveModel::Nccl for profiles with an "nccl" object (the
+/// NVIDIA GPUs), CollectiveModel::AlphaBeta otherwise (TPU). The NCCL model is closer to the
+/// public nccl-tests logs at both < 1 MiB and ≥ 1 MiB (docs/calibration.md "Nominal cost
+/// models"); the seeds' reference figures name alpha-beta explicitly.
 CollectiveModel default_collective_model(const HardwareProfile& hw);
 
 /// NCCL algorithms, in NCCL's enum order (src/include/plugin/nccl_tuner.h; §D.1 rule 74).

@@ -44,8 +44,9 @@ std::string report_text(const Report& r) {
                    s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.ranks_per_node(),
                    s.name.empty() ? "" : "  [" + s.name + "]"));
   if (s.calibration) line("  calibration " + hardware::describe_overlay(*s.calibration));
-  if (s.collective_model == hardware::CollectiveModel::Nccl)
-    line("  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen)");
+  line(s.collective_model == hardware::CollectiveModel::Nccl
+           ? "  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen, + launch overhead)"
+           : "  collectives cost model alpha-beta (seeds' ring / hierarchical / torus formulas)");
   line(fmt::format("  model     {} parameters ({} trainable), {} layers, {}", count(static_cast<double>(s.model.parameter_count())),
                    count(static_cast<double>(s.model.trainable_parameter_count())), s.model.layers.size(), s.model.kind));
   line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/GPU/step, {} tokens/step in all",

@@ -163,7 +163,7 @@ TEST_CASE("sweep: bucket summary shows the seed's three regimes near the thresho
 TEST_CASE("sweep: DP summary, efficiency relative to the smallest dp", "[sweep]") {
   SweepOptions opt;
   opt.threads = 2;
-  opt.sets = {"cluster.nodes=null"};
+  opt.sets = {"cluster.nodes=null", "collectives.cost_model=alpha-beta"};  // the seeds' hierarchical α-β (§6.2)
   const SweepResult r = run_sweep(kDefault, {parse_vary("parallelism.dp=8:16384:x12")}, opt);
   const SweepSummary s = summarize_sweep(r);
   CHECK_FALSE(s.minimize);
