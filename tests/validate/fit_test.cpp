@@ -143,7 +143,7 @@ TEST_CASE("validate.fit.recovers known factors and finds the kink") {
 TEST_CASE("validate.fit.even/odd cross-validation on real logs meets the issue's bar") {
   // Issue 5: fit the even-indexed sizes, predict the odd ones; median |error| ≤ 3 % at ≥ 1 MiB
   // and ≤ 10 % below. Measured with this fit (tests/fixtures/nccl/README.md for the data):
-  // 8xH100 AWS p5 2.4 % / 1.3 %; 2x8 H100 IB400 1.8 % / 3.9 %; A100 OCI 1.9 % / 0.7 %.
+  // 8xH100 AWS p5 1.4 % / 1.2 %; 2x8 H100 IB400 2.0 % / 3.9 %; A100 OCI 1.9 % / 0.6 %.
   const auto hw_h100 = load_profile("h100-sxm");
   const auto hw_a100 = load_profile("a100-40gb");
   struct Case {
