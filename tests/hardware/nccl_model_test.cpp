@@ -58,7 +58,15 @@ TEST_CASE("nccl model: latency tables reproduce semantics.md's 8xH100 worked exa
   CHECK(cell(ar, NcclAlgo::Ring, NcclProto::Simple).alg_bw_gbs == Approx(360.0 * 8 / 14));
   CHECK(cell(ar, NcclAlgo::Ring, NcclProto::LL).bus_bw_gbs == Approx(141.0));          // llMaxBw Hopper 1 node
   CHECK(cell(ar, NcclAlgo::Ring, NcclProto::LL128).bus_bw_gbs == Approx(0.92 * 360));  // < 12 x 36.7
-  CHECK(cell(ar, NcclAlgo::Nvls, NcclProto::Simple).bus_bw_gbs == Approx(360 * 0.85 * 11.0 / 12 * 2));
+  // NVLS: the profile's measured 480 GB/s (nccl-tests#212; the shared 8xH100/H200 logs) replaces
+  // NCCL's formula bwIntra·nvlsEff·(nCh−1)/nCh·2 = 561 GB/s, which a profile without it keeps.
+  CHECK(cell(ar, NcclAlgo::Nvls, NcclProto::Simple).bus_bw_gbs == Approx(480.0));
+  auto formula = h100;
+  formula.nccl.nvls_bus_bandwidth_bytes_per_s = 0;
+  const auto ar_formula = nccl_tuning_table(formula, CollectiveOp::AllReduce, 0, node);
+  CHECK(cell(ar_formula, NcclAlgo::Nvls, NcclProto::Simple).bus_bw_gbs == Approx(360 * 0.85 * 11.0 / 12 * 2));
+  // AllGather scales by the same ratio: intraBw × (ppn−1)/ppn = 240 × 7/8.
+  CHECK(cell(ag, NcclAlgo::Nvls, NcclProto::Simple).bus_bw_gbs == Approx(240.0 * 7 / 8));
 }
 
 TEST_CASE("nccl model: 8xH100 small AllReduce lies between the measured 8xH100 tables") {
@@ -87,13 +95,13 @@ TEST_CASE("nccl model: 8xH100 small AllReduce lies between the measured 8xH100 t
 }
 
 TEST_CASE("nccl model: protocol switch points on one 8xH100 node") {
-  // Ring LL (15 us + S / 80.6 GB/s) until NVLS (25 us + S / 320.6 GB/s) is faster:
-  // S* = 10 us / (1/80.57 - 1/320.6) GB/s^-1 ~= 1.076 MB.
+  // Ring LL (15 us + S / 80.6 GB/s) until NVLS (25 us + S / 274.3 GB/s, the profile's 480 GB/s
+  // busBw) is faster: S* = 10 us / (1/80.57 - 1/274.3) GB/s^-1 ~= 1.141 MB.
   const auto h100 = load_profile("h100-sxm");
   const GroupShape node{8, 8, 0};
-  const double ll_alg = 141.0 * 8 / 14, nvls_alg = 360 * 0.85 * 11.0 / 12 * 2 * 8 / 14;
+  const double ll_alg = 141.0 * 8 / 14, nvls_alg = 480.0 * 8 / 14;
   const double switch_bytes = 10.0 * 1000 / (1 / ll_alg - 1 / nvls_alg);
-  CHECK(switch_bytes == Approx(1.076e6).epsilon(0.01));
+  CHECK(switch_bytes == Approx(1.141e6).epsilon(0.01));
   const auto below = nccl_collective_cost(h100, CollectiveOp::AllReduce, 0.99 * switch_bytes, node);
   const auto above = nccl_collective_cost(h100, CollectiveOp::AllReduce, 1.01 * switch_bytes, node);
   CHECK(below.algorithm + "/" + below.protocol == "ring/LL");
