@@ -140,6 +140,50 @@ TEST_CASE("validate.fit.recovers known factors and finds the kink") {
   CHECK_THROWS_AS(fit_table({{8, 1e-5, 0}}, nom, FitOptions{}, "one point"), InputError);
 }
 
+TEST_CASE("validate.fit.isolated spikes are left out, step-down plateaus are kept") {
+  // Exact α-β data (latency factor 1.5, bandwidth factor 0.9) with the 64 KiB row 3x slower:
+  // more than 15 % above both neighbours, so it is left out, reported, and the factors come
+  // back to 1e-6 (fit.hpp FitOptions::monotone_tolerance).
+  const NominalLine nom{10e-6, 1.0 / 400e9};
+  auto line = [&](double v) { return 1.5 * nom.alpha_s + v * nom.seconds_per_byte / 0.9; };
+  std::vector<Measurement> pts;
+  for (double v = 1024; v <= 1 << 30; v *= 2) pts.push_back({v, (v == 65536 ? 3.0 : 1.0) * line(v), 0});
+  std::vector<Measurement> outliers;
+  const auto table = fit_table(pts, nom, FitOptions{}, "spike", &outliers);
+  REQUIRE(outliers.size() == 1);
+  CHECK(outliers[0].bytes == 65536);
+  REQUIRE(table.segments.size() == 1);
+  CHECK(table.segments[0].lo_bytes == 1024);
+  CHECK(table.segments[0].latency_factor == Approx(1.5).epsilon(1e-6));
+  CHECK(table.segments[0].bandwidth_factor == Approx(0.9).epsilon(1e-6));
+  // The smallest row has one neighbour: 3x the next size is a spike too.
+  pts = {};
+  for (double v = 1024; v <= 1 << 30; v *= 2) pts.push_back({v, (v == 1024 ? 3.0 : 1.0) * line(v), 0});
+  outliers.clear();
+  fit_table(pts, nom, FitOptions{}, "first", &outliers);
+  REQUIRE(outliers.size() == 1);
+  CHECK(outliers[0].bytes == 1024);
+  // The kink test's data steps down by 30 % at 64 KiB (a plateau, not one row): nothing is
+  // left out there (see "recovers known factors and finds the kink").
+}
+
+TEST_CASE("validate.fit.boundary sits where neighbouring segment lines cross") {
+  // NCCL's choice is the faster protocol: t = min(2α + V·c/0.1, 4α + V·c/0.9). The lines cross
+  // at V* = 2α / (c·(10 − 1/0.9)) = 900,000 B, between the measured 512 KiB and 1 MiB, so the
+  // first segment ends at floor(V*) rather than at the geometric mean (741,455 B).
+  const NominalLine nom{10e-6, 1.0 / 400e9};
+  std::vector<Measurement> pts;
+  for (double v = 1024; v <= 1 << 30; v *= 2)
+    pts.push_back({v, std::min(2 * nom.alpha_s + v * nom.seconds_per_byte / 0.1,
+                               4 * nom.alpha_s + v * nom.seconds_per_byte / 0.9), 0});
+  const auto table = fit_table(pts, nom, FitOptions{}, "crossing");
+  REQUIRE(table.segments.size() == 2);
+  CHECK(table.segments[0].hi_bytes == Approx(900000).margin(1));
+  CHECK(table.segments[1].lo_bytes == table.segments[0].hi_bytes);
+  CHECK(table.segments[0].bandwidth_factor == Approx(0.1).epsilon(1e-6));
+  CHECK(table.segments[1].latency_factor == Approx(4.0).epsilon(1e-6));
+}
+
 TEST_CASE("validate.fit.even/odd cross-validation on real logs meets the issue's bar") {
   // Issue 5: fit the even-indexed sizes, predict the odd ones; median |error| ≤ 3 % at ≥ 1 MiB
   // and ≤ 10 % below. Measured with this fit (tests/fixtures/nccl/README.md for the data):
