@@ -26,7 +26,21 @@ struct NcclTopology {
   int ring_channels = 0;            ///< search-graph channels of the intra-node ring (runtime = 2×)
   double channel_bandwidth_bytes_per_s = 0;  ///< search-graph bandwidth per channel (graph.bwIntra)
   bool nvls = false;                ///< NVLink SHARP (NVSwitch multicast) available
+  /// Measured one-node NVLS AllReduce bus bandwidth (B/s) where NCCL's estimate is known to be
+  /// off; 0 = NCCL's intraBw formula (semantics.md §D.2 rule 79). When set, every NVLS intraBw
+  /// (AllReduce, AG/RS, the intra part of NVLS_TREE) is scaled by value ÷ the formula's AllReduce busBw.
+  double nvls_bus_bandwidth_bytes_per_s = 0;
   double net_latency_s = 0;         ///< graph.latencyInter (0 for IB / sockets plugins)
+  /// Host cost of launching one collective (enqueue + kernel launch), s. nccl-tests' time
+  /// includes it (semantics.md §D.5 rule 90) and NCCL's tuner leaves it out (§D.2 rule 78);
+  /// the NCCL cost model adds it to the chosen estimate. Default kDefaultLaunchOverheadS;
+  /// 0 for CUDA-graph-captured collectives.
+  double launch_overhead_s = kDefaultLaunchOverheadS;
+  /// 4 µs: the low end of the 4–6 µs host cost per kernel launch (driver + runtime calls)
+  /// measured in "pegainfer (3): From Launch Overhead to CUDA Graph" (CUDA 13; see
+  /// docs/calibration.md), and the 3.95 µs each extra GPU driven by one process adds to a small
+  /// AllReduce on DGX-A100 (NVIDIA/nccl-tests#123, shared/data/small_message_latency.md §2b).
+  static constexpr double kDefaultLaunchOverheadS = 4e-6;
 };
 
 /// Parameters of the shape-dependent GEMM time (hardware/gemm_model.hpp has the formula and

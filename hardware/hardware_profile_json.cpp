@@ -119,8 +119,14 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
     p.nccl.channel_bandwidth_bytes_per_s =
         nccl->number("channel_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
     p.nccl.nvls = nccl->boolean_or("nvls", false);
+    p.nccl.nvls_bus_bandwidth_bytes_per_s =
+        nccl->number_or("nvls_bus_bandwidth_bytes_per_s", 0.0, Check::NonNegative, Dimension::BytesPerSecond);
     p.nccl.net_latency_s = nccl->number_or("net_latency_s", 0.0, Check::NonNegative, Dimension::Seconds);
     if (p.nccl.net_latency_s > 1.0) nccl->fail("net_latency_s", "expected seconds below 1 (e.g. 0 or \"2us\")");
+    p.nccl.launch_overhead_s = nccl->number_or("launch_overhead_s", NcclTopology::kDefaultLaunchOverheadS,
+                                               Check::NonNegative, Dimension::Seconds);
+    if (p.nccl.launch_overhead_s > 1e-3)
+      nccl->fail("launch_overhead_s", "expected seconds below 1 ms (e.g. \"4us\", or 0 for CUDA graphs)");
     if (p.nccl.channel_bandwidth_bytes_per_s < 1e6 || p.nccl.channel_bandwidth_bytes_per_s > 1e13)
       nccl->fail("channel_bandwidth_bytes_per_s",
                  fmt::format("expected a per-channel bandwidth in [1e6, 1e13] bytes/s (NCCL's are 3-90 GB/s), got {:g}",

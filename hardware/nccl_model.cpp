@@ -23,7 +23,9 @@ CollectiveModel parse_collective_model(const std::string& name, const std::strin
                    fmt::format("unknown collective cost model '{}'; expected alpha-beta or nccl", name));
 }
 
-CollectiveModel default_collective_model(const HardwareProfile&) { return CollectiveModel::AlphaBeta; }
+CollectiveModel default_collective_model(const HardwareProfile& hw) {
+  return hw.nccl.arch.empty() ? CollectiveModel::AlphaBeta : CollectiveModel::Nccl;
+}
 
 std::string nccl_algo_name(NcclAlgo algo) {
   switch (algo) {
@@ -138,6 +140,7 @@ struct Setup {
   HwLink intra_link = kNvlink;
   bool ll128 = true;
   double lat_inter_us = 0;
+  double nvls_bus_gbs = 0;  // profile's measured NVLS AllReduce busBw, GB/s (0 = NCCL's formula)
 };
 
 Setup make_setup(const HardwareProfile& hw, const GroupShape& group) {
@@ -151,6 +154,7 @@ Setup make_setup(const HardwareProfile& hw, const GroupShape& group) {
   s.intra_bw = hw.nccl.channel_bandwidth_bytes_per_s / 1e9;
   s.intra_link = hw.nccl.intra_link == "pci" ? kPci : kNvlink;
   s.lat_inter_us = hw.nccl.net_latency_s * 1e6;
+  s.nvls_bus_gbs = hw.nccl.nvls_bus_bandwidth_bytes_per_s / 1e9;
   if (s.nodes == 1) {
     s.ch = s.intra_ch;
     s.bw = s.intra_bw;
@@ -214,6 +218,8 @@ NcclEstimate estimate(const Setup& s, CollectiveOp op, double bytes, NcclAlgo a,
     // intraBw = bwIntra·nvlsEff·(nCh−1)/nCh over the intra-node graph (its nCh·bw total),
     // ×2 for AllReduce (reduce and multicast pipeline), else ×(ppn−1)/ppn.
     double intra = s.intra_ch * s.intra_bw * kNvlsEfficiency[s.arch] * (s.intra_ch - 1.0) / s.intra_ch;
+    // A profile's measured one-node NVLS AllReduce busBw rescales the formula (hardware_profile.hpp).
+    if (s.nvls_bus_gbs > 0) intra = s.nvls_bus_gbs / 2.0;
     intra *= ar ? 2.0 : (s.ppn - 1.0) / s.ppn;
     bus = intra;
     // NVLS_TREE: the inter-node tree is capped per NIC channel by perChMaxNVLSTreeBw.
@@ -304,7 +310,8 @@ CollectiveCost nccl_collective_cost(const HardwareProfile& hw, CollectiveOp op, 
   for (const auto& e : table)
     if (e.time_us() < best->time_us()) best = &e;  // strict: ties keep the lower index (rule 83)
   CollectiveCost c;
-  c.latency_s = best->latency_us * 1e-6;
+  // The host launch cost is the same for every candidate, so it does not change the choice.
+  c.latency_s = best->latency_us * 1e-6 + hw.nccl.launch_overhead_s;
   c.bandwidth_s = best->bytes_us * 1e-6;
   c.algorithm = nccl_algo_name(best->algo);
   c.protocol = nccl_proto_name(best->proto);

@@ -33,8 +33,10 @@ std::string collective_model_name(CollectiveModel model);
 /// @throws InputError(source, pointer, ...) for any other name, listing the valid ones.
 CollectiveModel parse_collective_model(const std::string& name, const std::string& source,
                                        const std::string& pointer);
-/// The default for a profile: CollectiveModel::AlphaBeta for every profile (the NCCL model is
-/// opt-in; see docs/calibration.md "Cost models" for the measured comparison).
+/// The default for a profile: CollectiveModel::Nccl for profiles with an "nccl" object (the
+/// NVIDIA GPUs), CollectiveModel::AlphaBeta otherwise (TPU). The NCCL model is closer to the
+/// public nccl-tests logs at both < 1 MiB and ≥ 1 MiB (docs/calibration.md "Nominal cost
+/// models"); the seeds' reference figures name alpha-beta explicitly.
 CollectiveModel default_collective_model(const HardwareProfile& hw);
 
 /// NCCL algorithms, in NCCL's enum order (src/include/plugin/nccl_tuner.h; §D.1 rule 74).
@@ -72,7 +74,9 @@ std::vector<NcclEstimate> nccl_tuning_table(const HardwareProfile& hw, Collectiv
                                             CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
 
 /// NCCL's choice (§D.3 rule 83: the minimum time; ties to the lower algorithm, then protocol
-/// index) as a CollectiveCost: latency_s = latency_us·1e-6, bandwidth_s = bytes_us·1e-6,
+/// index) as a CollectiveCost: latency_s = latency_us·1e-6 + the profile's
+/// nccl.launch_overhead_s (host launch cost that nccl-tests' time includes, §D.5 rule 90, and
+/// the tuner omits; 4 µs unless the profile says otherwise), bandwidth_s = bytes_us·1e-6,
 /// algorithm = nccl_algo_name(), protocol = nccl_proto_name(). One rank costs 0 ("none").
 /// @throws InputError as nccl_tuning_table(), or when no candidate is enabled.
 CollectiveCost nccl_collective_cost(const HardwareProfile& hw, CollectiveOp op, double bytes,

@@ -54,8 +54,9 @@ std::string report_text(const Report& r) {
     if (s.framework.host_op_s > 0)
       line(fmt::format("  framework   {:.3g} us of CPU per op; kernels wait for their launch", s.framework.host_op_s * 1e6));
   }
-  if (s.collective_model == hardware::CollectiveModel::Nccl)
-    line("  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen)");
+  line(s.collective_model == hardware::CollectiveModel::Nccl
+           ? "  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen, + launch overhead)"
+           : "  collectives cost model alpha-beta (seeds' ring / hierarchical / torus formulas)");
   line(fmt::format("  model     {} parameters ({} trainable), {} layers, {}", count(static_cast<double>(s.model.parameter_count())),
                    count(static_cast<double>(s.model.trainable_parameter_count())), s.model.layers.size(), s.model.kind));
   line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/GPU/step, {} tokens/step in all",

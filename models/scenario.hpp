@@ -133,7 +133,9 @@ struct Scenario {
   ActivationConfig activations;
   FrameworkConfig framework;
   std::string optimizer = "adam";   ///< "adam" or "none" (no step, no state)
-  std::string cost_model = "alpha-beta";  ///< collectives.cost_model: "alpha-beta" | "nccl"
+  /// collectives.cost_model: "alpha-beta" | "nccl"; default hardware::default_collective_model()
+  /// (nccl on NVIDIA profiles), alpha-beta when a calibration overlay is given.
+  std::string cost_model = "alpha-beta";
   /// The same choice as an enum (hardware/nccl_model.hpp); reaches hardware::StepCostModel.
   hardware::CollectiveModel collective_model = hardware::CollectiveModel::AlphaBeta;
   hardware::CollectiveAlgorithm algorithm = hardware::CollectiveAlgorithm::Auto;

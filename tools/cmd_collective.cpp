@@ -60,6 +60,8 @@ int cmd_collective(const CollectiveArgs& a) {
     throw InputError("--calibration", "",
                      fmt::format("overlay '{}' was fitted over profile '{}', but --hardware is '{}'; its factors "
                                  "are relative to that profile's nominal numbers", a.calibration, overlay->hardware, hw.name));
+  // A GEMM-only overlay says nothing about collectives: the nominal model stays in charge.
+  if (overlay && overlay->tables.empty()) overlay.reset();
   hardware::CollectiveModel model = overlay ? hardware::CollectiveModel::AlphaBeta : hardware::default_collective_model(hw);
   if (!a.cost_model.empty()) model = hardware::parse_collective_model(a.cost_model, "--cost-model", "");
   if (overlay && model != hardware::CollectiveModel::AlphaBeta)

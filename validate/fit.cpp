@@ -126,6 +126,16 @@ hardware::CalibrationTable fit_once(std::vector<Measurement> points, const Nomin
     if (j < n) {
       const double lo = points[j - 1].bytes, hi = points[j].bytes;
       double mid = std::floor(std::sqrt(std::max(lo, 1.0) * hi));
+      // Continuity: where this segment's line and the next one's cross between the two
+      // measured sizes, the boundary goes there (NCCL switches to whichever protocol is
+      // faster, semantics.md §D.3 rule 83, so the switch sits where the two lines meet).
+      const int k = starts[s + 1];
+      const int k_end = s + 2 < starts.size() ? starts[s + 2] : n;
+      const LineFit g = seg(k, k_end);
+      if (f.b != g.b) {
+        const double x = (g.a - f.a) / (f.b - g.b);
+        if (x > lo && x <= hi) mid = std::floor(x);
+      }
       if (mid <= lo) mid = lo + 1;
       if (mid > hi) mid = hi;
       out.hi_bytes = mid;
@@ -156,19 +166,10 @@ double residual(const hardware::CalibrationTable& table, const NominalLine& nomi
   return t / p.time_s - 1;
 }
 
-}  // namespace
-
-hardware::CalibrationTable fit_table(std::vector<Measurement> points, const NominalLine& nominal,
-                                     const FitOptions& options, const std::string& source,
-                                     std::vector<Measurement>* outliers) {
-  if (points.size() < 2)
-    throw InputError(source, "", fmt::format("a fit needs at least 2 timed sizes, got {}", points.size()));
-  if (!(nominal.alpha_s > 0) || !(nominal.seconds_per_byte > 0))
-    throw InputError(source, "", fmt::format("the nominal model predicts latency {} s and {} s/byte for this "
-                                             "collective; both must be > 0 to express factors over it",
-                                             nominal.alpha_s, nominal.seconds_per_byte));
-  hardware::CalibrationTable table = fit_once(points, nominal, options);
-  if (options.outlier_threshold <= 0 || points.size() < 6) return table;
+hardware::CalibrationTable refit_without_outliers(const hardware::CalibrationTable& first,
+                                                  const std::vector<Measurement>& points, const NominalLine& nominal,
+                                                  const FitOptions& options, std::vector<Measurement>* outliers) {
+  hardware::CalibrationTable table = first;
   // One round of outlier rejection: nccl-tests rows with a one-off spike (a straggling
   // iteration, 2–4x the neighbours) would otherwise decide where the segments go.
   std::vector<double> r;
@@ -183,12 +184,44 @@ hardware::CalibrationTable fit_table(std::vector<Measurement> points, const Nomi
     if (r[i] <= limit) kept.push_back(points[i]);
   }
   if (kept.size() == points.size() || kept.size() < 2) return table;
-  table = fit_once(kept, nominal, options);
+  return fit_once(kept, nominal, options);
+}
+
+}  // namespace
+
+hardware::CalibrationTable fit_table(std::vector<Measurement> points, const NominalLine& nominal,
+                                     const FitOptions& options, const std::string& source,
+                                     std::vector<Measurement>* outliers) {
+  if (points.size() < 2)
+    throw InputError(source, "", fmt::format("a fit needs at least 2 timed sizes, got {}", points.size()));
+  if (!(nominal.alpha_s > 0) || !(nominal.seconds_per_byte > 0))
+    throw InputError(source, "", fmt::format("the nominal model predicts latency {} s and {} s/byte for this "
+                                             "collective; both must be > 0 to express factors over it",
+                                             nominal.alpha_s, nominal.seconds_per_byte));
+  // Spikes first: a collective's time does not fall as the message grows (NCCL picks the
+  // fastest algorithm and protocol at every size, semantics.md §D.3 rule 83), so a row more
+  // than `monotone_tolerance` slower than both its neighbours (the next size only, for the
+  // smallest) is a one-off (nccl-tests averages 20 iterations, §D.5 rule 90: one straggler
+  // shows as 2-4x). A plateau that steps down (a late protocol switch) is not a spike.
+  std::stable_sort(points.begin(), points.end(), [](const Measurement& x, const Measurement& y) { return x.bytes < y.bytes; });
+  std::vector<Measurement> kept_monotone;
+  if (options.monotone_tolerance > 0) {
+    const double k = 1 + options.monotone_tolerance;
+    std::vector<bool> spike(points.size(), false);
+    for (std::size_t i = 0; i + 1 < points.size(); ++i)
+      spike[i] = points[i].time_s > k * points[i + 1].time_s && (i == 0 || points[i].time_s > k * points[i - 1].time_s);
+    for (std::size_t i = 0; i < points.size(); ++i)
+      if (!spike[i]) kept_monotone.push_back(points[i]);
+    if (kept_monotone.size() >= 2 && outliers)
+      for (std::size_t i = 0; i < points.size(); ++i)
+        if (spike[i]) outliers->push_back(points[i]);
+  }
+  const std::vector<Measurement>& fit_points = kept_monotone.size() >= 2 ? kept_monotone : points;
+  hardware::CalibrationTable table = fit_once(fit_points, nominal, options);
+  if (options.outlier_threshold > 0 && fit_points.size() >= 6) table = refit_without_outliers(table, fit_points, nominal, options, outliers);
   // The table must still cover every measured size, outliers included.
-  double lo = points.front().bytes, hi = points.front().bytes;
-  for (const auto& p : points) lo = std::min(lo, p.bytes), hi = std::max(hi, p.bytes);
-  table.segments.front().lo_bytes = std::min(table.segments.front().lo_bytes, lo);
-  table.segments.back().hi_bytes = std::max(table.segments.back().hi_bytes, hi + 1);
+  table.segments.front().lo_bytes = std::min(table.segments.front().lo_bytes, points.front().bytes);
+  table.segments.back().hi_bytes = std::max(table.segments.back().hi_bytes, points.back().bytes + 1);
   return table;
 }
 

@@ -42,6 +42,11 @@ struct FitOptions {
   /// A point whose |relative residual| after the first fit exceeds max(this, 5 × the median)
   /// is an outlier: it is left out of a second fit (and reported). 0 disables.
   double outlier_threshold = 0.15;
+  /// A point more than this fraction slower than both neighbouring sizes (the next one, for the
+  /// smallest size) is a spike and is left out before the first fit (and reported): NCCL picks
+  /// the fastest algorithm/protocol at every size (semantics.md §D.3 rule 83), so time does not
+  /// fall as the message grows. 0 disables.
+  double monotone_tolerance = 0.15;
 };
 
 /// Fits segments to `points` against `nominal` (style.md §3.3 step 3):
@@ -50,8 +55,12 @@ struct FitOptions {
 ///    relative error, a_k ≥ 0, b_k ≥ c_nom / max_bandwidth_factor);
 ///  * K is chosen by BIC, n·ln(max(SSE/n, noise_floor²)) + (3K − 1)·ln n, so breakpoints appear
 ///    where the data bends (NCCL's protocol and algorithm switches) and not to chase noise;
-///  * boundaries sit at the geometric mean of the neighbouring measured sizes; the first
-///    segment starts at the smallest size and the last ends one byte past the largest;
+///  * rows slower than both neighbouring sizes by more than FitOptions::monotone_tolerance are
+///    left out first (spikes; appended to `*outliers`);
+///  * a boundary sits where the two neighbouring segments' lines cross when that lies between
+///    the neighbouring measured sizes (the model is then continuous there: NCCL switches
+///    protocol where the faster one changes), else at the geometric mean of those sizes; the
+///    first segment starts at the smallest size and the last ends one byte past the largest;
 ///  * latency_factor = a_k / α_nom, bandwidth_factor = c_nom / b_k;
 ///  * with ≥ 6 points, outliers (FitOptions::outlier_threshold) are dropped and the fit is
 ///    repeated once; they are appended to `*outliers` when given.

@@ -215,9 +215,10 @@ TEST_CASE("sweep: bucket summary shows the seed's three regimes near the thresho
 }
 
 TEST_CASE("sweep: issue 4 Done-when bucket sweep at seq_len 2048 names all three regimes", "[sweep]") {
-  // The issue's command: 0.01..10000 MiB x40 at seq_len 2048. Latency of one AllReduce per
-  // gradient tensor shows in comm time (+78 %) and exposed comm (+18 %); backward hides it in
-  // step time (< 2 %), so the sweet spot in step time reaches the smallest bucket.
+  // The issue's command: 0.01..10000 MiB x40 at seq_len 2048, default cost model (nccl, with
+  // its per-collective launch overhead). One AllReduce per gradient tensor doubles comm time
+  // and shows in step time (+17 %); the sweet spot is 35-143 MiB; from ~840 MiB the last
+  // bucket is exposed (+8 % to +21 %). Figures from this build, tolerances a few %.
   SweepOptions opt;
   opt.threads = 2;
   const SweepResult r = run_sweep(kDefault, {parse_vary("parallelism.bucket_cap_mb=0.01:10000:x40"), parse_vary("batch.seq_len=2048")}, opt);
@@ -226,22 +227,24 @@ TEST_CASE("sweep: issue 4 Done-when bucket sweep at seq_len 2048 names all three
   const BucketCurve& c = s.bucket_curves[0];
   REQUIRE(c.latency_bound);
   CHECK(c.latency_bound->lo_mb == Approx(0.01));
-  CHECK(c.latency_bound->hi_mb < 20);
-  CHECK(c.latency_bound->comm_max_s / c.min_comm_time_s == Approx(1.78).margin(0.05));
-  CHECK(c.latency_bound->exposed_max_s / c.min_exposed_comm_s == Approx(1.18).margin(0.05));
-  CHECK(c.latency_bound->step_max_s / c.best_step_time_s < 1.02);
+  CHECK(c.latency_bound->hi_mb < 30);
+  CHECK(c.latency_bound->comm_max_s / c.min_comm_time_s == Approx(2.06).margin(0.05));
+  CHECK(c.latency_bound->exposed_max_s / c.min_exposed_comm_s == Approx(3.64).margin(0.1));
+  CHECK(c.latency_bound->step_max_s / c.best_step_time_s == Approx(1.168).margin(0.02));
+  CHECK(c.sweet_spot.lo_mb > 30);
   CHECK(c.sweet_spot.hi_mb > 100);
   CHECK(c.sweet_spot.hi_mb < 1000);
   REQUIRE(c.last_bucket_exposed);
-  CHECK(c.last_bucket_exposed->lo_mb > 1000);
-  CHECK(c.last_bucket_exposed->step_min_s / c.best_step_time_s > 1.10);
+  CHECK(c.last_bucket_exposed->lo_mb > 500);
+  CHECK(c.last_bucket_exposed->step_min_s / c.best_step_time_s > 1.05);
+  CHECK(c.last_bucket_exposed->step_max_s / c.best_step_time_s == Approx(1.21).margin(0.02));
   CHECK(c.last_bucket_exposed->buckets_hi <= 2);
 }
 
 TEST_CASE("sweep: DP summary, efficiency relative to the smallest dp", "[sweep]") {
   SweepOptions opt;
   opt.threads = 2;
-  opt.sets = {"cluster.nodes=null"};
+  opt.sets = {"cluster.nodes=null", "collectives.cost_model=alpha-beta"};  // the seeds' hierarchical α-β (§6.2)
   const SweepResult r = run_sweep(kDefault, {parse_vary("parallelism.dp=8:16384:x12")}, opt);
   const SweepSummary s = summarize_sweep(r);
   CHECK_FALSE(s.minimize);

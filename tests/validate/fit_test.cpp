@@ -11,7 +11,9 @@
 #include "validate/fit.hpp"
 #include "validate/nccl_tests.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 using namespace stepsim;
 using namespace stepsim::hardware;
@@ -138,10 +140,54 @@ TEST_CASE("validate.fit.recovers known factors and finds the kink") {
   CHECK_THROWS_AS(fit_table({{8, 1e-5, 0}}, nom, FitOptions{}, "one point"), InputError);
 }
 
+TEST_CASE("validate.fit.isolated spikes are left out, step-down plateaus are kept") {
+  // Exact α-β data (latency factor 1.5, bandwidth factor 0.9) with the 64 KiB row 3x slower:
+  // more than 15 % above both neighbours, so it is left out, reported, and the factors come
+  // back to 1e-6 (fit.hpp FitOptions::monotone_tolerance).
+  const NominalLine nom{10e-6, 1.0 / 400e9};
+  auto line = [&](double v) { return 1.5 * nom.alpha_s + v * nom.seconds_per_byte / 0.9; };
+  std::vector<Measurement> pts;
+  for (double v = 1024; v <= 1 << 30; v *= 2) pts.push_back({v, (v == 65536 ? 3.0 : 1.0) * line(v), 0});
+  std::vector<Measurement> outliers;
+  const auto table = fit_table(pts, nom, FitOptions{}, "spike", &outliers);
+  REQUIRE(outliers.size() == 1);
+  CHECK(outliers[0].bytes == 65536);
+  REQUIRE(table.segments.size() == 1);
+  CHECK(table.segments[0].lo_bytes == 1024);
+  CHECK(table.segments[0].latency_factor == Approx(1.5).epsilon(1e-6));
+  CHECK(table.segments[0].bandwidth_factor == Approx(0.9).epsilon(1e-6));
+  // The smallest row has one neighbour: 3x the next size is a spike too.
+  pts = {};
+  for (double v = 1024; v <= 1 << 30; v *= 2) pts.push_back({v, (v == 1024 ? 3.0 : 1.0) * line(v), 0});
+  outliers.clear();
+  fit_table(pts, nom, FitOptions{}, "first", &outliers);
+  REQUIRE(outliers.size() == 1);
+  CHECK(outliers[0].bytes == 1024);
+  // The kink test's data steps down by 30 % at 64 KiB (a plateau, not one row): nothing is
+  // left out there (see "recovers known factors and finds the kink").
+}
+
+TEST_CASE("validate.fit.boundary sits where neighbouring segment lines cross") {
+  // NCCL's choice is the faster protocol: t = min(2α + V·c/0.1, 4α + V·c/0.9). The lines cross
+  // at V* = 2α / (c·(10 − 1/0.9)) = 900,000 B, between the measured 512 KiB and 1 MiB, so the
+  // first segment ends at floor(V*) rather than at the geometric mean (741,455 B).
+  const NominalLine nom{10e-6, 1.0 / 400e9};
+  std::vector<Measurement> pts;
+  for (double v = 1024; v <= 1 << 30; v *= 2)
+    pts.push_back({v, std::min(2 * nom.alpha_s + v * nom.seconds_per_byte / 0.1,
+                               4 * nom.alpha_s + v * nom.seconds_per_byte / 0.9), 0});
+  const auto table = fit_table(pts, nom, FitOptions{}, "crossing");
+  REQUIRE(table.segments.size() == 2);
+  CHECK(table.segments[0].hi_bytes == Approx(900000).margin(1));
+  CHECK(table.segments[1].lo_bytes == table.segments[0].hi_bytes);
+  CHECK(table.segments[0].bandwidth_factor == Approx(0.1).epsilon(1e-6));
+  CHECK(table.segments[1].latency_factor == Approx(4.0).epsilon(1e-6));
+}
+
 TEST_CASE("validate.fit.even/odd cross-validation on real logs meets the issue's bar") {
   // Issue 5: fit the even-indexed sizes, predict the odd ones; median |error| ≤ 3 % at ≥ 1 MiB
   // and ≤ 10 % below. Measured with this fit (tests/fixtures/nccl/README.md for the data):
-  // 8xH100 AWS p5 2.4 % / 1.3 %; 2x8 H100 IB400 1.8 % / 3.9 %; A100 OCI 1.9 % / 0.7 %.
+  // 8xH100 AWS p5 1.4 % / 1.2 %; 2x8 H100 IB400 2.0 % / 3.9 %; A100 OCI 1.9 % / 0.6 %.
   const auto hw_h100 = load_profile("h100-sxm");
   const auto hw_a100 = load_profile("a100-40gb");
   struct Case {
@@ -162,6 +208,110 @@ TEST_CASE("validate.fit.even/odd cross-validation on real logs meets the issue's
     CHECK(t.cross.large_median < t.cross_nominal.large_median);
     CHECK(t.fitted.large_median <= 0.03);
   }
+}
+
+namespace {
+
+// The profile each public log is fitted over (docs/calibration.md "Error on the public logs"):
+// H200 → h200, A100 40 GB → a100-40gb, other A100 → a100-sxm, everything else (H100, and B200,
+// L40S, RTX 4090 that have no profile) → h100-sxm.
+std::string profile_for_gpu(const std::string& gpu) {
+  if (gpu.find("H200") != std::string::npos) return "h200";
+  if (gpu.find("A100-SXM4-40GB") != std::string::npos) return "a100-40gb";
+  if (gpu.find("A100") != std::string::npos) return "a100-sxm";
+  return "h100-sxm";
+}
+
+}  // namespace
+
+TEST_CASE("validate.fit.even/odd cross-validation on every shared table, bar or documented miss") {
+  // Issue 5's bar on every table of ../shared/data/nccl/: fit the even-indexed sizes, predict
+  // the odd ones, median |error| ≤ 3 % at ≥ 1 MiB and ≤ 10 % below. The tables listed here
+  // miss it; docs/calibration.md says why (multi-node noise: non-monotone rows of ±10–50 % at
+  // odd sizes, or a protocol switch between two even sizes). For them the test pins the
+  // measured medians (+0.5 point) so the fit cannot get silently worse.
+  struct Miss {
+    const char* id;
+    double large, small;  // even→odd median |error| with this fit
+  };
+  const Miss misses[] = {
+      {"a100_azure_ndv4_echo_16n_allreduce", 0.033, 0.176},
+      {"a100_azure_ndv4_echo_2gpu_1n_allreduce", 0.050, 0.011},
+      {"a100_azure_ndv4_echo_2n_allreduce", 0.040, 0.005},
+      {"a100_azure_ndv4_echo_8n_allreduce", 0.096, 0.085},
+      {"b200_lambda_2n_allreduce", 0.040, 0.033},
+      {"h100_ib400_4n_allreduce_nt309b", 0.034, 0.0},
+      {"h100_nebius_2n_ib_allreduce", 0.075, 0.093},
+      {"h100_unresolved_2n_allreduce", 0.032, 0.012},
+  };
+  const std::filesystem::path dir = std::filesystem::path(STEPSIM_SOURCE_DIR) / ".." / "shared" / "data" / "nccl";
+  if (!std::filesystem::is_directory(dir)) {
+    WARN("../shared/data/nccl not present; nothing to check");
+    return;
+  }
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".csv") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  int tables = 0, meet = 0;
+  for (const auto& f : files) {
+    const std::string id = f.stem().string();
+    INFO(id);
+    const auto log = read_nccl_tests_file(f.string());
+    REQUIRE(log.runs.size() == 1);
+    if (log.runs[0].ranks == 1) continue;  // one GPU: nothing to communicate, nothing to fit
+    const auto hw = load_profile(profile_for_gpu(log.runs[0].gpu));
+    const auto result = calibrate({log}, hw, CalibrateOptions{}, "out.json");
+    REQUIRE(result.tables.size() == 1);
+    const auto& c = result.tables[0].cross;
+    ++tables;
+    const auto miss = std::find_if(std::begin(misses), std::end(misses), [&](const Miss& m) { return id == m.id; });
+    if (miss == std::end(misses)) {
+      CHECK(c.large_median <= 0.03);
+      CHECK(c.small_median <= 0.10);
+      meet += c.large_median <= 0.03 && c.small_median <= 0.10;
+    } else {
+      CHECK(c.large_median <= miss->large + 0.005);
+      CHECK(c.small_median <= miss->small + 0.005);
+    }
+  }
+  CHECK(tables == 38);
+  CHECK(meet == tables - static_cast<int>(std::size(misses)));
+}
+
+TEST_CASE("validate.fit.nominal nccl model is closer than alpha-beta to the shared tables at both size ranges") {
+  // Issue 5 item 4: the NCCL-tuner model (with the 4 us host launch term) against the seeds'
+  // alpha-beta model, both uncalibrated, on every table of ../shared/data/nccl/: median over
+  // tables of each table's median |error|, sizes >= 1 MiB and < 1 MiB. Measured (docs/calibration.md):
+  // alpha-beta 36.9 % / 40.3 %, nccl 21.0 % / 38.5 %.
+  const std::filesystem::path dir = std::filesystem::path(STEPSIM_SOURCE_DIR) / ".." / "shared" / "data" / "nccl";
+  if (!std::filesystem::is_directory(dir)) {
+    WARN("../shared/data/nccl not present; nothing to check");
+    return;
+  }
+  std::vector<double> ab_large, ab_small, nccl_large, nccl_small;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".csv") continue;
+    const auto log = read_nccl_tests_file(e.path().string());
+    if (log.runs.size() != 1 || log.runs[0].ranks == 1) continue;
+    const auto result = calibrate({log}, load_profile(profile_for_gpu(log.runs[0].gpu)), CalibrateOptions{}, "out.json");
+    const auto& t = result.tables.at(0);
+    REQUIRE(t.nccl);
+    if (t.nominal.large_points > 0) ab_large.push_back(t.nominal.large_median), nccl_large.push_back(t.nccl->large_median);
+    if (t.nominal.small_points > 0) ab_small.push_back(t.nominal.small_median), nccl_small.push_back(t.nccl->small_median);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  REQUIRE(ab_large.size() == 38);
+  REQUIRE(ab_small.size() == 23);
+  CHECK(median(ab_large) == Approx(0.369).margin(0.001));
+  CHECK(median(ab_small) == Approx(0.403).margin(0.001));
+  CHECK(median(nccl_large) == Approx(0.210).margin(0.001));
+  CHECK(median(nccl_small) == Approx(0.385).margin(0.001));
+  CHECK(median(nccl_large) < median(ab_large));
+  CHECK(median(nccl_small) < median(ab_small));
 }
 
 TEST_CASE("validate.fit.overlay provenance and warnings") {
