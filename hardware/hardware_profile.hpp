@@ -41,6 +41,7 @@ struct HardwareProfile {
 
   double peak_flops_per_s = 0;       ///< dense BF16/FP16 tensor-core peak per GPU/chip
   double gemm_efficiency = 0;        ///< default achieved fraction of peak for large GEMMs
+  int sm_count = 0;                  ///< streaming multiprocessors per GPU (compute.sm_count); 0 = unknown
   double hbm_bytes = 0;              ///< device memory capacity
   double hbm_bandwidth_bytes_per_s = 0;
   double hbm_efficiency = 0;         ///< achieved fraction of HBM bandwidth for streaming kernels

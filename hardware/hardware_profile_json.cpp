@@ -51,6 +51,7 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   const JsonReader compute = root.object("compute");
   p.peak_flops_per_s = compute.number("peak_flops_per_s", Check::Positive, Dimension::FlopsPerSecond);
   p.gemm_efficiency = compute.number_or("gemm_efficiency", 0.7, Check::Fraction);
+  p.sm_count = static_cast<int>(compute.integer_or("sm_count", 0, 0, 100000));
   compute.finish();
 
   const JsonReader memory = root.object("memory");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // run(): lower, simulate, derive the report.
 #include "hardware/collective_model.hpp"
+#include "hardware/compute_model.hpp"
 #include "hardware/task_cost.hpp"
 #include "models/report.hpp"
 #include "models/simulate.hpp"
@@ -29,8 +30,30 @@ std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
 
 // per_rank mode: plays every rank (sim::run_replicated), fills r.per_rank, keeps every rank's
 // records in `all` and returns rank 0's timeline for the per-rank breakdown.
-sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const sim::TaskCostModel& cost,
-                                Report& r, std::optional<sim::Timeline>& all) {
+// Engine options and per-rank contention from the scenario's sim.* keys (semantics.md §E).
+hardware::Contention contention_of(const Scenario& s) {
+  hardware::Contention c;
+  const ContentionConfig& cfg = s.contention;
+  c.link_sharing = cfg.link_sharing;
+  if (cfg.overlap_model == "factor") c.compute_slowdown = cfg.overlap_compute_slowdown;
+  if (cfg.overlap_model == "sm_partition")
+    c.compute_slowdown = hardware::sm_partition_slowdown(s.hardware.sm_count, static_cast<int>(cfg.nccl_sms));
+  return c;
+}
+
+sim::RunOptions run_options(const Scenario& s, const sim::TaskGraph& g) {
+  std::uint32_t streams = 0;
+  for (sim::TaskId v = 0; v < g.size(); ++v) streams = std::max(streams, g.task(v).stream + 1);
+  const auto connections = static_cast<std::uint32_t>(s.contention.cuda_device_max_connections);
+  return {connections < streams ? connections : 0u};  // one queue per stream: no cross-stream order
+}
+
+// per_rank mode: plays every rank (sim::run_replicated) with the durations `sym` (the symmetric
+// play, where link sharing and compute slowdown stretched them) gave each base task, fills
+// r.per_rank, keeps every rank's records in `all` and returns rank 0's timeline.
+// Per-rank variation scales those durations; it does not solve sharing again.
+sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const sim::Timeline& sym, Report& r,
+                                std::optional<sim::Timeline>& all) {
   const sim::TaskGraph& g = step.graph;
   const auto copies = static_cast<std::uint32_t>(s.parallelism.dp);
   const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
@@ -60,7 +83,9 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
                                                               : sim::JitterDistribution::None;
   var.cv = cfg.jitter_cv;
   var.seed = cfg.jitter_seed;
-  all.emplace(sim::run_replicated(g, copies, spans, cost, var));
+  std::vector<sim::Time> durations(g.size());
+  for (sim::TaskId v = 0; v < g.size(); ++v) durations[v] = sym[v].end - sym[v].start;
+  all.emplace(sim::run_replicated(g, copies, spans, durations, var));
   const std::vector<sim::Time> ends = sim::copy_makespans(*all, g.size(), copies);
   const auto [lo, hi] = std::minmax_element(ends.begin(), ends.end());
   auto& pr = r.per_rank;
@@ -70,7 +95,7 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   pr.step_time_max_s = hi->seconds();
   pr.spread_s = (*hi - *lo).seconds();
   pr.slowest_rank = std::find(ends.begin(), ends.end(), *hi) - ends.begin();
-  pr.no_variation_step_time_s = var.none() ? pr.step_time_max_s : sim::run(g, cost).makespan().seconds();
+  pr.no_variation_step_time_s = var.none() ? pr.step_time_max_s : sym.makespan().seconds();
   pr.straggler_cost_s = pr.step_time_max_s - pr.no_variation_step_time_s;
   return sim::copy_timeline(*all, g.size(), 0);
 }
@@ -81,10 +106,25 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   r.scenario = s;
   const StrategyEntry& strategy = find_strategy(s.parallelism.strategy);
   LoweredStep step = strategy.lower(s);
-  const hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model);
+  const hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model,
+                                     contention_of(s));
   std::optional<sim::Timeline> all;  // per_rank: every rank's records
-  sim::Timeline tl = s.rank_mode == "per_rank" ? simulate_per_rank(s, step, cost, r, all) : sim::run(step.graph, cost);
+  const sim::RunOptions options = run_options(s, step.graph);
+  if (options.launch_queues > 0 && s.rank_mode == "per_rank")
+    throw InputError(s.source, "/sim/cuda_device_max_connections",
+                     fmt::format("{} is fewer connections than this step has streams: launches are ordered across "
+                                 "streams, which rank_mode \"per_rank\" does not replay (use \"symmetric\")",
+                                 s.contention.cuda_device_max_connections));
+  sim::Timeline tl = sim::run(step.graph, cost, options);
   const sim::TaskGraph& g = step.graph;
+  for (sim::TaskId id = 0; id < g.size(); ++id) {
+    // What contention added to rank 0's tasks beyond their time alone (sim::Work's fluid model).
+    const sim::Task& t = g.task(id);
+    if (t.rank != 0) continue;
+    const double stretch = ((tl[id].end - tl[id].start) - cost.duration(t)).seconds();
+    (t.kind == sim::TaskKind::Transfer ? r.link_sharing_stretch_s : r.overlap_slowdown_s) += stretch;
+  }
+  if (s.rank_mode == "per_rank") tl = simulate_per_rank(s, step, tl, r, all);
 
   r.step_time_s = r.per_rank.present ? r.per_rank.step_time_max_s : tl.makespan().seconds();
   const auto compute = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Compute && t.rank == 0; });

@@ -332,6 +332,28 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
         var.slow_ranks.emplace_back(rank, factor);
       }
     }
+    auto& con = s.contention;
+    con.link_sharing = simcfg->boolean_or("link_sharing", true);
+    con.overlap_model = simcfg->choice_or("overlap_model", "factor", {"factor", "sm_partition", "off"});
+    con.overlap_compute_slowdown = simcfg->number_or("overlap_compute_slowdown", 1.19, Check::Positive);
+    if (con.overlap_compute_slowdown < 1 || con.overlap_compute_slowdown > 3)
+      simcfg->fail("overlap_compute_slowdown",
+                   fmt::format("expected a factor in [1, 3] (1 = no slowdown; rule 96 measured 1.19 on average, up "
+                               "to 1.4), got {}", con.overlap_compute_slowdown));
+    con.nccl_sms = simcfg->integer_or("nccl_sms", 0, 0, 1024);
+    con.cuda_device_max_connections = simcfg->integer_or("cuda_device_max_connections", 8, 1, 32);
+    if (con.overlap_model == "sm_partition") {
+      if (s.hardware.sm_count == 0)
+        simcfg->fail("overlap_model", fmt::format("\"sm_partition\" needs the SM count of the GPU; profile '{}' has no "
+                                                  "compute.sm_count (expected \"factor\" or \"off\")", s.hardware.name));
+      if (con.nccl_sms == 0) con.nccl_sms = 2 * std::int64_t{s.hardware.nccl.ring_channels};  // runtime channels, one CTA each
+      if (con.nccl_sms == 0)
+        simcfg->fail("nccl_sms", fmt::format("profile '{}' has no nccl.ring_channels to derive NCCL's SMs from; set "
+                                             "sim.nccl_sms (rule 94: 16-32 on an 8-GPU H100 node)", s.hardware.name));
+      if (con.nccl_sms >= s.hardware.sm_count)
+        simcfg->fail("nccl_sms", fmt::format("expected fewer SMs than the GPU's {}, got {}", s.hardware.sm_count,
+                                             con.nccl_sms));
+    }
     if (var.any() && s.rank_mode != "per_rank")
       simcfg->fail(var.slow_ranks.empty() ? "jitter" : "slow_ranks",
                    "per-rank variation needs \"rank_mode\": \"per_rank\" (symmetric mode simulates one "
@@ -405,6 +427,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                                ? "hierarchical"
                                                : "auto"}};
   resolved["sim"] = {{"rank_mode", s.rank_mode}};
+  resolved["sim"]["link_sharing"] = s.contention.link_sharing;
+  resolved["sim"]["overlap_model"] = s.contention.overlap_model;
+  resolved["sim"]["overlap_compute_slowdown"] = s.contention.overlap_compute_slowdown;
+  resolved["sim"]["nccl_sms"] = s.contention.nccl_sms;
+  resolved["sim"]["cuda_device_max_connections"] = s.contention.cuda_device_max_connections;
   if (s.variation.jitter_distribution != "none")
     resolved["sim"]["jitter"] = {{"distribution", s.variation.jitter_distribution},
                                  {"cv", s.variation.jitter_cv},

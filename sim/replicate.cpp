@@ -102,8 +102,9 @@ class TimeBuckets {
 
 class ReplicatedRun {
  public:
+  // Durations: cost->duration() of each base task, or `durations` when cost is null.
   ReplicatedRun(const TaskGraph& base, std::uint32_t copies, const std::vector<RendezvousSpan>& spans,
-                const TaskCostModel& cost, const RankVariation& variation)
+                const TaskCostModel* cost, const std::vector<Time>* durations, const RankVariation& variation)
       : base_(base), n_(base.size()), copies_(copies), variation_(variation) {
     const std::uint64_t total = std::uint64_t{n_} * copies;
     if (total > std::numeric_limits<TaskId>::max() - 1)
@@ -132,7 +133,7 @@ class ReplicatedRun {
     compute_.resize(n_);
     for (TaskId v = 0; v < n_; ++v) {
       const Task& t = base.task(v);
-      duration_[v] = cost.duration(t);
+      duration_[v] = cost != nullptr ? cost->duration(t) : (*durations)[v];
       STEPSIM_ASSERT(duration_[v] >= Time(), "negative duration for task '{}'", t.name);
       compute_[v] = t.kind == TaskKind::Compute;
     }
@@ -288,7 +289,15 @@ Timeline run_replicated(const TaskGraph& base, std::uint32_t copies, const std::
                         const TaskCostModel& cost, const RankVariation& variation) {
   STEPSIM_ASSERT(base.frozen(), "replicated run of a graph that is not frozen");
   STEPSIM_ASSERT(copies >= 1, "replicated run with 0 copies");
-  return ReplicatedRun(base, copies, spans, cost, variation).play();
+  return ReplicatedRun(base, copies, spans, &cost, nullptr, variation).play();
+}
+
+Timeline run_replicated(const TaskGraph& base, std::uint32_t copies, const std::vector<RendezvousSpan>& spans,
+                        const std::vector<Time>& durations, const RankVariation& variation) {
+  STEPSIM_ASSERT(base.frozen(), "replicated run of a graph that is not frozen");
+  STEPSIM_ASSERT(copies >= 1, "replicated run with 0 copies");
+  STEPSIM_ASSERT(durations.size() == base.size(), "{} durations for {} tasks", durations.size(), base.size());
+  return ReplicatedRun(base, copies, spans, nullptr, &durations, variation).play();
 }
 
 Timeline copy_timeline(const Timeline& all, std::size_t base_size, std::uint32_t copy) {

@@ -70,6 +70,14 @@ struct RankVariation {
 Timeline run_replicated(const TaskGraph& base, std::uint32_t copies, const std::vector<RendezvousSpan>& spans,
                         const TaskCostModel& cost, const RankVariation& variation);
 
+/// Same as above with the base durations given (`durations[v]` for base task v, each ≥ 0)
+/// instead of priced: e.g. the effective durations (end − start) of a sim::run of the base graph
+/// whose fluid model (link sharing, compute slowdown) already stretched them. Variation scales
+/// them as above; the copies' sharing is not solved again.
+/// Precondition: durations.size() == base.size(). @throws as above.
+Timeline run_replicated(const TaskGraph& base, std::uint32_t copies, const std::vector<RendezvousSpan>& spans,
+                        const std::vector<Time>& durations, const RankVariation& variation);
+
 /// The records of copy `copy` of a replicated timeline, as a timeline of `base_size` tasks
 /// (ids are base ids). A binding inside the copy keeps its base id; a binding to another copy
 /// (a rendezvous that waited for a later member) becomes that member's own binding's base id,

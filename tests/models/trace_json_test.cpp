@@ -44,7 +44,10 @@ TEST_CASE("per_rank: identical to symmetric without variation", "[per_rank]") {
     CHECK(a.step_time_s == b.step_time_s);
     CHECK(a.exposed_comm_s == b.exposed_comm_s);
     CHECK(a.memory.total_bytes == b.memory.total_bytes);
-    CHECK(b.events == 64 * a.events);
+    // The replay has one event per task; the symmetric play has more when its fluid model
+    // (compute slowdown, link sharing) rescheduled completions.
+    CHECK(b.events == 64 * n);
+    CHECK(a.events >= n);
     CHECK_FALSE(a.per_rank.present);
     CHECK(b.per_rank.present);
     CHECK(b.per_rank.spread_s == 0);
