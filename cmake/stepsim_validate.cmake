@@ -3,12 +3,8 @@
 # (find_package(CUDAToolkit)), a working nvcc (check_language(CUDA)) and NCCL (nccl.h and
 # libnccl, NCCL_HOME hint) are found; ON fails the configure loudly when one is missing.
 # Sets STEPSIM_VALIDATE_CUDA (TRUE/FALSE). CUDA itself is enabled only in validate/cuda/.
-set(STEPSIM_BUILD_VALIDATE AUTO CACHE STRING "Build stepsim-validate (CUDA + NCCL + cuBLAS): AUTO, ON or OFF")
-set_property(CACHE STEPSIM_BUILD_VALIDATE PROPERTY STRINGS AUTO ON OFF)
-string(TOUPPER "${STEPSIM_BUILD_VALIDATE}" _stepsim_validate_mode)
-if(NOT _stepsim_validate_mode MATCHES "^(AUTO|ON|OFF)$")
-  message(FATAL_ERROR "STEPSIM_BUILD_VALIDATE: expected AUTO, ON or OFF, got '${STEPSIM_BUILD_VALIDATE}'")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/stepsim_tristate.cmake)
+stepsim_tristate_option(STEPSIM_BUILD_VALIDATE "Build stepsim-validate (CUDA + NCCL + cuBLAS): AUTO, ON or OFF" _stepsim_validate_mode)
 
 set(STEPSIM_VALIDATE_CUDA FALSE)
 # Fuzz builds add sanitizer flags to every compile (nvcc rejects them); sanitizer builds test

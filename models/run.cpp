@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <unordered_map>
 
 namespace stepsim::models {
 
@@ -28,8 +29,6 @@ double bus_factor(const std::string& op, int n) {
 
 std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
 
-// per_rank mode: plays every rank (sim::run_replicated), fills r.per_rank, keeps every rank's
-// records in `all` and returns rank 0's timeline for the per-rank breakdown.
 // Engine options and per-rank contention from the scenario's sim.* keys (semantics.md §E).
 hardware::Contention contention_of(const Scenario& s) {
   hardware::Contention c;
@@ -48,12 +47,28 @@ sim::RunOptions run_options(const Scenario& s, const sim::TaskGraph& g) {
   return {connections < streams ? connections : 0u};  // one queue per stream: no cross-stream order
 }
 
-// per_rank mode: plays every rank (sim::run_replicated) with the durations `sym` (the symmetric
-// play, where link sharing and compute slowdown stretched them) gave each base task, fills
-// r.per_rank, keeps every rank's records in `all` and returns rank 0's timeline.
-// Per-rank variation scales those durations; it does not solve sharing again.
+// Prices each task of one frozen graph by its duration (end − start) in a timeline of that
+// graph, looked up by the task's address (so only tasks of that graph can be priced).
+class ReplayCost final : public sim::TaskCostModel {
+ public:
+  ReplayCost(const sim::TaskGraph& g, const sim::Timeline& tl) {
+    for (sim::TaskId v = 0; v < g.size(); ++v) by_task_.emplace(&g.task(v), tl[v].end - tl[v].start);
+  }
+  sim::Time duration(const sim::Task& t) const override { return by_task_.at(&t); }
+
+ private:
+  std::unordered_map<const sim::Task*, sim::Time> by_task_;
+};
+
+// per_rank mode: plays every rank with the durations `sym` (the symmetric play, where link
+// sharing and compute slowdown stretched them) gave each base task, fills r.per_rank and
+// returns rank 0's timeline for the per-rank breakdown. Per-rank variation scales those
+// durations; it does not solve sharing again. With `keep_all` (traces) every rank's records go
+// to `all` (sim::run_replicated); otherwise only makespans and rank 0 are kept
+// (sim::run_replicated_summary: the same run in a seventh of the memory).
 sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const sim::Timeline& sym, Report& r,
-                                std::optional<sim::Timeline>& all) {
+                                bool keep_all, std::optional<sim::Timeline>& all) {
+  const ReplayCost cost(step.graph, sym);
   const sim::TaskGraph& g = step.graph;
   const auto copies = static_cast<std::uint32_t>(s.parallelism.dp);
   const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
@@ -83,10 +98,17 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
                                                               : sim::JitterDistribution::None;
   var.cv = cfg.jitter_cv;
   var.seed = cfg.jitter_seed;
-  std::vector<sim::Time> durations(g.size());
-  for (sim::TaskId v = 0; v < g.size(); ++v) durations[v] = sym[v].end - sym[v].start;
-  all.emplace(sim::run_replicated(g, copies, spans, durations, var));
-  const std::vector<sim::Time> ends = sim::copy_makespans(*all, g.size(), copies);
+  std::vector<sim::Time> ends;
+  std::optional<sim::Timeline> rank0;
+  if (keep_all) {
+    all.emplace(sim::run_replicated(g, copies, spans, cost, var));
+    ends = sim::copy_makespans(*all, g.size(), copies);
+    rank0.emplace(sim::copy_timeline(*all, g.size(), 0));
+  } else {
+    sim::ReplicatedSummary sum = sim::run_replicated_summary(g, copies, spans, cost, var, {0});
+    ends = std::move(sum.makespans);
+    rank0.emplace(std::move(sum.slices.front()));
+  }
   const auto [lo, hi] = std::minmax_element(ends.begin(), ends.end());
   auto& pr = r.per_rank;
   pr.present = true;
@@ -97,7 +119,7 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   pr.slowest_rank = std::find(ends.begin(), ends.end(), *hi) - ends.begin();
   pr.no_variation_step_time_s = var.none() ? pr.step_time_max_s : sym.makespan().seconds();
   pr.straggler_cost_s = pr.step_time_max_s - pr.no_variation_step_time_s;
-  return sim::copy_timeline(*all, g.size(), 0);
+  return std::move(*rank0);
 }
 
 Report run_impl(const Scenario& s, SimulatedStep* keep) {
@@ -124,7 +146,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     const double stretch = ((tl[id].end - tl[id].start) - cost.duration(t)).seconds();
     (t.kind == sim::TaskKind::Transfer ? r.link_sharing_stretch_s : r.overlap_slowdown_s) += stretch;
   }
-  if (s.rank_mode == "per_rank") tl = simulate_per_rank(s, step, tl, r, all);
+  if (s.rank_mode == "per_rank") tl = simulate_per_rank(s, step, tl, r, keep != nullptr, all);
 
   r.step_time_s = r.per_rank.present ? r.per_rank.step_time_max_s : tl.makespan().seconds();
   const auto compute = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Compute && t.rank == 0; });

@@ -12,10 +12,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 namespace stepsim::models {
@@ -145,11 +149,6 @@ void flatten(const nlohmann::ordered_json& j, const std::string& prefix,
   }
 }
 
-struct PointOutcome {
-  std::vector<std::pair<std::string, MetricValue>> metrics;
-  std::string error;
-};
-
 PointOutcome run_point(const nlohmann::json& base, const std::string& source,
                        const std::vector<SweepAxis>& axes, const std::vector<std::size_t>& idx,
                        const std::vector<std::string>& sets) {
@@ -254,24 +253,31 @@ std::string SweepResult::label(std::size_t i) const {
   return s;
 }
 
-SweepResult run_sweep(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
-                      const SweepOptions& options) {
+std::vector<PointOutcome> run_sweep_points(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
+                                           const SweepOptions& options) {
+  const SweepPart part = options.part;
+  if (part.parts < 1 || part.index >= part.parts)
+    throw InputError("", "", fmt::format("sweep part {} of {} does not exist", part.index, part.parts));
   std::vector<std::string> seen;
   for (const auto& a : axes) {
     if (std::find(seen.begin(), seen.end(), a.path) != seen.end())
       throw InputError("--vary", "", fmt::format("'{}' is varied twice; give all its values in one --vary", a.path));
     seen.push_back(a.path);
   }
-  const std::size_t total = grid_size(axes);
+  const std::size_t grid = grid_size(axes);
   const nlohmann::json base = read_json_file(scenario_path);
 
+  // This part's points: part.index, part.index + parts, ... (round robin).
+  const std::size_t total = grid > part.index ? (grid - part.index + part.parts - 1) / part.parts : 0;
   std::vector<PointOutcome> outcomes(total);
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::mutex progress_mutex;
   auto worker = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < total;) {
-      outcomes[i] = run_point(base, scenario_path, axes, grid_indices(axes, i), options.sets);
+    for (std::size_t k; (k = next.fetch_add(1)) < total;) {
+      const std::size_t i = part.index + k * part.parts;
+      outcomes[k] = run_point(base, scenario_path, axes, grid_indices(axes, i), options.sets);
+      outcomes[k].index = i;
       if (options.progress) {
         const std::lock_guard<std::mutex> lock(progress_mutex);
         options.progress(++done, total);
@@ -287,8 +293,25 @@ SweepResult run_sweep(const std::string& scenario_path, const std::vector<SweepA
     for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
     for (auto& t : pool) t.join();
   }
+  return outcomes;
+}
 
-  // Merge in grid order, so columns and rows do not depend on the thread count.
+SweepResult merge_sweep(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
+                        std::vector<PointOutcome> unordered) {
+  const std::size_t total = grid_size(axes);
+  std::vector<PointOutcome> outcomes(total);
+  std::vector<bool> seen(total, false);
+  for (auto& o : unordered) {
+    if (o.index >= total || seen[o.index])
+      throw InternalError(fmt::format("sweep merge: point {} of {} is {}", o.index, total,
+                                      o.index >= total ? "outside the grid" : "given twice"));
+    seen[o.index] = true;
+    outcomes[o.index] = std::move(o);
+  }
+  if (const auto gap = std::find(seen.begin(), seen.end(), false); gap != seen.end())
+    throw InternalError(fmt::format("sweep merge: point {} of {} is missing", gap - seen.begin(), total));
+
+  // Merge in grid order, so columns and rows do not depend on the thread or process count.
   SweepResult r;
   r.source = scenario_path;
   r.axes = axes;
@@ -310,6 +333,114 @@ SweepResult run_sweep(const std::string& scenario_path, const std::vector<SweepA
                      fmt::format("every point of the sweep failed; the first ({}): {}",
                                  r.label(0).empty() ? "the scenario as is" : r.label(0), r.points[0].error));
   return r;
+}
+
+SweepResult run_sweep(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
+                      const SweepOptions& options) {
+  SweepOptions whole = options;
+  whole.part = SweepPart{};
+  return merge_sweep(scenario_path, axes, run_sweep_points(scenario_path, axes, whole));
+}
+
+namespace {
+
+// encode_outcomes format, all integers little-endian: "SSO2"; u64 name count, the names (each
+// metric name once: a report has ~45 and a rank sends up to 10^6 points); u64 outcome count;
+// per outcome u64 index, str error, u64 metric count; per metric u64 name number, str text,
+// u8 has_number and, when 1, the u64 bits of the double. str = u64 length + bytes.
+constexpr std::string_view kOutcomesMagic = "SSO2";
+
+void put_u64(std::string& out, std::uint64_t v) {
+  for (int b = 0; b < 8; ++b) out += static_cast<char>((v >> (8 * b)) & 0xff);
+}
+void put_str(std::string& out, const std::string& s) {
+  put_u64(out, s.size());
+  out += s;
+}
+
+struct Reader {
+  const std::string& bytes;
+  std::size_t at = 0;
+  void need(std::size_t n) {
+    if (n > bytes.size() - at)
+      throw InternalError(fmt::format("decode_outcomes: buffer truncated at byte {} of {}", at, bytes.size()));
+  }
+  std::uint64_t u64() {
+    need(8);
+    std::uint64_t v = 0;
+    for (int b = 0; b < 8; ++b) v |= std::uint64_t{static_cast<unsigned char>(bytes[at++])} << (8 * b);
+    return v;
+  }
+  std::string str() {
+    const std::uint64_t n = u64();
+    need(n);
+    std::string s = bytes.substr(at, n);
+    at += n;
+    return s;
+  }
+  unsigned char u8() {
+    need(1);
+    return static_cast<unsigned char>(bytes[at++]);
+  }
+};
+
+}  // namespace
+
+std::string encode_outcomes(const std::vector<PointOutcome>& outcomes) {
+  std::map<std::string, std::uint64_t> number_of;
+  std::vector<const std::string*> names;
+  for (const auto& o : outcomes)
+    for (const auto& m : o.metrics)
+      if (number_of.emplace(m.first, names.size()).second) names.push_back(&m.first);
+  std::string out(kOutcomesMagic);
+  put_u64(out, names.size());
+  for (const auto* n : names) put_str(out, *n);
+  put_u64(out, outcomes.size());
+  for (const auto& o : outcomes) {
+    put_u64(out, o.index);
+    put_str(out, o.error);
+    put_u64(out, o.metrics.size());
+    for (const auto& [name, v] : o.metrics) {
+      put_u64(out, number_of.at(name));
+      put_str(out, v.text);
+      out += static_cast<char>(v.number ? 1 : 0);
+      if (v.number) put_u64(out, std::bit_cast<std::uint64_t>(*v.number));
+    }
+  }
+  return out;
+}
+
+std::vector<PointOutcome> decode_outcomes(const std::string& bytes) {
+  if (bytes.compare(0, kOutcomesMagic.size(), kOutcomesMagic) != 0)
+    throw InternalError("decode_outcomes: not a sweep outcome buffer");
+  Reader in{bytes, kOutcomesMagic.size()};
+  const std::uint64_t name_count = in.u64();
+  if (name_count > bytes.size() / 8) throw InternalError("decode_outcomes: bad name count");  // 8+ bytes each
+  std::vector<std::string> names(name_count);
+  for (auto& n : names) n = in.str();
+  const std::uint64_t count = in.u64();
+  std::vector<PointOutcome> out;
+  // Each outcome takes at least 17 bytes: a corrupt count cannot make us reserve much.
+  out.reserve(std::min<std::uint64_t>(count, bytes.size() / 17));
+  for (std::uint64_t k = 0; k < count; ++k) {
+    PointOutcome o;
+    o.index = in.u64();
+    o.error = in.str();
+    const std::uint64_t metrics = in.u64();
+    for (std::uint64_t m = 0; m < metrics; ++m) {
+      const std::uint64_t name = in.u64();
+      if (name >= names.size()) throw InternalError(fmt::format("decode_outcomes: bad name number {}", name));
+      MetricValue v{in.str(), std::nullopt};
+      const unsigned char has = in.u8();
+      if (has > 1) throw InternalError(fmt::format("decode_outcomes: bad number flag at byte {}", in.at - 1));
+      if (has) v.number = std::bit_cast<double>(in.u64());
+      o.metrics.emplace_back(names[name], std::move(v));
+    }
+    out.push_back(std::move(o));
+  }
+  if (in.at != bytes.size())
+    throw InternalError(fmt::format("decode_outcomes: {} trailing bytes", bytes.size() - in.at));
+  return out;
 }
 
 std::string sweep_csv(const SweepResult& r) {
@@ -380,10 +511,42 @@ SweepSummary summarize_sweep(const SweepResult& r, const std::string& metric, do
         return BucketCurve::End{pts[k].first, t(k), r.number(i, "comm_time_s").value_or(0),
                                 r.number(i, "exposed_comm_s").value_or(0), r.number(i, "buckets.count").value_or(0)};
       };
-      double min_comm = end(0).comm_time_s;
-      for (std::size_t k = 1; k < pts.size(); ++k) min_comm = std::min(min_comm, end(k).comm_time_s);
-      s.bucket_curves.push_back({series, pts[best].first, t(best), pts[lo].first, pts[hi].first,
-                                 end(0), end(pts.size() - 1), min_comm});
+      double min_comm = end(0).comm_time_s, min_exposed = end(0).exposed_comm_s;
+      for (std::size_t k = 1; k < pts.size(); ++k) {
+        min_comm = std::min(min_comm, end(k).comm_time_s);
+        min_exposed = std::min(min_exposed, end(k).exposed_comm_s);
+      }
+      auto regime = [&](std::size_t first, std::size_t last) {
+        BucketCurve::Regime g;
+        g.lo_mb = pts[first].first;
+        g.hi_mb = pts[last].first;
+        g.buckets_lo = end(first).bucket_count;
+        g.buckets_hi = end(last).bucket_count;
+        g.comm_min_s = g.exposed_min_s = g.step_min_s = std::numeric_limits<double>::infinity();
+        for (std::size_t k = first; k <= last; ++k) {
+          const auto e = end(k);
+          g.comm_min_s = std::min(g.comm_min_s, e.comm_time_s);
+          g.comm_max_s = std::max(g.comm_max_s, e.comm_time_s);
+          g.exposed_min_s = std::min(g.exposed_min_s, e.exposed_comm_s);
+          g.exposed_max_s = std::max(g.exposed_max_s, e.exposed_comm_s);
+          g.step_min_s = std::min(g.step_min_s, e.step_time_s);
+          g.step_max_s = std::max(g.step_max_s, e.step_time_s);
+        }
+        return g;
+      };
+      BucketCurve c{series, pts[best].first, t(best), pts[lo].first, pts[hi].first,
+                    end(0), end(pts.size() - 1), end(best), min_comm, min_exposed, std::nullopt, regime(lo, hi), std::nullopt};
+      std::size_t n_lat = 0;  // points from the smallest with comm ≥ factor × least
+      // No communication at all (dp 1): neither regime.
+      while (min_comm > 0 && n_lat < pts.size() && end(n_lat).comm_time_s >= BucketCurve::kLatencyCommFactor * min_comm)
+        ++n_lat;
+      if (n_lat > 0) c.latency_bound = regime(0, n_lat - 1);
+      std::size_t first_exposed = pts.size();  // points up to the largest with exposed ≥ share × comm
+      while (first_exposed > 0 && end(first_exposed - 1).comm_time_s > 0 &&
+             end(first_exposed - 1).exposed_comm_s >= BucketCurve::kExposedShare * end(first_exposed - 1).comm_time_s)
+        --first_exposed;
+      if (first_exposed < pts.size()) c.last_bucket_exposed = regime(first_exposed, pts.size() - 1);
+      s.bucket_curves.push_back(std::move(c));
     }
   }
 

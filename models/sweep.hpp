@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stepsim::models {
@@ -74,6 +75,14 @@ struct SweepResult {
   std::string label(std::size_t i) const;
 };
 
+/// Which grid points one process runs when a sweep is split across processes (MPI ranks):
+/// point i belongs to part i % parts (round robin, so a cost that grows along the first axis
+/// is spread evenly). The default {0, 1} is the whole grid.
+struct SweepPart {
+  std::size_t index = 0;  ///< this process's part, < parts
+  std::size_t parts = 1;  ///< number of parts, ≥ 1
+};
+
 /// How run_sweep runs.
 struct SweepOptions {
   std::vector<std::string> sets;  ///< "a.b=VALUE" overrides applied to every point before the axes
@@ -81,6 +90,15 @@ struct SweepOptions {
   /// Called after each point with (points done, total), from worker threads but never
   /// concurrently (calls are serialised by a mutex). May be empty.
   std::function<void(std::size_t, std::size_t)> progress;
+  SweepPart part;                 ///< run_sweep_points: the share of the grid to run
+};
+
+/// One grid point's raw outcome, before the column set of the whole sweep is known: the
+/// flattened report fields in report key order, or the error that stopped the point.
+struct PointOutcome {
+  std::size_t index = 0;  ///< grid point (see grid_indices)
+  std::vector<std::pair<std::string, MetricValue>> metrics;
+  std::string error;      ///< empty when the point ran
 };
 
 /// Reads `scenario_path` once, then for every grid point applies options.sets and the
@@ -92,6 +110,28 @@ struct SweepOptions {
 ///         point failed (the message quotes the first point's error).
 SweepResult run_sweep(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
                       const SweepOptions& options);
+
+/// The first half of run_sweep: runs only the points of options.part (options.progress counts
+/// those) and returns their outcomes in increasing index. Point errors are recorded, not thrown.
+/// @throws InputError when the scenario file cannot be read, a --set is malformed, an axis is
+///         varied twice, or options.part.index ≥ options.part.parts.
+std::vector<PointOutcome> run_sweep_points(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
+                                           const SweepOptions& options);
+
+/// The second half of run_sweep: builds the result from the outcomes of every grid point
+/// (any order). The result is the same whichever processes and threads produced them.
+/// @throws InternalError unless `outcomes` holds each index of the grid exactly once;
+///         InputError when every point failed (as run_sweep).
+SweepResult merge_sweep(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
+                        std::vector<PointOutcome> outcomes);
+
+/// Serialises outcomes to bytes for another process (MPI transport): lossless (numbers as
+/// their IEEE-754 bits, little-endian), so a merge of decoded outcomes is byte-identical.
+std::string encode_outcomes(const std::vector<PointOutcome>& outcomes);
+
+/// Inverse of encode_outcomes.
+/// @throws InternalError when `bytes` is truncated or not an encode_outcomes buffer.
+std::vector<PointOutcome> decode_outcomes(const std::string& bytes);
 
 /// RFC 4180 CSV: header = axis paths, metric columns, "error"; one row per point in grid
 /// order; numbers as shortest round-trip decimals; fields with ',', '"' or newlines quoted.
@@ -111,7 +151,31 @@ struct BucketCurve {
   struct End {
     double bucket_cap_mb = 0, step_time_s = 0, comm_time_s = 0, exposed_comm_s = 0, bucket_count = 0;
   } smallest, largest;
+  End at_best;                    ///< the best point's values
   double min_comm_time_s = 0;     ///< the least communication time along the curve
+  double min_exposed_comm_s = 0;  ///< the least exposed communication along the curve
+
+  /// A contiguous stretch of the curve and what its points show (inclusive ranges).
+  struct Regime {
+    double lo_mb = 0, hi_mb = 0;             ///< bucket_cap_mb of its first and last point
+    double buckets_lo = 0, buckets_hi = 0;   ///< bucket counts at lo_mb and hi_mb
+    double comm_min_s = 0, comm_max_s = 0;   ///< communication busy time over the stretch
+    double exposed_min_s = 0, exposed_max_s = 0;
+    double step_min_s = 0, step_max_s = 0;
+  };
+  /// seed 000 §4's three regimes, each judged by the metric that shows it (they may overlap:
+  /// backward can hide the latency of tiny buckets, so their step time is in the sweet spot):
+  /// latency-bound: from the smallest bucket, the points whose communication time is at least
+  /// kLatencyCommFactor × the curve's least (the α of many small AllReduces); nullopt if none.
+  std::optional<Regime> latency_bound;
+  /// the sweet spot: sweet_lo_mb..sweet_hi_mb (step time within 2 % of the best).
+  Regime sweet_spot;
+  /// last bucket exposed: up to the largest bucket, the points whose exposed communication is
+  /// at least kExposedShare of their communication time (the last bucket cannot start before
+  /// backward ends); nullopt if none.
+  std::optional<Regime> last_bucket_exposed;
+  static constexpr double kLatencyCommFactor = 1.5;
+  static constexpr double kExposedShare = 0.5;
 };
 
 /// DP scaling along one curve (the other axes fixed): per-GPU throughput relative to the

@@ -13,6 +13,19 @@ namespace stepsim::tools {
 
 void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
+void add_cluster_flags(CLI::App& cmd, ClusterFlags& f, bool required) {
+  auto* hw = cmd.add_option("--hardware", f.hardware, "profile name or JSON file");
+  auto* ranks = cmd.add_option("--ranks", f.ranks, "DP degree (GPUs)");
+  if (required) {
+    hw->required();
+    ranks->required();
+  }
+  cmd.add_option("--gpus-per-node", f.gpus_per_node, "GPUs per node (default: the profile's)");
+  cmd.add_option("--axes", f.axes, "TPU: torus axes used for DP (1-3; default all)");
+  cmd.add_option("--moe-experts", f.moe_experts, "MoE: experts per layer E");
+  cmd.add_option("--moe-topk", f.moe_topk, "MoE: experts per token k");
+}
+
 hardware::GroupShape group_shape(const hardware::HardwareProfile& hw, long long ranks,
                                  long long gpus_per_node, int axes) {
   if (ranks < 1 || ranks > 100'000'000)

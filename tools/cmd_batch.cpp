@@ -22,13 +22,7 @@ namespace {
 
 using ordered = nlohmann::ordered_json;
 
-struct BatchArgs {
-  std::string hardware;
-  long long ranks = 0;
-  long long gpus_per_node = 0;
-  int axes = 0;
-  long long moe_experts = 0;
-  long long moe_topk = 0;
+struct BatchArgs : ClusterFlags {
   std::string global_batch_tokens;
   long long global_batch_samples = 0;
   long long seq_len = 0;
@@ -165,12 +159,7 @@ int cmd_batch(const BatchArgs& a) {
 void add_batch_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<BatchArgs>();
   auto* batch = app.add_subcommand("batch", "global batch arithmetic: batch N GPUs need, most GPUs a batch can use, grad_accum");
-  batch->add_option("--hardware", a->hardware, "profile name or JSON file");
-  batch->add_option("--ranks", a->ranks, "DP degree (GPUs)");
-  batch->add_option("--gpus-per-node", a->gpus_per_node, "GPUs per node (default: the profile's)");
-  batch->add_option("--axes", a->axes, "TPU: torus axes used for DP (1-3; default all)");
-  batch->add_option("--moe-experts", a->moe_experts, "MoE: experts per layer E");
-  batch->add_option("--moe-topk", a->moe_topk, "MoE: experts per token k");
+  add_cluster_flags(*batch, *a, false);
   batch->add_option("--global-batch-tokens", a->global_batch_tokens, "global batch in tokens: 16384, 4M (4e6), 8Mi");
   batch->add_option("--global-batch-samples", a->global_batch_samples, "global batch in sequences (gbs)");
   batch->add_option("--seq-len", a->seq_len, "tokens per sequence");

@@ -35,13 +35,7 @@ struct CollectiveArgs {
   std::string calibration;  ///< overlay JSON ("" = nominal)
 };
 
-struct ThresholdArgs {
-  std::string hardware;
-  long long ranks = 0;
-  long long gpus_per_node = 0;
-  int axes = 0;
-  long long moe_experts = 0;
-  long long moe_topk = 0;
+struct ThresholdArgs : ClusterFlags {
   std::string format = "text";
 };
 
@@ -189,12 +183,7 @@ void add_collective_commands(CLI::App& app, Action& action) {
 
   auto thr = std::make_shared<ThresholdArgs>();
   auto* threshold = app.add_subcommand("threshold", "tokens per GPU below which pure DP is communication-bound");
-  threshold->add_option("--hardware", thr->hardware, "profile name or JSON file")->required();
-  threshold->add_option("--ranks", thr->ranks, "DP degree")->required();
-  threshold->add_option("--gpus-per-node", thr->gpus_per_node, "GPUs per node (default: the profile's)");
-  threshold->add_option("--axes", thr->axes, "TPU: torus axes used for DP (1-3; default all)");
-  threshold->add_option("--moe-experts", thr->moe_experts, "MoE: experts per layer E");
-  threshold->add_option("--moe-topk", thr->moe_topk, "MoE: experts per token k");
+  add_cluster_flags(*threshold, *thr, true);
   threshold->add_option("--format", thr->format, "output format")->check(CLI::IsMember({"text", "json"}));
   threshold->callback([thr, &action] { action = [thr] { return cmd_threshold(*thr); }; });
 }

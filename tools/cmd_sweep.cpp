@@ -4,6 +4,7 @@
 #include "tools/commands.hpp"
 
 #include "models/sweep.hpp"
+#include "tools/mpi_partition.hpp"
 #include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
 
@@ -18,7 +19,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <exception>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -66,10 +69,12 @@ std::string gp_quote(const std::string& s) {
   return q + "'";
 }
 
-/// gnuplot script: three panels (step time, exposed and busy communication, in ms) against the
-/// first axis, one line per combination of the other axes; log x for log-spaced or wide
-/// positive axes; non-numeric first axes become labelled tics.
-std::string gnuplot_script(const models::SweepResult& r, const std::string& terminal, const std::string& output) {
+/// gnuplot script: four panels (step time in ms and relative to its curve's best, exposed and
+/// busy communication in ms) against the first axis, one line per combination of the other
+/// axes; log x for log-spaced or wide positive axes; non-numeric first axes become labelled
+/// tics. A bucket sweep shades the first curve's regimes (seed 000 §4) on every panel.
+std::string gnuplot_script(const models::SweepResult& r, const models::SweepSummary& summary,
+                           const std::string& terminal, const std::string& output) {
   const models::SweepAxis& x = r.axes.front();
   std::vector<double> xs;
   bool numeric = true;
@@ -85,7 +90,8 @@ std::string gnuplot_script(const models::SweepResult& r, const std::string& term
   const bool logx = positive && (x.log_spaced || hi / lo >= 100);
 
   std::string s = fmt::format("set terminal {}\nset output {}\n", terminal, gp_quote(output));
-  // One datablock per curve: x (or value index), step ms, exposed ms, label.
+  // One datablock per curve: x (or value index), step ms, exposed ms, comm ms, label, step
+  // relative to the curve's best in %.
   const std::size_t per_curve = x.values.size();
   const std::size_t curves = r.points.size() / per_curve;
   std::vector<std::string> titles;
@@ -96,24 +102,51 @@ std::string gnuplot_script(const models::SweepResult& r, const std::string& term
       title += (title.empty() ? "" : ", ") + r.axes[a].path + "=" + r.points[c * per_curve].values[a];
     titles.push_back(title.empty() ? "step" : title);
     s += fmt::format("$curve{} << EOD\n", c);
+    double best_step = 0;
+    for (std::size_t k = 0; k < per_curve; ++k)
+      if (const auto step = r.number(c * per_curve + k, "step_time_s"); step && (best_step == 0 || *step < best_step))
+        best_step = *step;
     for (std::size_t k = 0; k < per_curve; ++k) {
       const std::size_t i = c * per_curve + k;  // first axis fastest: one curve is consecutive
       const auto step = r.number(i, "step_time_s"), exposed = r.number(i, "exposed_comm_s");
       const auto comm = r.number(i, "comm_time_s");
       if (!step || !exposed || !comm) continue;
       has_data[c] = true;
-      s += fmt::format("{} {} {} {} \"{}\"\n", numeric ? fmt::format("{}", xs[k]) : std::to_string(k), *step * 1e3,
-                       *exposed * 1e3, *comm * 1e3, x.values[k]);
+      s += fmt::format("{} {} {} {} \"{}\" {}\n", numeric ? fmt::format("{}", xs[k]) : std::to_string(k), *step * 1e3,
+                       *exposed * 1e3, *comm * 1e3, x.values[k], (*step / best_step - 1) * 100);
     }
     s += "EOD\n";
   }
-  s += fmt::format("set multiplot layout 3,1 title {}\n", gp_quote("stepsim sweep of " + r.source));
+  std::string title = "stepsim sweep of " + r.source;
+  std::string labels;
+  if (!summary.bucket_curves.empty() && numeric && x.path == "parallelism.bucket_cap_mb") {
+    // Shaded x ranges (transparent, so overlaps show) with their names on the first panel.
+    const auto& c = summary.bucket_curves.front();
+    int n = 0;
+    auto shade = [&](const models::BucketCurve::Regime& g, const char* color, const std::string& name, double y) {
+      // Half a grid step beyond each end, so a one-point regime is visible.
+      const double pad = logx ? std::pow(hi / lo, 0.5 / std::max<double>(1, static_cast<double>(xs.size()) - 1)) : 1;
+      const double x0 = logx ? g.lo_mb / pad : g.lo_mb, x1 = logx ? g.hi_mb * pad : g.hi_mb;
+      s += fmt::format("set object {} rect from first {}, graph 0 to first {}, graph 1 behind fc rgb '{}' "
+                       "fs transparent solid 0.18 noborder\n", ++n, x0, x1, color);
+      labels += fmt::format("set label {} {} at first {}, graph {} center front\n", n, gp_quote(name),
+                            logx ? std::sqrt(x0 * x1) : (x0 + x1) / 2, y);
+    };
+    if (c.latency_bound) shade(*c.latency_bound, "#d62728", "latency-bound (comm time)", 0.90);
+    shade(c.sweet_spot, "#2ca02c", "sweet spot (step within 2 %)", 0.75);
+    if (c.last_bucket_exposed) shade(*c.last_bucket_exposed, "#ff7f0e", "last bucket exposed", 0.60);
+    title += "; shaded: regimes of " + (c.series.empty() ? std::string("the sweep") : c.series);
+  }
+  s += fmt::format("set multiplot layout 4,1 title {}\n", gp_quote(title));
   s += "set grid\nset key outside right top\nset style data linespoints\n";
   if (logx) s += "set logscale x\n";
   s += fmt::format("set xlabel {}\n", gp_quote(x.path + (logx ? " (log scale)" : "")));
   const std::string tics = numeric ? "" : ":xtic(5)";
-  for (const auto& [col, ylabel] : {std::pair{2, "step time (ms)"}, std::pair{3, "exposed communication (ms)"},
-                                    std::pair{4, "communication busy (ms)"}}) {
+  bool first_panel = true;
+  for (const auto& [col, ylabel] : {std::pair{2, "step time (ms)"}, std::pair{6, "step time vs the curve's best (%)"},
+                                    std::pair{3, "exposed communication (ms)"}, std::pair{4, "communication busy (ms)"}}) {
+    s += first_panel ? labels : std::string("unset label\n");
+    first_panel = false;
     s += fmt::format("set ylabel {}\nplot ", gp_quote(ylabel));
     bool first = true;
     for (std::size_t c = 0; c < curves; ++c) {
@@ -129,12 +162,12 @@ std::string gnuplot_script(const models::SweepResult& r, const std::string& term
 
 /// Runs gnuplot on the script into a temporary file next to `path`, then renames it over
 /// `path` (the plot is never left half-written).
-void write_plot(const models::SweepResult& r, const std::string& path) {
+void write_plot(const models::SweepResult& r, const models::SweepSummary& summary, const std::string& path) {
   const std::string terminal = extension_of(path) == ".png"
-                                   ? "pngcairo size 1000,1100 noenhanced font 'sans,10'"
-                                   : "svg size 1000,1100 dynamic noenhanced font 'sans,11' background rgb 'white'";
+                                   ? "pngcairo size 1000,1400 noenhanced font 'sans,10'"
+                                   : "svg size 1000,1400 dynamic noenhanced font 'sans,11' background rgb 'white'";
   const std::string tmp = path + fmt::format(".tmp.{}", ::getpid());
-  const std::string script = gnuplot_script(r, terminal, tmp);
+  const std::string script = gnuplot_script(r, summary, terminal, tmp);
   const std::string cmd = find_on_path("gnuplot") + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "w");
   if (!p) throw InputError("--plot", "", "cannot start gnuplot");
@@ -154,14 +187,14 @@ void write_plot(const models::SweepResult& r, const std::string& path) {
 
 std::string pct(double ratio) { return fmt::format("{:+.1f} %", (ratio - 1) * 100); }
 
-std::string summary_text(const models::SweepResult& r, const models::SweepSummary& s, unsigned threads,
+std::string summary_text(const models::SweepResult& r, const models::SweepSummary& s, const std::string& workers,
                          double wall_s) {
   std::string out;
   std::string shape;
   for (const auto& a : r.axes) shape += fmt::format("{}{} ({} values)", shape.empty() ? "" : " x ", a.path, a.values.size());
   out += fmt::format("sweep of {}: {} points over {}\n", r.source, s.points, shape);
-  out += fmt::format("  {} ran, {} failed (see the error column), {} do not fit in memory; {} threads, {:.2f} s ({:.0f} points/s)\n",
-                     s.points - s.failed, s.failed, s.not_fitting, threads, wall_s, wall_s > 0 ? s.points / wall_s : 0.0);
+  out += fmt::format("  {} ran, {} failed (see the error column), {} do not fit in memory; {}, {:.2f} s ({:.0f} points/s)\n",
+                     s.points - s.failed, s.failed, s.not_fitting, workers, wall_s, wall_s > 0 ? s.points / wall_s : 0.0);
   if (s.best) {
     const std::size_t b = *s.best;
     out += fmt::format("best {} ({} is better): {:.6g} at {}\n", s.metric, s.minimize ? "lower" : "higher",
@@ -173,27 +206,50 @@ std::string summary_text(const models::SweepResult& r, const models::SweepSummar
     out += "best: none (no point ran and fit in memory)\n";
   }
   if (!s.bucket_curves.empty()) {
-    out += "bucket sweep (seed 000 §4): sweet spot = step time within 2 % of the curve's best\n";
+    out += fmt::format("bucket sweep (seed 000 §4): three regimes per curve, each with the metric that shows it\n"
+                       "  latency-bound = comm time >= {:g}x the curve's least; sweet spot = step time within 2 % of the "
+                       "best;\n  last bucket exposed = exposed comm >= {:g} % of comm time\n",
+                       models::BucketCurve::kLatencyCommFactor, models::BucketCurve::kExposedShare * 100);
+    // "a to b", or "a" when both print the same.
+    auto span = [](const std::string& a, const std::string& b) { return a == b ? a : a + " to " + b; };
+    auto range = [&](const models::BucketCurve::Regime& g) {
+      return fmt::format("bucket_cap_mb {} ({} buckets)", span(fmt::format("{:g}", g.lo_mb), fmt::format("{:g}", g.hi_mb)),
+                         span(fmt::format("{:g}", g.buckets_lo), fmt::format("{:g}", g.buckets_hi)));
+    };
+    auto ms = [&](double a, double b) { return span(fmt::format("{:.3f}", a * 1e3), fmt::format("{:.3f}", b * 1e3)) + " ms"; };
     for (const auto& c : s.bucket_curves) {
       out += fmt::format("  {}\n", c.series.empty() ? "all points" : c.series);
-      out += fmt::format("    best       bucket_cap_mb {:<9g} step {:.3f} ms; sweet spot {:g} to {:g} MiB\n",
-                         c.best_bucket_cap_mb, c.best_step_time_s * 1e3, c.sweet_lo_mb, c.sweet_hi_mb);
-      auto end = [&](const char* name, const models::BucketCurve::End& e) {
-        out += fmt::format("    {:<10} bucket_cap_mb {:<9g} step {:.3f} ms ({} vs best), {:g} buckets, comm {:.3f} ms, exposed {:.3f} ms\n",
-                           name, e.bucket_cap_mb, e.step_time_s * 1e3, pct(e.step_time_s / c.best_step_time_s),
-                           e.bucket_count, e.comm_time_s * 1e3, e.exposed_comm_s * 1e3);
-      };
-      end("smallest", c.smallest);
-      // The seed's regimes (000 §4): latency piles up with many small collectives; one huge
-      // bucket cannot start before backward ends, so it is exposed.
-      if (c.smallest.comm_time_s > 1.1 * c.min_comm_time_s)
-        out += fmt::format("      latency-bound: communication {} vs the least on this curve ({}){}\n",
-                           pct(c.smallest.comm_time_s / c.min_comm_time_s),
-                           fmt::format("{:.3f} ms", c.min_comm_time_s * 1e3),
-                           c.smallest.step_time_s > c.best_step_time_s * 1.02 ? "" : ", still hidden behind backward");
-      end("largest", c.largest);
-      if (c.largest.step_time_s > c.best_step_time_s * 1.02)
-        out += "      the last bucket is exposed: it cannot start before backward ends\n";
+      out += fmt::format("    best                 bucket_cap_mb {:g}: step {:.3f} ms, comm {:.3f} ms, exposed {:.3f} ms\n",
+                         c.best_bucket_cap_mb, c.best_step_time_s * 1e3, c.at_best.comm_time_s * 1e3,
+                         c.at_best.exposed_comm_s * 1e3);
+      if (const auto& g = c.latency_bound) {
+        // Step time is what users pay; say plainly when backward hides the latency.
+        const bool hidden = g->step_max_s <= c.best_step_time_s * 1.02;
+        out += fmt::format("    latency-bound        {}:\n"
+                           "                         comm time {} ({} over the least, {:.3f} ms);\n"
+                           "                         exposed comm up to {:.3f} ms ({} over the least); step up to {} vs the best{}\n",
+                           range(*g), ms(g->comm_min_s, g->comm_max_s),
+                           span(pct(g->comm_min_s / c.min_comm_time_s), pct(g->comm_max_s / c.min_comm_time_s)),
+                           c.min_comm_time_s * 1e3, g->exposed_max_s * 1e3,
+                           pct(g->exposed_max_s / c.min_exposed_comm_s), pct(g->step_max_s / c.best_step_time_s),
+                           hidden ? ":\n                         backward hides it, so it shows in comm time, hardly in step time" : "");
+      } else {
+        out += fmt::format("    latency-bound        none on this curve: comm time stays below {:g}x its least "
+                           "(PyTorch never splits a tensor: at most one bucket per gradient)\n",
+                           models::BucketCurve::kLatencyCommFactor);
+      }
+      out += fmt::format("    sweet spot           {}: step {}, exposed comm {}\n", range(c.sweet_spot),
+                         ms(c.sweet_spot.step_min_s, c.sweet_spot.step_max_s),
+                         ms(c.sweet_spot.exposed_min_s, c.sweet_spot.exposed_max_s));
+      if (const auto& g = c.last_bucket_exposed) {
+        out += fmt::format("    last bucket exposed  {}:\n"
+                           "                         exposed comm {} of comm {}; step {} vs the best\n",
+                           range(*g), ms(g->exposed_min_s, g->exposed_max_s), ms(g->comm_min_s, g->comm_max_s),
+                           span(pct(g->step_min_s / c.best_step_time_s), pct(g->step_max_s / c.best_step_time_s)));
+      } else {
+        out += fmt::format("    last bucket exposed  none on this curve: exposed comm stays below {:g} % of comm time\n",
+                           models::BucketCurve::kExposedShare * 100);
+      }
     }
   }
   if (!s.dp_curves.empty()) {
@@ -211,7 +267,8 @@ std::string summary_text(const models::SweepResult& r, const models::SweepSummar
   return out;
 }
 
-int cmd_sweep(const SweepArgs& a) {
+/// Checks the arguments that do not need the scenario; returns the parsed axes.
+std::vector<models::SweepAxis> checked_axes(const SweepArgs& a) {
   if (a.varies.empty()) throw InputError("--vary", "", "expected at least one --vary PATH=VALUES");
   std::vector<models::SweepAxis> axes;
   for (const auto& v : a.varies) axes.push_back(models::parse_vary(v));
@@ -224,34 +281,42 @@ int cmd_sweep(const SweepArgs& a) {
                                      "package gnuplot-nox) or leave out --plot");
   }
   if (a.threads > 4096) throw InputError("-j", "", fmt::format("expected a thread count in [1, 4096], got {}", a.threads));
+  return axes;
+}
 
+/// Options for this process's share; progress on stderr when `show_progress` and stderr is a
+/// terminal, once the sweep has taken more than a moment.
+models::SweepOptions sweep_options(const SweepArgs& a, Clock::time_point t0, bool show_progress) {
   models::SweepOptions opt;
   opt.sets = a.sets;
   opt.threads = a.threads;
-  const auto t0 = Clock::now();
-  const bool tty = ::isatty(::fileno(stderr)) != 0;
-  auto last = t0;
-  bool shown = false;
-  if (tty) {
-    // Progress only on a terminal, only once the sweep has taken more than a moment.
-    opt.progress = [&](std::size_t done, std::size_t total) {
+  if (show_progress && ::isatty(::fileno(stderr)) != 0) {
+    struct State { Clock::time_point last; bool shown = false; };
+    auto st = std::make_shared<State>(State{t0});
+    opt.progress = [t0, st](std::size_t done, std::size_t total) {
       const auto now = Clock::now();
-      if ((now - t0 < std::chrono::milliseconds(500) || now - last < std::chrono::milliseconds(100)) && done < total)
+      if ((now - t0 < std::chrono::milliseconds(500) || now - st->last < std::chrono::milliseconds(100)) && done < total)
         return;
-      if (!shown && done == total) return;
-      last = now;
-      shown = true;
+      if (!st->shown && done == total) return;
+      st->last = now;
+      st->shown = true;
       std::fprintf(stderr, "\rsweep: %zu/%zu points", done, total);
       if (done == total) std::fprintf(stderr, "\n");
       std::fflush(stderr);
     };
   }
-  const models::SweepResult r = models::run_sweep(a.scenario, axes, opt);
-  const double wall_s = seconds_since(t0);
-  const unsigned threads = static_cast<unsigned>(std::min<std::size_t>(
-      a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency()), r.points.size()));
-  const models::SweepSummary s = models::summarize_sweep(r, a.metric);
+  return opt;
+}
 
+/// Threads one process uses for `points` points.
+unsigned threads_for(const SweepArgs& a, std::size_t points) {
+  return static_cast<unsigned>(std::max<std::size_t>(
+      1, std::min<std::size_t>(a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency()), points)));
+}
+
+/// Summary, CSV, plot: the same bytes whichever processes and threads ran the points.
+void write_outputs(const SweepArgs& a, const models::SweepResult& r, const std::string& workers, double wall_s) {
+  const models::SweepSummary s = models::summarize_sweep(r, a.metric);
   const std::string csv = models::sweep_csv(r);
   std::string files;
   if (!a.out.empty()) {
@@ -259,16 +324,86 @@ int cmd_sweep(const SweepArgs& a) {
     files += fmt::format("CSV: {} ({} rows, {} columns)\n", a.out, r.points.size(), r.axes.size() + r.metric_columns.size() + 1);
   }
   if (!a.plot.empty()) {
-    write_plot(r, a.plot);
+    write_plot(r, s, a.plot);
     files += fmt::format("plot: {}\n", a.plot);
   }
-  const std::string summary = summary_text(r, s, threads, wall_s) + files;
+  const std::string summary = summary_text(r, s, workers, wall_s) + files;
   if (a.out.empty()) {
     print(csv);  // the CSV owns stdout; the summary goes to stderr
     std::fputs(summary.c_str(), stderr);
   } else {
     print(summary);
   }
+}
+
+/// Under mpirun/srun: rank k runs points k, k + size, ... with its threads; rank 0 gathers
+/// the outcomes, merges them in grid order and writes everything; the other ranks print
+/// nothing. A failure on any rank travels to rank 0 as a message in place of the outcomes (so
+/// no rank waits for one that threw), and rank 0's exit status is broadcast to all.
+int cmd_sweep_mpi(const SweepArgs& a, const MpiWorld& world, Clock::time_point t0) {
+  const auto part = models::SweepPart{static_cast<std::size_t>(world.rank()), static_cast<std::size_t>(world.size())};
+  std::string mine;  // 'O' + encoded outcomes | 'I' + input error | 'X' + internal error
+  std::size_t my_points = 0;
+  try {
+    const auto axes = checked_axes(a);
+    models::SweepOptions opt = sweep_options(a, t0, world.rank() == 0);
+    opt.part = part;
+    const auto outcomes = models::run_sweep_points(a.scenario, axes, opt);
+    my_points = outcomes.size();
+    mine = "O" + models::encode_outcomes(outcomes);
+  } catch (const InputError& e) {
+    mine = std::string("I") + e.what();
+  } catch (const std::exception& e) {
+    mine = std::string("X") + e.what();
+  } catch (...) {
+    mine = "Xunknown exception";
+  }
+  std::vector<std::string> all = world.gather(mine);
+
+  int status = 0;
+  std::exception_ptr failure;
+  if (world.rank() == 0) {
+    try {
+      std::vector<models::PointOutcome> outcomes;
+      for (std::size_t r = 0; r < all.size(); ++r) {
+        const std::string b = std::move(all[r]);  // freed after decoding: rank 0 holds every row
+        const std::string text = b.empty() ? std::string() : b.substr(1);
+        // Rank 0's own error reads as in a single-process run; another rank's names it.
+        const std::string where = r == 0 ? "" : fmt::format("rank {} of {}: ", r, all.size());
+        if (!b.empty() && b[0] == 'I') throw InputError("", "", where + text);
+        if (b.empty() || b[0] != 'O') throw InternalError(where + text);
+        for (auto& o : models::decode_outcomes(text)) outcomes.push_back(std::move(o));
+      }
+      const auto axes = checked_axes(a);
+      const models::SweepResult r = models::merge_sweep(a.scenario, axes, std::move(outcomes));
+      const std::string workers = fmt::format("{} MPI ranks x {} threads", world.size(), threads_for(a, my_points));
+      write_outputs(a, r, workers, seconds_since(t0));
+    } catch (const InputError&) {
+      status = 2;
+      failure = std::current_exception();
+    } catch (...) {
+      status = 1;
+      failure = std::current_exception();
+    }
+  }
+  status = world.broadcast(status);
+  if (failure) std::rethrow_exception(failure);
+  return status;
+}
+
+int cmd_sweep(const SweepArgs& a) {
+  std::optional<MpiWorld> world;
+  try {
+    world.emplace(mpi_launch_from_env());
+  } catch (const MpiWorld::Quiet& q) {
+    return q.status;  // rank 0 prints the message
+  }
+  const auto t0 = Clock::now();  // after MPI_Init: the summary's points/s is the sweep's
+  if (world->joined()) return cmd_sweep_mpi(a, *world, t0);
+
+  const auto axes = checked_axes(a);
+  const models::SweepResult r = models::run_sweep(a.scenario, axes, sweep_options(a, t0, true));
+  write_outputs(a, r, fmt::format("{} threads", threads_for(a, r.points.size())), seconds_since(t0));
   return 0;
 }
 

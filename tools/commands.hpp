@@ -34,6 +34,21 @@ void print(const std::string& s);
 hardware::GroupShape group_shape(const hardware::HardwareProfile& hw, long long ranks,
                                  long long gpus_per_node, int axes);
 
+/// The cluster and MoE flags `threshold` and `batch` share (values as parsed; unset = 0/"").
+struct ClusterFlags {
+  std::string hardware;         ///< --hardware: profile name or JSON file
+  long long ranks = 0;          ///< --ranks: DP degree (GPUs)
+  long long gpus_per_node = 0;  ///< --gpus-per-node (0: the profile's)
+  int axes = 0;                 ///< --axes: TPU torus axes used for DP (0: all)
+  long long moe_experts = 0;    ///< --moe-experts E
+  long long moe_topk = 0;       ///< --moe-topk k
+};
+
+/// Adds --hardware, --ranks, --gpus-per-node, --axes, --moe-experts and --moe-topk to `cmd`,
+/// bound to `f` (which must outlive parsing); `required` makes --hardware and --ranks required.
+/// Validation is group_shape's and moe_shape's.
+void add_cluster_flags(CLI::App& cmd, ClusterFlags& f, bool required);
+
 /// MoE shape (E, k) from --moe-experts/--moe-topk: (1, 1) when both are 0 (dense).
 /// @throws InputError unless 1 ≤ k ≤ E ≤ 2^20 (both given) or both are 0.
 std::pair<int, int> moe_shape(long long experts, long long topk);

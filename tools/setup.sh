@@ -3,7 +3,10 @@
 # Installs stepsim's build dependencies from Debian packages. Idempotent: does nothing
 # (and needs no root) when every package is already installed.
 set -euo pipefail
-packages=(cmake g++ make libboost-graph-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev gnuplot-nox)
+# gnuplot-nox (sweep --plot) and Open MPI (sweep across MPI ranks, STEPSIM_WITH_MPI=AUTO) are
+# optional for the build, which works without them, but installed so that the tests cover them.
+packages=(cmake g++ make libboost-graph-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev gnuplot-nox
+          openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

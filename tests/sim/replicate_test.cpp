@@ -138,6 +138,51 @@ TEST_CASE("sim::RankVariation: seeded jitter is deterministic with mean 1 and th
   CHECK(t1[1].end - t1[1].start == s(1.0));
 }
 
+TEST_CASE("sim::run_replicated_summary: makespans and slices equal the full run's", "[sim][per_rank]") {
+  // Two collectives with different spans (all copies; blocks of 2), several members per copy,
+  // lognormal jitter and a slow copy: bindings cross copies, so the slices exercise
+  // copy_timeline's resolution rule.
+  TaskGraph g;
+  const auto a = g.add_task(task("a", 0, 0.25));
+  const auto b = g.add_task(task("b", 0, 0.5));
+  const auto x = g.add_task(task("x", 1, 0.4, TaskKind::Transfer, 0));
+  const auto y = g.add_task(task("y", 2, 0.1, TaskKind::Transfer, 0));
+  const auto z = g.add_task(task("z", 1, 0.2, TaskKind::Transfer, 1));
+  const auto c = g.add_task(task("c", 0, 0.3));
+  g.add_dependency(a, x);
+  g.add_dependency(b, y);
+  g.add_dependency(x, z);
+  g.add_dependency(z, c);
+  g.freeze("test");
+  RankVariation var;
+  var.distribution = JitterDistribution::LogNormal;
+  var.cv = 0.2;
+  var.seed = 5;
+  var.compute_factor = {1.0, 1.0, 1.3};
+  const std::vector<RendezvousSpan> spans = {{0, 1}, {2, 1}};
+  const Timeline full = run_replicated(g, 6, spans, FixedCost(), var);
+  const ReplicatedSummary sum = run_replicated_summary(g, 6, spans, FixedCost(), var, {4, 0, 2, 4});
+  CHECK(sum.makespans == copy_makespans(full, g.size(), 6));
+  CHECK(sum.events == full.events());
+  REQUIRE(sum.kept == std::vector<std::uint32_t>{0, 2, 4});
+  REQUIRE(sum.slices.size() == 3);
+  int cross = 0;
+  for (std::size_t k = 0; k < 3; ++k) {
+    const Timeline want = copy_timeline(full, g.size(), sum.kept[k]);
+    for (TaskId v = 0; v < g.size(); ++v) {
+      CHECK(sum.slices[k][v].start == want[v].start);
+      CHECK(sum.slices[k][v].end == want[v].end);
+      CHECK(sum.slices[k][v].binding == want[v].binding);
+      const TaskId raw = full[static_cast<TaskId>(sum.kept[k] * g.size() + v)].binding;
+      cross += raw != kNoTask && raw / g.size() != sum.kept[k];
+    }
+  }
+  CHECK(cross > 0);  // the case copy_timeline resolves did occur
+  // The slow copy 2 holds its block's second collective back: copies 2 and 3 end last.
+  CHECK(sum.makespans[2] > sum.makespans[4]);
+  CHECK_THROWS_AS(run_replicated_summary(g, 6, spans, FixedCost(), var, {6}), InputError);
+}
+
 TEST_CASE("sharing::maxmin: one link, two flows", "[sim][sharing]") {
   using sharing::Flow;
   // Equal weights split the link evenly; weights 1:3 split it 1:3.

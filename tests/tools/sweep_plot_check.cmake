@@ -22,7 +22,8 @@ if(NOT EXISTS ${svg})
 endif()
 file(READ ${svg} content)
 foreach(want "<svg" "batch.seq_len=1024" "batch.seq_len=8192" "step time (ms)" "exposed communication (ms)"
-             "parallelism.bucket_cap_mb (log scale)")
+             "communication busy (ms)" "step time vs the curve's best (%)" "parallelism.bucket_cap_mb (log scale)"
+             "shaded: regimes of batch.seq_len=1024" "sweet spot (step within 2 %)" "last bucket exposed")
   string(FIND "${content}" "${want}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "the plot does not contain '${want}'")
