@@ -66,8 +66,8 @@ class ReplayCost final : public sim::TaskCostModel {
 // durations; it does not solve sharing again. With `keep_all` (traces) every rank's records go
 // to `all` (sim::run_replicated); otherwise only makespans and rank 0 are kept
 // (sim::run_replicated_summary: the same run in a seventh of the memory).
-sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const sim::Timeline& sym, Report& r,
-                                bool keep_all, std::optional<sim::Timeline>& all) {
+sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const hardware::StepCostModel& nominal,
+                                const sim::Timeline& sym, Report& r, bool keep_all, std::optional<sim::Timeline>& all) {
   const ReplayCost cost(step.graph, sym);
   const sim::TaskGraph& g = step.graph;
   const auto copies = static_cast<std::uint32_t>(s.parallelism.dp);
@@ -98,6 +98,22 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
                                                               : sim::JitterDistribution::None;
   var.cv = cfg.jitter_cv;
   var.seed = cfg.jitter_seed;
+  if (!cfg.degraded_links.empty()) {
+    // Ranks fill nodes in order; only collectives that cross the network stretch, and only
+    // their bandwidth part (the played duration less the latency term).
+    const auto per_node = static_cast<std::uint32_t>(s.ranks_per_node());
+    var.link_factor.assign(copies, 1.0);
+    for (const auto& [node, factor] : cfg.degraded_links)
+      for (std::uint32_t k = 0; k < per_node; ++k) var.link_factor[static_cast<std::size_t>(node) * per_node + k] = factor;
+    var.link_bound.assign(g.size(), sim::Time());
+    for (sim::TaskId v = 0; v < g.size(); ++v) {
+      const sim::Task& t = g.task(v);
+      if (t.kind != sim::TaskKind::Transfer || !hardware::is_collective(t.op)) continue;
+      const hardware::GroupShape& shape = step.groups.at(t.group);
+      if (shape.ranks <= shape.ranks_per_node) continue;
+      var.link_bound[v] = std::max(sim::Time(), (sym[v].end - sym[v].start) - nominal.work(t).fixed);
+    }
+  }
   std::vector<sim::Time> ends;
   std::optional<sim::Timeline> rank0;
   if (keep_all) {
@@ -146,7 +162,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     const double stretch = ((tl[id].end - tl[id].start) - cost.duration(t)).seconds();
     (t.kind == sim::TaskKind::Transfer ? r.link_sharing_stretch_s : r.overlap_slowdown_s) += stretch;
   }
-  if (s.rank_mode == "per_rank") tl = simulate_per_rank(s, step, tl, r, keep != nullptr, all);
+  if (s.rank_mode == "per_rank") tl = simulate_per_rank(s, step, cost, tl, r, keep != nullptr, all);
 
   r.step_time_s = r.per_rank.present ? r.per_rank.step_time_max_s : tl.makespan().seconds();
   const auto compute = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Compute && t.rank == 0; });

@@ -102,8 +102,14 @@ struct RankVariationConfig {
   std::uint64_t jitter_seed = 0;
   /// (rank, compute_factor): the rank's compute tasks last compute_factor times longer.
   std::vector<std::pair<std::int64_t, double>> slow_ranks;
-  /// True when some rank's compute differs from the others.
-  bool any() const { return (jitter_distribution != "none" && jitter_cv > 0) || !slow_ranks.empty(); }
+  /// (node, bandwidth_factor) (`sim.degraded_links`): the node's network runs at that fraction of
+  /// its bandwidth; a collective crossing the network with a member on that node runs its
+  /// bandwidth term at the slowest member's factor (a ring moves at its slowest link).
+  std::vector<std::pair<std::int64_t, double>> degraded_links;
+  /// True when some rank's compute or links differ from the others.
+  bool any() const {
+    return (jitter_distribution != "none" && jitter_cv > 0) || !slow_ranks.empty() || !degraded_links.empty();
+  }
 };
 
 /// How tasks of one rank interact while they run (`sim.link_sharing`, `sim.overlap_model`,

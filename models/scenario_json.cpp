@@ -332,6 +332,16 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
         var.slow_ranks.emplace_back(rank, factor);
       }
     }
+    if (simcfg->has("degraded_links")) {
+      for (const auto& link : simcfg->objects("degraded_links", false)) {
+        const std::int64_t node = link.integer("node", 0, s.cluster.nodes - 1);
+        const double factor = link.number("bandwidth_factor", Check::Fraction);
+        for (const auto& [other, unused] : var.degraded_links)
+          if (other == node) link.fail("node", fmt::format("node {} is listed twice", node));
+        link.finish();
+        var.degraded_links.emplace_back(node, factor);
+      }
+    }
     auto& con = s.contention;
     con.link_sharing = simcfg->boolean_or("link_sharing", true);
     con.overlap_model = simcfg->choice_or("overlap_model", "factor", {"factor", "sm_partition", "off"});
@@ -355,7 +365,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                              con.nccl_sms));
     }
     if (var.any() && s.rank_mode != "per_rank")
-      simcfg->fail(var.slow_ranks.empty() ? "jitter" : "slow_ranks",
+      simcfg->fail(!var.degraded_links.empty() ? "degraded_links" : var.slow_ranks.empty() ? "jitter" : "slow_ranks",
                    "per-rank variation needs \"rank_mode\": \"per_rank\" (symmetric mode simulates one "
                    "representative rank)");
     simcfg->finish();
@@ -441,6 +451,12 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     for (const auto& [rank, factor] : s.variation.slow_ranks)
       slow.push_back({{"rank", rank}, {"compute_factor", factor}});
     resolved["sim"]["slow_ranks"] = slow;
+  }
+  if (!s.variation.degraded_links.empty()) {
+    nlohmann::json links = nlohmann::json::array();
+    for (const auto& [node, factor] : s.variation.degraded_links)
+      links.push_back({{"node", node}, {"bandwidth_factor", factor}});
+    resolved["sim"]["degraded_links"] = links;
   }
   if (s.calibration) resolved["calibration"] = s.calibration_ref;
   s.resolved = std::make_shared<const nlohmann::json>(std::move(resolved));
