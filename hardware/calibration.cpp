@@ -2,6 +2,7 @@
 // Calibration overlay lookup and application (style.md §2.1.1, §3.3).
 #include "hardware/calibration.hpp"
 
+#include "hardware/gemm_model.hpp"
 #include "sim/support/error.hpp"
 
 #include <fmt/format.h>
@@ -98,10 +99,24 @@ std::string describe_overlay(const CalibrationOverlay& overlay) {
   }
   out += fmt::format(" (over {} {}", overlay.hardware, overlay.cost_model);
   if (!srcs.empty()) out += "; fitted on " + srcs;
+  if (overlay.gemm) {
+    const auto& g = *overlay.gemm;
+    out += fmt::format("; GEMM curve {} fitted on {} sha256 {} ({} points, max residual {:.1f}%)",
+                       describe_gemm_curve(g.curve), g.source.file, g.source.sha256.substr(0, 12), g.points,
+                       100 * g.max_residual);
+  }
   return out + ")";
 }
 
+const GemmCurve& effective_gemm_curve(const HardwareProfile& hw, const CalibrationOverlay* overlay) {
+  if (overlay != nullptr && overlay->gemm) return overlay->gemm->curve;
+  return hw.gemm_curve;
+}
+
 void check_overlay(const CalibrationOverlay& overlay, const std::string& source) {
+  if (overlay.tables.empty() && !overlay.gemm)
+    throw InputError(source, "/tables", "expected at least one table or a \"gemm\" section");
+  if (overlay.gemm) check_gemm_curve(overlay.gemm->curve, source, "/gemm");
   for (std::size_t i = 0; i < overlay.tables.size(); ++i) {
     const auto& t = overlay.tables[i];
     const std::string where = fmt::format("/tables/{}", i);

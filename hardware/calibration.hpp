@@ -8,6 +8,7 @@
 #include "hardware/hardware_profile.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,15 +60,30 @@ struct CalibrationSource {
   std::string nccl_version;  ///< "" when not printed
 };
 
-/// A fitted overlay. Invariants (checked by the JSON reader and by fit code): every table
-/// has ≥ 1 segment, segments contiguous with lo < hi, factors > 0 and finite.
+/// A fitted GEMM curve (`stepsim calibrate gemm`): it replaces the profile's GEMM pricing for
+/// every task that carries GEMM shapes (hardware/gemm_model.hpp).
+struct GemmCalibration {
+  GemmCurve curve;
+  int points = 0;               ///< measured GEMMs the curve was fitted on
+  double median_residual = 0;   ///< median |t_fit − t_meas| / t_meas over them
+  double max_residual = 0;      ///< max |t_fit − t_meas| / t_meas over them
+  CalibrationSource source;     ///< the measurement file (format "gemm-sweep" or "mlp-step"; gpu = device)
+};
+
+/// A fitted overlay. Invariants (checked by the JSON reader and by fit code): at least one
+/// table or a gemm section; every table has ≥ 1 segment, segments contiguous with lo < hi, factors > 0 and finite.
 struct CalibrationOverlay {
   std::string name;                  ///< file it was read from, or the -o path when fitted
   std::string hardware;              ///< nominal profile name the factors are relative to
   std::string cost_model = "alpha-beta";  ///< nominal model the factors are relative to
   std::vector<CalibrationSource> sources;
-  std::vector<CalibrationTable> tables;
+  std::vector<CalibrationTable> tables;  ///< collective factors (may be empty with a gemm section)
+  std::optional<GemmCalibration> gemm;  ///< GEMM curve, or none (JSON section `gemm`)
 };
+
+/// The GEMM curve a cost model uses: the overlay's fitted one, else the profile's
+/// `compute.gemm_curve`, else an absent curve (flat gemm_efficiency).
+const GemmCurve& effective_gemm_curve(const HardwareProfile& hw, const CalibrationOverlay* overlay);
 
 /// The segment a lookup chose.
 struct CalibrationMatch {

@@ -2,6 +2,7 @@
 // JSON <-> CalibrationOverlay: the only calibration file that sees JSON.
 #include "hardware/calibration_json.hpp"
 
+#include "hardware/hardware_profile_json.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"
 
@@ -46,7 +47,24 @@ CalibrationOverlay parse_calibration(const nlohmann::json& doc, const std::strin
       o.sources.push_back(std::move(src));
     }
   }
-  for (const auto& t : root.objects("tables", true)) {
+  if (const auto g = root.optional_object("gemm")) {
+    GemmCalibration gc;
+    gc.curve = read_gemm_curve(*g, 0);
+    gc.points = static_cast<int>(g->integer_or("points", 0, 0, 1 << 30));
+    gc.median_residual = g->number_or("median_residual", 0.0, Check::NonNegative);
+    gc.max_residual = g->number_or("max_residual", 0.0, Check::NonNegative);
+    if (const auto src = g->optional_object("source")) {
+      gc.source.file = src->string("file");
+      gc.source.sha256 = src->string_or("sha256", "");
+      gc.source.format = src->choice_or("format", "gemm-sweep", {"gemm-sweep", "mlp-step"});
+      gc.source.gpu = src->string_or("gpu", "");
+      src->finish();
+    }
+    g->finish();
+    o.gemm = std::move(gc);
+  }
+  const bool want_tables = !o.gemm || root.has("tables");  // a GEMM-only overlay may omit them
+  for (const auto& t : want_tables ? root.objects("tables", !o.gemm) : std::vector<JsonReader>{}) {
     CalibrationTable table;
     if (!t.has("op")) t.fail("op", "required field is missing (AllReduce, ReduceScatter or AllGather)");
     table.op = op_from_label(t, "op");
@@ -113,6 +131,19 @@ std::string calibration_json(const CalibrationOverlay& overlay) {
                       {"segments", segs}});
   }
   j["tables"] = tables;
+  if (overlay.gemm) {
+    const auto& g = *overlay.gemm;
+    j["gemm"] = {{"max_efficiency", g.curve.max_efficiency},
+                 {"overhead_s", g.curve.overhead_s},
+                 {"tile_m", g.curve.tile_m},
+                 {"tile_n", g.curve.tile_n},
+                 {"sms", g.curve.sms},
+                 {"points", g.points},
+                 {"median_residual", g.median_residual},
+                 {"max_residual", g.max_residual},
+                 {"source", {{"file", g.source.file}, {"sha256", g.source.sha256}, {"format", g.source.format},
+                             {"gpu", g.source.gpu}}}};
+  }
   return j.dump(2) + "\n";
 }
 

@@ -29,6 +29,17 @@ struct NcclTopology {
   double net_latency_s = 0;         ///< graph.latencyInter (0 for IB / sockets plugins)
 };
 
+/// Parameters of the shape-dependent GEMM time (hardware/gemm_model.hpp has the formula and
+/// its sources). `max_efficiency` == 0 means "no curve": GEMMs take the flat gemm_efficiency.
+struct GemmCurve {
+  double max_efficiency = 0;  ///< fraction of peak of a full wave of large tiles, (0, 1]
+  double overhead_s = 0;      ///< fixed time per GEMM kernel (launch, prologue, fill), ≥ 0
+  int tile_m = 128;           ///< output tile rows of the kernels the curve describes
+  int tile_n = 128;           ///< output tile columns
+  int sms = 0;                ///< streaming multiprocessors the tiles are spread over
+  bool present() const { return max_efficiency > 0; }
+};
+
 /// Nominal numbers of an accelerator and its cluster (DESIGN.md "Hardware profiles").
 /// Calibration never edits a profile: fitted factors live in an overlay.
 ///
@@ -41,7 +52,8 @@ struct HardwareProfile {
 
   double peak_flops_per_s = 0;       ///< dense BF16/FP16 tensor-core peak per GPU/chip
   double gemm_efficiency = 0;        ///< default achieved fraction of peak for large GEMMs
-  int sm_count = 0;                  ///< streaming multiprocessors per GPU (compute.sm_count); 0 = unknown
+  int sm_count = 0;                  ///< streaming multiprocessors (0 = not given); `compute.sm_count`
+  GemmCurve gemm_curve;              ///< `compute.gemm_curve`; absent = flat gemm_efficiency
   double hbm_bytes = 0;              ///< device memory capacity
   double hbm_bandwidth_bytes_per_s = 0;
   double hbm_efficiency = 0;         ///< achieved fraction of HBM bandwidth for streaming kernels

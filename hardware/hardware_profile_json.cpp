@@ -28,6 +28,20 @@ LinkScope read_scope(const JsonReader& r, bool need_bandwidth) {
 
 }  // namespace
 
+GemmCurve read_gemm_curve(const JsonReader& r, int default_sms) {
+  GemmCurve c;
+  c.max_efficiency = r.number("max_efficiency", Check::Fraction);
+  c.overhead_s = r.number_or("overhead_s", 0.0, Check::NonNegative, Dimension::Seconds);
+  if (c.overhead_s >= 1.0) r.fail("overhead_s", fmt::format("expected a per-kernel overhead below 1 s (e.g. \"5us\"), got {:g}", c.overhead_s));
+  c.tile_m = static_cast<int>(r.integer_or("tile_m", 128, 1, 4096));
+  c.tile_n = static_cast<int>(r.integer_or("tile_n", 128, 1, 4096));
+  if (default_sms > 0)
+    c.sms = static_cast<int>(r.integer_or("sms", default_sms, 1, 4096));
+  else
+    c.sms = static_cast<int>(r.integer("sms", 1, 4096));
+  return c;
+}
+
 std::vector<std::string> builtin_profile_names() {
   std::vector<std::string> names;
   for (const auto& f : detail::builtin_profiles()) names.emplace_back(f.name);
@@ -51,7 +65,11 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   const JsonReader compute = root.object("compute");
   p.peak_flops_per_s = compute.number("peak_flops_per_s", Check::Positive, Dimension::FlopsPerSecond);
   p.gemm_efficiency = compute.number_or("gemm_efficiency", 0.7, Check::Fraction);
-  p.sm_count = static_cast<int>(compute.integer_or("sm_count", 0, 0, 100000));
+  p.sm_count = static_cast<int>(compute.integer_or("sm_count", 0, 0, 4096));
+  if (const auto curve = compute.optional_object("gemm_curve")) {
+    p.gemm_curve = read_gemm_curve(*curve, p.sm_count);
+    curve->finish();
+  }
   compute.finish();
 
   const JsonReader memory = root.object("memory");

@@ -6,6 +6,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+namespace stepsim {
+class JsonReader;
+}
+
 #include <string>
 #include <vector>
 
@@ -26,5 +30,12 @@ HardwareProfile load_profile(const std::string& ref, const std::string& source =
 /// @throws InputError for a missing/invalid/unknown field.
 HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& source,
                               const std::string& pointer = "");
+
+/// Reads a GEMM curve object (hardware/gemm_model.hpp): `max_efficiency` (required, (0, 1]),
+/// `overhead_s` (seconds ≥ 0 and < 1, default 0), `tile_m`, `tile_n` (default 128), `sms`
+/// (default `default_sms`; required when that is 0). Used by profiles (`compute.gemm_curve`)
+/// and calibration overlays (`gemm`). The caller calls finish() on `r`.
+/// @throws InputError naming the source, JSON path, value and expectation.
+GemmCurve read_gemm_curve(const JsonReader& r, int default_sms);
 
 }  // namespace stepsim::hardware

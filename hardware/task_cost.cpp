@@ -40,14 +40,14 @@ StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
     : hw_(std::move(hw)), groups_(std::move(groups)), algorithm_(algorithm),
       calibration_(std::move(calibration)), model_(model), contention_(contention) {
   STEPSIM_ASSERT(contention_.compute_slowdown >= 1, "compute slowdown {} < 1", contention_.compute_slowdown);
-  STEPSIM_ASSERT(!calibration_ || model_ == CollectiveModel::AlphaBeta,
+  STEPSIM_ASSERT(!calibration_ || calibration_->tables.empty() || model_ == CollectiveModel::AlphaBeta,
                  "a calibration overlay needs the alpha-beta cost model");
 }
 
 CollectiveCost StepCostModel::collective(const sim::Task& task) const {
   STEPSIM_ASSERT(task.group < groups_.size(), "task '{}' names unknown group {}", task.name, task.group);
   const CollectiveOp op = collective_of(static_cast<OpCode>(task.op));
-  if (!calibration_) return model_collective_cost(model_, hw_, op, task.bytes, groups_[task.group], algorithm_);
+  if (!calibration_ || calibration_->tables.empty()) return model_collective_cost(model_, hw_, op, task.bytes, groups_[task.group], algorithm_);
   return calibrated_collective_cost(hw_, calibration_.get(), op, task.bytes, groups_[task.group], algorithm_);
 }
 
@@ -56,7 +56,13 @@ double StepCostModel::seconds(const sim::Task& task) const {
   switch (static_cast<OpCode>(task.op)) {
     case OpCode::Kernel: return kernel_time_s(hw_, task.flops, task.bytes);
     case OpCode::Fixed: return task.fixed_s;
-    case OpCode::Layer: return sequence_time_s(hw_, task.flops, task.bytes);
+    case OpCode::Layer: {
+      const GemmCurve& curve = gemm_curve();
+      if ((!curve.present() && host_op_s_ == 0) || task.work == sim::kNoWork)
+        return sequence_time_s(hw_, task.flops, task.bytes);
+      STEPSIM_ASSERT(task.work < work_.size(), "task '{}' names unknown work {}", task.name, task.work);
+      return kernel_work_time_s(hw_, curve, work_[task.work], task.work_share, task.flops, task.bytes, host_op_s_);
+    }
     default: break;
   }
   throw InternalError("task '" + task.name + "' has unknown op code " + std::to_string(task.op));

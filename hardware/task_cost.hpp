@@ -5,6 +5,7 @@
 
 #include "hardware/calibration.hpp"
 #include "hardware/collective_model.hpp"
+#include "hardware/gemm_model.hpp"
 #include "hardware/hardware_profile.hpp"
 #include "hardware/nccl_model.hpp"
 #include "sim/engine.hpp"
@@ -19,7 +20,8 @@ namespace stepsim::hardware {
 enum class OpCode : std::uint32_t {
   Kernel = 0,         ///< roofline of task.flops and task.bytes
   Fixed = 1,          ///< replays task.fixed_s (measured layer times)
-  Layer = 2,          ///< a fused sequence of GEMMs (task.flops) and streaming kernels (task.bytes)
+  Layer = 2,          ///< a fused sequence of GEMMs (task.flops, or the shapes of task.work) and
+                      ///< streaming kernels (task.bytes)
   AllReduce = 10,     ///< collective over groups[task.group] of task.bytes (nccl-tests size)
   ReduceScatter = 11,
   AllGather = 12,
@@ -50,13 +52,25 @@ struct Contention {
 /// With a calibration overlay, collectives take calibrated_collective_cost() (the nominal
 /// α-β cost with the overlay's size-segment factors on top); without one,
 /// model_collective_cost() of `model` (α-β collective_cost() or NCCL's tuner, nccl_model.hpp).
-/// Precondition: with an overlay, model == CollectiveModel::AlphaBeta (overlays are fitted over
-/// the α-β model; scenario and CLI parsing reject the mix).
+/// Precondition: with an overlay that has collective tables, model == CollectiveModel::AlphaBeta
+/// (those are fitted over the α-β model; scenario and CLI parsing reject the mix). A GEMM-only
+/// overlay leaves collectives to `model`.
 class StepCostModel final : public sim::TaskCostModel {
  public:
   StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups, CollectiveAlgorithm algorithm,
                 std::shared_ptr<const CalibrationOverlay> calibration = nullptr,
                 CollectiveModel model = CollectiveModel::AlphaBeta, Contention contention = {});
+  /// Kernels of the Layer tasks: task.work indexes `work`. With a GEMM curve in effect
+  /// (effective_gemm_curve(): the overlay's, else the profile's) or a host cost per op > 0, such
+  /// a task takes kernel_work_time_s(work[task.work], task.work_share, task.flops, task.bytes,
+  /// host_op_s); otherwise (or without work) flops / (peak · gemm_efficiency) + bytes / (hbm_bw ·
+  /// hbm_efficiency), exactly as before shapes existed.
+  void set_kernel_work(std::vector<KernelWork> work, double host_op_s) {
+    work_ = std::move(work);
+    host_op_s_ = host_op_s;
+  }
+  /// The GEMM curve in use (absent: flat gemm_efficiency).
+  const GemmCurve& gemm_curve() const { return effective_gemm_curve(hw_, calibration_.get()); }
   /// @throws InputError naming the task when its duration is outside sim::Time's range.
   sim::Time duration(const sim::Task& task) const override;
   /// duration(task) split as the engine's fluid model needs it (see Contention): a collective
@@ -85,6 +99,8 @@ class StepCostModel final : public sim::TaskCostModel {
   std::shared_ptr<const CalibrationOverlay> calibration_;
   CollectiveModel model_ = CollectiveModel::AlphaBeta;
   Contention contention_;
+  std::vector<KernelWork> work_;
+  double host_op_s_ = 0;
 };
 
 }  // namespace stepsim::hardware

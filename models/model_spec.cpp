@@ -73,6 +73,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   if (s.max_positions > 0) embed.params.push_back(tensor("model.embed_positions.weight", s.max_positions * s.hidden));
   embed.fwd_streaming_bytes_per_token = 2 * act * h;  // gather a row, write it
   embed.root = true;
+  embed.fwd_streaming_kernels = s.max_positions > 0 ? 3 : 1;  // gather, [position gather + add]
   m.layers.push_back(embed);
 
   for (std::int64_t i = 0; i < s.layers; ++i) {
@@ -81,6 +82,8 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     const std::string p = fmt::format("model.layers.{}.", i);
     auto linear = [&](const std::string& n, std::int64_t in, std::int64_t out) {
       b.params.push_back(tensor(p + n + ".weight", in * out));
+      b.gemms.push_back({LayerGemm::Kind::Linear, static_cast<double>(out), static_cast<double>(in),
+                         static_cast<std::int64_t>(b.params.size() - 1), 0, 0});
       if (s.linear_bias) b.params.push_back(tensor(p + n + ".bias", out));
       b.fwd_gemm_flops_per_token += 2.0 * static_cast<double>(in) * static_cast<double>(out);
     };
@@ -113,6 +116,9 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     for (std::size_t k = attn_end; k < mlp_end; ++k) exec.push_back(k);
     b.grad_ready_order.assign(exec.rbegin(), exec.rend());
     b.fwd_attn_flops_per_token_per_seq = 4.0 * h;
+    const auto hd = static_cast<double>(head_dim), heads = static_cast<double>(s.heads);
+    b.gemms.push_back({LayerGemm::Kind::AttentionScores, 0, 0, -1, heads, hd});
+    b.gemms.push_back({LayerGemm::Kind::AttentionValues, 0, 0, -1, heads, hd});
     const double f = static_cast<double>(s.ffn);
     const double kv = static_cast<double>(kv_dim);
     b.activation_bytes_per_token = act * (5 * h + 2 * kv + (s.gated_mlp ? 3 : 2) * f);
@@ -120,6 +126,10 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     b.attention_heads = s.heads;
     // Norms (read+write twice), residual adds (3 h each, twice), rotary on q/k, MLP activation.
     b.fwd_streaming_bytes_per_token = act * (4 * h + 6 * h + 2 * (h + kv) + (s.gated_mlp ? 3 : 2) * f);
+    // Two norms, two residual (bias-dropout-) adds, the activation (SiLU and the gate product
+    // when gated), rotary on q and k; views: the q/k/v splits and head reshapes in and out.
+    b.fwd_streaming_kernels = 2 + 2 + (s.gated_mlp ? 2 : 1) + (s.max_positions > 0 ? 0 : 2);
+    b.fwd_host_only_ops = 8;
     m.layers.push_back(b);
   }
 
@@ -131,6 +141,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   final_norm.activation_bytes_per_token = act * h;
   final_norm.input_bytes_per_token = act * h;
   final_norm.root = true;
+  final_norm.fwd_streaming_kernels = 1;
   m.layers.push_back(final_norm);
 
   LayerSpec head;
@@ -139,10 +150,13 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   // only when the embedding's backward ends, at the very end of backward.
   if (!s.tied_embeddings) head.params.push_back(tensor("lm_head.weight", s.vocab * s.hidden));
   head.fwd_gemm_flops_per_token = 2.0 * h * static_cast<double>(s.vocab);
+  // Tied: the weight gradient is still computed here (into embed_tokens.weight's .grad).
+  head.gemms.push_back({LayerGemm::Kind::Linear, static_cast<double>(s.vocab), h, s.tied_embeddings ? -1 : 0, 0, 0});
   head.activation_bytes_per_token = 4.0 * static_cast<double>(s.vocab);  // fp32 logits for the loss
   head.fwd_streaming_bytes_per_token = 2 * 4.0 * static_cast<double>(s.vocab);  // softmax / loss
   head.input_bytes_per_token = head.activation_bytes_per_token;  // logits are needed for the loss anyway
   head.root = true;
+  head.fwd_streaming_kernels = 2;  // log-softmax and the loss
   m.layers.push_back(head);
   return m;
 }
@@ -159,9 +173,12 @@ ModelSpec make_mlp(const std::string& name, std::int64_t layers, std::int64_t hi
     l.params.push_back({fmt::format("layers.{}.w_in", i), hidden * ffn, dtype, true});
     l.params.push_back({fmt::format("layers.{}.w_out", i), ffn * hidden, dtype, true});
     l.fwd_gemm_flops_per_token = 2.0 * 2.0 * static_cast<double>(hidden) * static_cast<double>(ffn);
+    l.gemms.push_back({LayerGemm::Kind::Linear, static_cast<double>(ffn), static_cast<double>(hidden), 0, 0, 0});
+    l.gemms.push_back({LayerGemm::Kind::Linear, static_cast<double>(hidden), static_cast<double>(ffn), 1, 0, 0});
     l.activation_bytes_per_token = act * static_cast<double>(hidden + 2 * ffn);
     l.input_bytes_per_token = act * static_cast<double>(hidden);
     l.fwd_streaming_bytes_per_token = 2 * act * static_cast<double>(ffn);  // activation function
+    l.fwd_streaming_kernels = 1;
     m.layers.push_back(l);
   }
   return m;

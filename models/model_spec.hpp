@@ -26,6 +26,17 @@ struct ParamTensor {
   bool trainable = true;    ///< requires_grad; frozen tensors get no gradient, bucket or state
 };
 
+/// One GEMM of a layer's forward, for the shape-dependent GEMM curve (hardware/gemm_model.hpp).
+/// Linear: C[tokens, n] = X[tokens, k]·W (W = params[param]). Attention (per sequence and head,
+/// head_dim = hidden / heads): Scores S[s, s] = Q[s, d]·Kᵀ; Values O[s, d] = P[s, s]·V.
+struct LayerGemm {
+  enum class Kind { Linear, AttentionScores, AttentionValues };
+  Kind kind = Kind::Linear;
+  double n = 0, k = 0;          ///< Linear: output and input features
+  std::int64_t param = -1;      ///< Linear: index of the weight in params (no wgrad when frozen); -1 = held elsewhere (tied), wgrad runs
+  double heads = 0, head_dim = 0;  ///< attention kinds
+};
+
 /// One layer (module) as the simulator schedules it: forward runs layers in order, backward
 /// in reverse. Per-token quantities scale with micro_batch_size × seq_len tokens.
 struct LayerSpec {
@@ -40,6 +51,14 @@ struct LayerSpec {
   double activation_bytes_per_token = 0;        ///< saved for backward (flash attention)
   double input_bytes_per_token = 0;   ///< the layer's input, all that full recomputation keeps
   std::int64_t attention_heads = 0;   ///< heads whose scores eager attention stores (a·s per token)
+  /// The forward GEMMs with their shapes (empty for layers described by FLOPs only); their
+  /// FLOPs add up to fwd_gemm_flops_per_token (+ the attention FLOPs × seq_len).
+  std::vector<LayerGemm> gemms;
+  /// Forward launches besides the GEMMs, for the per-op host cost (Scenario::framework): the
+  /// streaming kernels (norms, bias/activation, residual adds, rotary; eager attention's own
+  /// are added by the strategy) and the host-only ops (views, splits, transposes).
+  double fwd_streaming_kernels = 0;
+  double fwd_host_only_ops = 0;
   bool root = false;  ///< owned by FSDP's root unit (embeddings, final norm, LM head), not a block
   std::optional<double> fwd_s;  ///< measured forward time of one micro-batch (replaces FLOPs)
   std::optional<double> bwd_s;  ///< measured backward time of one micro-batch

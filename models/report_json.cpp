@@ -2,6 +2,8 @@
 // Report -> JSON (schema "stepsim.report/1"), keys in a fixed order.
 #include "models/report.hpp"
 
+#include "hardware/gemm_model.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace stepsim::models {
@@ -24,6 +26,12 @@ std::string report_json(const Report& r) {
   if (r.scenario.collective_model != hardware::CollectiveModel::AlphaBeta)
     j["cost_model"] = hardware::collective_model_name(r.scenario.collective_model);
   j["calibration"] = r.scenario.calibration ? ordered(hardware::describe_overlay(*r.scenario.calibration)) : ordered(nullptr);
+  const hardware::GemmCurve& curve = hardware::effective_gemm_curve(r.scenario.hardware, r.scenario.calibration.get());
+  if (curve.present())
+    j["gemm_curve"] = {{"max_efficiency", curve.max_efficiency}, {"overhead_s", curve.overhead_s}, {"tile_m", curve.tile_m},
+                       {"tile_n", curve.tile_n}, {"sms", curve.sms},
+                       {"from", r.scenario.calibration && r.scenario.calibration->gemm ? "calibration" : "profile"}};
+  if (r.scenario.framework.host_op_s > 0) j["host_op_s"] = r.scenario.framework.host_op_s;
   j["step_time_s"] = r.step_time_s;
   j["compute_time_s"] = r.compute_time_s;
   j["forward_time_s"] = r.forward_time_s;

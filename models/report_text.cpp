@@ -2,6 +2,8 @@
 // Report -> text for the terminal (fixed precision, so golden files do not churn).
 #include "models/report.hpp"
 
+#include "hardware/gemm_model.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -44,6 +46,14 @@ std::string report_text(const Report& r) {
                    s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.ranks_per_node(),
                    s.name.empty() ? "" : "  [" + s.name + "]"));
   if (s.calibration) line("  calibration " + hardware::describe_overlay(*s.calibration));
+  {
+    const hardware::GemmCurve& c = hardware::effective_gemm_curve(s.hardware, s.calibration.get());
+    if (c.present())
+      line(fmt::format("  gemm        curve {} ({})", hardware::describe_gemm_curve(c),
+                       s.calibration && s.calibration->gemm ? "calibration" : "profile " + s.hardware.name));
+    if (s.framework.host_op_s > 0)
+      line(fmt::format("  framework   {:.3g} us of CPU per op; kernels wait for their launch", s.framework.host_op_s * 1e6));
+  }
   if (s.collective_model == hardware::CollectiveModel::Nccl)
     line("  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen)");
   line(fmt::format("  model     {} parameters ({} trainable), {} layers, {}", count(static_cast<double>(s.model.parameter_count())),
@@ -55,7 +65,8 @@ std::string report_text(const Report& r) {
                    r.bucket_count, s.parallelism.first_bucket_mb, s.parallelism.bucket_cap_mb,
                    size(r.bucket_bytes_max), size(r.gradient_bytes)));
   line("");
-  line(fmt::format("step time        {}", ms(r.step_time_s)));
+  line(fmt::format("step time        {}{}", ms(r.step_time_s),
+                   r.per_rank.present ? "   (the slowest rank; the breakdown below is rank 0's)" : ""));
   line(fmt::format("  forward        {}", ms(r.forward_time_s)));
   line(fmt::format("  backward       {}", ms(r.backward_time_s)));
   line(fmt::format("  optimizer      {}", ms(r.optimizer_time_s)));

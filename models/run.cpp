@@ -144,8 +144,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   r.scenario = s;
   const StrategyEntry& strategy = find_strategy(s.parallelism.strategy);
   LoweredStep step = strategy.lower(s);
-  const hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model,
-                                     contention_of(s));
+  const hardware::StepCostModel cost = step_cost_model(s, step);
   std::optional<sim::Timeline> all;  // per_rank: every rank's records
   const sim::RunOptions options = run_options(s, step.graph);
   if (options.launch_queues > 0 && s.rank_mode == "per_rank")
@@ -277,6 +276,13 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
 }
 
 }  // namespace
+
+hardware::StepCostModel step_cost_model(const Scenario& s, const LoweredStep& step) {
+  hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model,
+                               contention_of(s));
+  cost.set_kernel_work(kernel_work_table(s), s.framework.host_op_s);
+  return cost;
+}
 
 Report run(const Scenario& s) { return run_impl(s, nullptr); }
 

@@ -88,6 +88,14 @@ struct ActivationConfig {
   bool full_recompute = false;   ///< keep only each layer's input; forward runs again in backward
 };
 
+/// The training framework's host side (`framework`): what the CPU costs per PyTorch op. With
+/// host_op_s > 0 every kernel of a layer takes at least that long (the GPU waits for the CPU to
+/// launch it): a layer task takes Σ_GEMM max(t_gemm, h) + max(t_streaming, n_kernels·h) +
+/// n_host_only_ops·h (hardware::StepCostModel). 0 (the default): kernels only, as before.
+struct FrameworkConfig {
+  double host_op_s = 0;  ///< CPU time per eager op (Python + dispatcher + launch), seconds ≥ 0
+};
+
 /// Batch: tokens per GPU per micro-batch = micro_batch_size × seq_len.
 struct BatchConfig {
   std::int64_t micro_batch_size = 1;  ///< sequences per GPU per micro-batch
@@ -143,6 +151,7 @@ struct Scenario {
   ShardingConfig sharding;
   PrecisionConfig precision;
   ActivationConfig activations;
+  FrameworkConfig framework;
   std::string optimizer = "adam";   ///< "adam" or "none" (no step, no state)
   std::string cost_model = "alpha-beta";  ///< collectives.cost_model: "alpha-beta" | "nccl"
   /// The same choice as an enum (hardware/nccl_model.hpp); reaches hardware::StepCostModel.

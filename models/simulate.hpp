@@ -2,6 +2,7 @@
 // run() that also hands back what it simulated (graph and timeline) for traces and graph dumps.
 #pragma once
 
+#include "hardware/task_cost.hpp"
 #include "models/report.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/timeline.hpp"
@@ -23,6 +24,11 @@ struct SimulatedStep {
 /// Same as run(scenario), and moves the lowered graph and its timeline into `keep`.
 /// @throws InputError as run(scenario).
 Report run(const Scenario& scenario, SimulatedStep& keep);
+
+/// The cost model run() prices a lowered step with: the scenario's profile, calibration overlay
+/// and collective model, the kernels of its layers (kernel_work_table()), the framework's per-op host cost,
+/// and the contention between a rank's tasks (sim.link_sharing, sim.overlap_model: hardware::Contention).
+hardware::StepCostModel step_cost_model(const Scenario& scenario, const LoweredStep& step);
 
 /// Largest number of tasks a per_rank run may hold (graph tasks × dp): about 30 bytes each.
 inline constexpr double kMaxPerRankTasks = 1.5e8;

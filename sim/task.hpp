@@ -14,6 +14,8 @@ inline constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
 /// Rendezvous id: tasks sharing one start together, once every member is ready.
 using RendezvousId = std::uint32_t;
 inline constexpr RendezvousId kNoRendezvous = std::numeric_limits<RendezvousId>::max();
+/// Work-description index: none.
+inline constexpr std::uint32_t kNoWork = std::numeric_limits<std::uint32_t>::max();
 
 /// What kind of resource a task occupies. The kernel treats both alike; reports and cost
 /// models distinguish them.
@@ -38,6 +40,10 @@ struct Task {
   double flops = 0;                          ///< floating-point operations (≥ 0)
   double bytes = 0;                          ///< bytes moved or read+written (≥ 0)
   double fixed_s = 0;                        ///< a measured duration to replay as is (≥ 0)
+  /// Index into a table of detailed work descriptions the cost model holds (e.g. the GEMM
+  /// shapes of a layer), kNoWork when the task has none; meaning owned by the cost model.
+  std::uint32_t work = kNoWork;
+  double work_share = 1;                     ///< fraction of that work this task does, (0, 1]
   /// Memory the task allocates when it starts and frees when it ends, on two counters whose
   /// meaning the caller owns (e.g. 0 = activations, 1 = buffers). Bytes, ≥ 0.
   double alloc_bytes[2] = {0, 0};

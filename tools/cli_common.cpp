@@ -50,6 +50,12 @@ std::pair<int, int> moe_shape(long long experts, long long topk) {
   return {static_cast<int>(experts), static_cast<int>(topk)};
 }
 
+void add_calibration_option(CLI::App& cmd, std::vector<std::string>& sets) {
+  cmd.add_option_function<std::string>(
+      "--calibration", [&sets](const std::string& file) { sets.push_back("calibration=" + file); },
+      "calibration overlay (stepsim calibrate nccl-tests | gemm -o); same as --set calibration=FILE");
+}
+
 hardware::CollectiveAlgorithm algorithm_from(const std::string& name) {
   if (name == "ring") return hardware::CollectiveAlgorithm::Ring;
   if (name == "hierarchical") return hardware::CollectiveAlgorithm::Hierarchical;

@@ -195,6 +195,7 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   nccl->add_option("--noise-floor", a->noise_floor, "relative noise below which no segment is added (default 0.005)");
   nccl->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
   nccl->callback([a, &action] { action = [a] { return cmd_calibrate(*a); }; });
+  add_calibrate_gemm_command(*calibrate, action);
 }
 
 }  // namespace stepsim::tools

@@ -67,6 +67,7 @@ void add_compare_command(CLI::App& app, Action& action) {
   cmd->add_option("scenario", a->scenario, "scenario JSON matching the measured run")->required();
   cmd->add_option("measured", a->measured, "MEASURED.json written by stepsim-validate mlp-step")->required();
   cmd->add_option("--set", a->sets, "override a scenario field before validation: PATH=VALUE (repeatable)");
+  add_calibration_option(*cmd, a->sets);
   cmd->add_flag("--tasks", a->tasks, "also list every task matched by name");
   cmd->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([a, &action] { action = [a] { return cmd_compare(*a); }; });

@@ -28,6 +28,9 @@ struct RunArgs {
   std::string trace;
   std::string trace_ranks;
   std::string dump_graph;
+  bool trace_given = false;        // the flags were on the command line (even with an empty value)
+  bool trace_ranks_given = false;
+  bool dump_graph_given = false;
 };
 
 // Traces of per_rank runs with more ranks than this keep ranks 0-7 and the slowest rank
@@ -40,6 +43,8 @@ std::vector<std::uint32_t> parse_rank_list(const std::string& text, std::int64_t
   const auto fail = [&](const std::string& why) {
     throw InputError("--trace-ranks", "", fmt::format("{} in '{}'; expected ranks in [0, {}) as a list like 0-7,12", why, text, world));
   };
+  if (text.empty() || text.front() == ',' || text.back() == ',' || text.find(",,") != std::string::npos)
+    fail("an empty item");
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -57,7 +62,8 @@ std::vector<std::uint32_t> parse_rank_list(const std::string& text, std::int64_t
     } catch (const std::logic_error&) {
       fail(fmt::format("'{}' is not a rank or range", item));
     }
-    if (lo < 0 || hi >= world || lo > hi) fail(fmt::format("'{}' is out of range", item));
+    if (lo > hi) fail(fmt::format("'{}' is reversed (write {}-{})", item, hi, lo));
+    if (lo < 0 || hi >= world) fail(fmt::format("'{}' is out of range", item));
     for (long long r = lo; r <= hi; ++r) out.push_back(static_cast<std::uint32_t>(r));
   }
   if (out.empty()) fail("no rank");
@@ -65,7 +71,15 @@ std::vector<std::uint32_t> parse_rank_list(const std::string& text, std::int64_t
 }
 
 int cmd_run(const RunArgs& a) {
+  if (a.trace_given && a.trace.empty()) throw InputError("--trace", "", "expected a file name, got ''");
+  if (a.dump_graph_given && a.dump_graph.empty()) throw InputError("--dump-graph", "", "expected a file name, got ''");
+  if (a.trace_ranks_given && !a.trace_given)
+    throw InputError("--trace-ranks", "", "chooses the ranks of a trace; it needs --trace FILE.json");
   const models::Scenario s = models::load_scenario(a.scenario, a.sets);
+  if (a.trace_ranks_given && s.rank_mode != "per_rank")
+    throw InputError("--trace-ranks", "",
+                     "needs sim.rank_mode \"per_rank\" (a symmetric run simulates one rank of each kind; its "
+                     "trace holds them all)");
   if (a.trace.empty() && a.dump_graph.empty()) {
     const models::Report r = models::run(s);
     print(a.format == "json" ? models::report_json(r) : models::report_text(r));
@@ -109,12 +123,19 @@ void add_run_command(CLI::App& app, Action& action) {
   auto* run = app.add_subcommand("run", "simulate one training step of a scenario");
   run->add_option("scenario", a->scenario, "scenario JSON file")->required();
   run->add_option("--set", a->sets, "override a scenario field before validation: PATH=VALUE (repeatable)");
+  add_calibration_option(*run, a->sets);
   run->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
-  run->add_option("--trace", a->trace, "write a Chrome trace-event JSON file (Perfetto, chrome://tracing)");
-  run->add_option("--trace-ranks", a->trace_ranks,
-                  "ranks to trace in per_rank mode, e.g. 0-7,100 (default: all up to 64 ranks, else 0-7 and the slowest)");
-  run->add_option("--dump-graph", a->dump_graph, "write the task graph in Graphviz DOT");
-  run->callback([a, &action] { action = [a] { return cmd_run(*a); }; });
+  auto* trace = run->add_option("--trace", a->trace, "write a Chrome trace-event JSON file (Perfetto, chrome://tracing)");
+  auto* trace_ranks = run->add_option(
+      "--trace-ranks", a->trace_ranks,
+      "ranks to trace in per_rank mode, e.g. 0-7,100 (default: all up to 64 ranks, else 0-7 and the slowest)");
+  auto* dump_graph = run->add_option("--dump-graph", a->dump_graph, "write the task graph in Graphviz DOT");
+  run->callback([a, &action, trace, trace_ranks, dump_graph] {
+    a->trace_given = trace->count() > 0;
+    a->trace_ranks_given = trace_ranks->count() > 0;
+    a->dump_graph_given = dump_graph->count() > 0;
+    action = [a] { return cmd_run(*a); };
+  });
 }
 
 }  // namespace stepsim::tools

@@ -418,9 +418,7 @@ void add_sweep_command(CLI::App& app, Action& action) {
                     "grid (the first --vary changes fastest and is the plot's x axis). For a DP sweep of a "
                     "scenario that fixes cluster.nodes, add --set cluster.nodes=null");
   sweep->add_option("--set", a->sets, "override applied to every point before the --vary values: PATH=VALUE (repeatable)");
-  sweep->add_option_function<std::string>(
-      "--calibration", [a](const std::string& file) { a->sets.push_back("calibration=" + file); },
-      "calibration overlay for every point; same as --set calibration=FILE");
+  add_calibration_option(*sweep, a->sets);
   sweep->add_option("--out", a->out, "CSV file, written atomically (default: CSV on stdout, summary on stderr)");
   sweep->add_option("--plot", a->plot, "plot step time and exposed communication with gnuplot: FILE.svg or FILE.png");
   sweep->add_option("--metric", a->metric,

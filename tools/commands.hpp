@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace stepsim::tools {
 
@@ -21,7 +22,12 @@ void add_run_command(CLI::App& app, Action& action);
 void add_collective_commands(CLI::App& app, Action& action);  // collective, threshold
 void add_list_command(CLI::App& app, Action& action);
 void add_memory_command(CLI::App& app, Action& action);
-void add_calibrate_command(CLI::App& app, Action& action);  // calibrate nccl-tests
+void add_calibrate_command(CLI::App& app, Action& action);  // calibrate nccl-tests | gemm
+/// `calibrate gemm`, registered under the `calibrate` subcommand by add_calibrate_command().
+void add_calibrate_gemm_command(CLI::App& calibrate, Action& action);
+/// Adds `--calibration FILE` to a scenario command: appends "calibration=FILE" to `sets`
+/// (same as --set calibration=FILE; the scenario key `calibration`).
+void add_calibration_option(CLI::App& cmd, std::vector<std::string>& sets);
 void add_sweep_command(CLI::App& app, Action& action);
 void add_batch_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);  // compare SCENARIO MEASURED

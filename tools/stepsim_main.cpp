@@ -6,7 +6,48 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace {
+
+// Error lines echo what the user gave, which may be any bytes (a binary file read as a
+// scenario): keep valid UTF-8 and printable ASCII, write every other byte as \xNN.
+std::string printable(const char* text) {
+  std::string out;
+  const auto* p = reinterpret_cast<const unsigned char*>(text);
+  const std::size_t n = std::strlen(text);
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= n && (len > 1 || c >= 0x20 || c == '\t') && c != 0x7F;
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xC0) == 0x80;
+    if (ok && len == 2) ok = c >= 0xC2;                                      // overlong
+    if (ok && len == 3) ok = !(c == 0xE0 && p[i + 1] < 0xA0) && !(c == 0xED && p[i + 1] >= 0xA0);
+    if (ok && len == 4) ok = c <= 0xF4 && !(c == 0xF0 && p[i + 1] < 0x90) && !(c == 0xF4 && p[i + 1] >= 0x90);
+    if (ok) {
+      out.append(text + i, len);
+      i += len;
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02X", c);
+      out += hex;
+      ++i;
+    }
+  }
+  return out;
+}
+
+void print_error(const char* prefix, const char* what, const char* suffix = "") {
+  std::fprintf(stderr, "%s%s%s\n", prefix, printable(what).c_str(), suffix);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace stepsim;
@@ -24,6 +65,15 @@ int main(int argc, char** argv) {
   tools::add_compare_command(app, action);
   tools::add_accuracy_command(app, action);
 
+  // A closed standard output would let the next file opened take descriptor 1 and receive the
+  // report: refuse to run without one.
+  if (fcntl(STDOUT_FILENO, F_GETFD) == -1 && errno == EBADF) {
+    const int fd = open("/dev/null", O_WRONLY);  // occupies descriptor 1
+    (void)fd;
+    print_error("error: ", "standard output is closed; redirect it to a file or /dev/null");
+    return 2;
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -33,20 +83,27 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s (see stepsim --help)\n", e.what());
+    print_error("error: ", e.what(), " (see stepsim --help)");
     return 2;
   }
 
+  int status = 0;
   try {
-    return action ? action() : 0;
+    status = action ? action() : 0;
   } catch (const InputError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
+    print_error("error: ", e.what());
+    status = 2;
   } catch (const InternalError& e) {
-    std::fprintf(stderr, "internal error (please report): %s\n", e.what());
-    return 1;
+    print_error("internal error (please report): ", e.what());
+    status = 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    print_error("error: ", e.what());
+    status = 1;
   }
+  // A report that could not be written (disk full, closed pipe) is a failure, not a success.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    print_error("error: writing standard output failed: ", std::strerror(errno));
+    return status != 0 ? status : 1;
+  }
+  return status;
 }

@@ -2,6 +2,9 @@
 // Predicted vs measured per phase and per task.
 #include "validate/compare.hpp"
 
+#include "models/simulate.hpp"
+#include "validate/stats.hpp"
+
 #include "hardware/task_cost.hpp"
 #include "models/report.hpp"
 #include "models/strategy/strategy.hpp"
@@ -51,13 +54,6 @@ double uncovered(const std::vector<Span>& a, const std::vector<Span>& b) {
     if (cur < s.second) t += s.second - cur;
   }
   return t;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 void check_config(const models::Scenario& s, const MeasuredTimeline& m, std::vector<std::string>& w) {
@@ -135,7 +131,7 @@ PhaseTimes measured_phase_times(const MeasuredTimeline& m) {
     h.push_back(sum.overhead_s / n);
     s.push_back(slowest);
   }
-  return {median(f), median(b), median(c), median(e), median(o), median(h), median(s)};
+  return {median_of(f), median_of(b), median_of(c), median_of(e), median_of(o), median_of(h), median_of(s)};
 }
 
 Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& measured) {
@@ -159,8 +155,7 @@ Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& mea
   // Per task: the simulated graph's rank-0 durations by name.
   const models::StrategyEntry& strategy = models::find_strategy(scenario.parallelism.strategy);
   const models::LoweredStep step = strategy.lower(scenario);
-  const hardware::StepCostModel cost(scenario.hardware, step.groups, scenario.algorithm, scenario.calibration,
-                                     scenario.collective_model);
+  const hardware::StepCostModel cost = models::step_cost_model(scenario, step);
   const sim::Timeline tl = sim::run(step.graph, cost);
   std::vector<std::pair<std::string, double>> predicted;
   for (sim::TaskId id = 0; id < step.graph.size(); ++id) {
@@ -183,7 +178,7 @@ Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& mea
       continue;
     }
     seen[name] = true;
-    out.tasks.push_back(row(name, d, median(it->second)));
+    out.tasks.push_back(row(name, d, median_of(it->second)));
   }
   for (const MeasuredIteration& it : measured.iterations)
     for (const MeasuredRank& rk : it.ranks)

@@ -2,6 +2,8 @@
 // vTrain's measured pure-DP iteration times → scenarios → predicted vs measured.
 #include "validate/vtrain.hpp"
 
+#include "validate/stats.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "models/report.hpp"
@@ -184,13 +186,6 @@ VtrainRow parse_row(const RowReader& r, std::size_t line_no) {
   return row;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 std::string strategy_of(const VtrainRow& row) {
   switch (row.zero_stage) {
     case 1: return "zero1";
@@ -281,6 +276,7 @@ nlohmann::json vtrain_scenario_json(const VtrainRow& row) {
       {"batch", {{"micro_batch_size", row.micro_batch}, {"seq_len", row.seq_len}, {"grad_accum", row.grad_accum}}},
       {"precision", {{"param_dtype", row.precision}}},
       {"activations", {{"attention", "eager"}, {"recompute", row.checkpointing ? "full" : "none"}}},
+      {"framework", {{"host_op_s", kVtrainHostOpS}}},
       {"optimizer", "adam"}};
 }
 
@@ -366,8 +362,9 @@ namespace {
 
 const char* kAssumptions[] = {
     "model: GPT, ffn = 4*hidden, GeLU MLP (not gated), LayerNorm, biases, learned positions, tied embeddings, vocab 50304 (50257 padded to 128)",
-    "hardware: a100-sxm (A100 SXM4 80 GB, NVSwitch, 8 x 200 Gb/s HDR per node), nominal profile, no calibration",
-    "precision: fp16 where the row is blank; activations: eager attention, recompute full (activation checkpointing)",
+    "hardware: a100-sxm (A100 SXM4 80 GB, NVSwitch, 8 x 200 Gb/s HDR per node), nominal profile (its GEMM curve), no calibration",
+    "precision: fp16 where the row is blank; activations: eager attention (a*s^2 score traffic), recompute full (activation checkpointing)",
+    "framework: 20 us of CPU per PyTorch op; each kernel waits for its launch (Megatron-DeepSpeed eager mode)",
     "zero_stage blank or 0: ddp with one gradient bucket (one AllReduce after the last backward, no overlap); 1/2/3: zero1/zero2/zero3",
     "optimizer: adam; batch: micro_batch, grad_accum and dp from the row",
 };

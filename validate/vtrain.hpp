@@ -59,6 +59,10 @@ inline constexpr std::int64_t kVtrainVocab = 50304;
 /// the multi-node 3.6B rows run plain data parallelism, whose 16–18 bytes/parameter of model
 /// state (≈ 60 GB) do not fit a 40 GB A100.
 inline constexpr const char* kVtrainHardware = "a100-sxm";
+/// CPU time per eager PyTorch op of Megatron-DeepSpeed (scenario `framework.host_op_s`): the
+/// Python, autograd and dispatcher path before each kernel launch (5–25 µs per op, see
+/// docs/accuracy.md for the source and the sensitivity).
+inline constexpr double kVtrainHostOpS = 20e-6;
 
 /// The scenario JSON of one row (every choice is in docs/accuracy.md):
 ///  - model: inline transformer — hidden, layers, heads from the row, ffn = 4·hidden, non-gated
@@ -71,6 +75,7 @@ inline constexpr const char* kVtrainHardware = "a100-sxm";
 ///    backward, without overlap); 1/2/3 → `zero1`/`zero2`/`zero3` with DeepSpeed's defaults;
 ///  - activations: eager attention (Megatron-DeepSpeed's default without --use-flash-attn),
 ///    recompute "full" when checkpointing;
+///  - framework.host_op_s = kVtrainHostOpS;
 ///  - batch: micro_batch, seq_len, grad_accum from the row; optimizer adam.
 nlohmann::json vtrain_scenario_json(const VtrainRow& row);
 

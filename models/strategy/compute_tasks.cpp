@@ -17,6 +17,22 @@ double forward_flops(const Scenario& s, const LayerSpec& l) {
                    l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len));
 }
 
+// Eager (unfused) attention's memory-bound kernels on the a·s² scores of one micro-batch, as
+// Megatron-DeepSpeed runs them without flash attention (baddbmm, fused scale-mask-softmax,
+// dropout, bmm). Bytes per score element (2-byte activations; the two GEMMs' own reads and
+// writes of the scores are priced with the GEMMs): forward softmax read + write (4), dropout
+// read, write and a 1-byte mask (5) = 9; backward dropout (grad read, mask read, write: 5) and
+// softmax (probabilities and grad read, write: 6) = 11. Korthikanti et al. 2022 §4.1 list the
+// same tensors (the 5·a·s/h activation term: softmax output, dropout mask and output).
+constexpr double kEagerScoreBytesFwd = 9, kEagerScoreBytesBwd = 11;
+constexpr double kEagerKernelsFwd = 3;  // softmax, dropout, the context's permute-contiguous copy
+
+double eager_score_elements(const Scenario& s, const LayerSpec& l) {
+  if (s.activations.flash_attention || l.attention_heads == 0) return 0;
+  const double seq = static_cast<double>(s.batch.seq_len);
+  return static_cast<double>(s.batch.micro_batch_size) * static_cast<double>(l.attention_heads) * seq * seq;
+}
+
 std::string short_name(const std::string& layer, const std::string& param) {
   // "model.layers.3.mlp.down_proj.weight" -> "mlp.down_proj.weight"
   const std::string key = layer + ".";
@@ -44,8 +60,10 @@ sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& 
     t.fixed_s = *l.fwd_s;
   } else {
     t.op = static_cast<std::uint32_t>(hardware::OpCode::Layer);
+    t.work = static_cast<std::uint32_t>(2 * layer);
     t.flops = forward_flops(s, l);
-    t.bytes = static_cast<double>(s.tokens_per_micro_batch()) * l.fwd_streaming_bytes_per_token;
+    t.bytes = static_cast<double>(s.tokens_per_micro_batch()) * l.fwd_streaming_bytes_per_token +
+              kEagerScoreBytesFwd * eager_score_elements(s, l);
   }
   t.alloc_bytes[kActivationCounter] = layer_activation_bytes(s, l);
   return t;
@@ -67,7 +85,8 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
   const double recompute = s.activations.full_recompute ? 1.0 : 0.0;
   const double bwd_gemm = tokens * l.fwd_gemm_flops_per_token * (2.0 - frozen_share + recompute);
   const double bwd_attn = (2.0 + recompute) * tokens * l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len);
-  const double bwd_stream = (2.0 + recompute) * tokens * l.fwd_streaming_bytes_per_token;
+  const double bwd_stream = (2.0 + recompute) * tokens * l.fwd_streaming_bytes_per_token +
+                            (kEagerScoreBytesBwd + recompute * kEagerScoreBytesFwd) * eager_score_elements(s, l);
   const double fixed_bwd = l.bwd_s ? *l.bwd_s + recompute * l.fwd_s.value_or(0.0) : 0.0;
   const double activations = layer_activation_bytes(s, l);
 
@@ -79,6 +98,7 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
     t.layer = static_cast<std::int32_t>(layer);
     t.phase = static_cast<std::uint32_t>(Phase::Backward);
     t.op = static_cast<std::uint32_t>(l.bwd_s ? hardware::OpCode::Fixed : hardware::OpCode::Layer);
+    if (!l.bwd_s) t.work = static_cast<std::uint32_t>(2 * layer + 1);
     return t;
   };
   std::vector<BackwardSegment> out;
@@ -96,6 +116,7 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
     const double share = static_cast<double>(p.numel) / numel_total;
     BackwardSegment seg{base(prefix + "bwd." + l.name + "." + short_name(l.name, p.name)), idx, true, p.trainable};
     seg.task.flops = share * (bwd_gemm + bwd_attn);
+    seg.task.work_share = share;
     const double grad_bytes = p.trainable ? static_cast<double>(p.numel) * dtype_bytes(p.dtype) : 0.0;
     seg.task.bytes = share * bwd_stream + grad_copy_bytes_per_grad_byte * grad_bytes;
     seg.task.fixed_s = share * fixed_bwd;
@@ -164,6 +185,50 @@ bool optimizer_step(const Scenario& s, double shard_ranks, sim::Task& out) {
   if (s.optimizer != "adam" || trainable <= 0) return false;
   out = optimizer_task(trainable / shard_ranks, grad_bytes / trainable, param_bytes / all);
   return true;
+}
+
+hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backward) {
+  const LayerSpec& l = s.model.layers[layer];
+  const double tokens = static_cast<double>(s.tokens_per_micro_batch());
+  const double seq = static_cast<double>(s.batch.seq_len);
+  const double seqs = static_cast<double>(s.batch.micro_batch_size);
+  hardware::GemmList fwd, bwd;
+  for (const LayerGemm& g : l.gemms) {
+    if (g.kind == LayerGemm::Kind::Linear) {
+      fwd.push_back({{tokens, g.n, g.k, 1}, 1});
+      bwd.push_back({{tokens, g.k, g.n, 1}, 1});  // dgrad: dX = dY·Wᵀ
+      const bool trainable = g.param < 0 || l.params.at(static_cast<std::size_t>(g.param)).trainable;
+      if (trainable) bwd.push_back({{g.n, g.k, tokens, 1}, 1});  // wgrad: dW = dYᵀ·X
+      continue;
+    }
+    const double batch = seqs * g.heads;
+    if (g.kind == LayerGemm::Kind::AttentionScores) {
+      fwd.push_back({{seq, seq, g.head_dim, batch}, 1});
+      bwd.push_back({{seq, g.head_dim, seq, batch}, 2});  // dQ = dS·K, dK = dSᵀ·Q
+    } else {
+      fwd.push_back({{seq, g.head_dim, seq, batch}, 1});
+      bwd.push_back({{seq, seq, g.head_dim, batch}, 1});  // dP = dO·Vᵀ
+      bwd.push_back({{seq, g.head_dim, seq, batch}, 1});  // dV = Pᵀ·dO
+    }
+  }
+  if (!backward) return fwd;
+  if (s.activations.full_recompute) bwd.insert(bwd.begin(), fwd.begin(), fwd.end());
+  return bwd;
+}
+
+std::vector<hardware::KernelWork> kernel_work_table(const Scenario& s) {
+  std::vector<hardware::KernelWork> out;
+  out.reserve(2 * s.model.layers.size());
+  const double recompute = s.activations.full_recompute ? 1.0 : 0.0;
+  for (std::size_t i = 0; i < s.model.layers.size(); ++i) {
+    const LayerSpec& l = s.model.layers[i];
+    const double kernels = l.fwd_streaming_kernels + (eager_score_elements(s, l) > 0 ? kEagerKernelsFwd : 0.0);
+    out.push_back({layer_gemms(s, i, false), kernels, l.fwd_host_only_ops});
+    // Backward: each forward kernel's backward (about two kernels: input grad, parameter/bias
+    // grad) and the views' backward views, plus the recomputed forward.
+    out.push_back({layer_gemms(s, i, true), (2.0 + recompute) * kernels, (1.0 + recompute) * l.fwd_host_only_ops});
+  }
+  return out;
 }
 
 double model_flops_per_gpu_step(const Scenario& s) {

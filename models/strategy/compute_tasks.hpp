@@ -4,6 +4,7 @@
 #pragma once
 
 #include "hardware/collective_model.hpp"
+#include "hardware/gemm_model.hpp"
 #include "models/model_spec.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/task.hpp"
@@ -33,8 +34,10 @@ double layer_activation_bytes(const Scenario& s, const LayerSpec& l);
 
 /// Forward of layer `layer` for one micro-batch, on the compute stream; allocates the layer's
 /// activations (kActivationCounter) when it starts. A fused sequence of
-/// GEMMs (FLOPs at the profile's GEMM efficiency) and streaming kernels (bytes at HBM
-/// bandwidth), or the layer's measured fwd_s.
+/// GEMMs (FLOPs at the profile's GEMM efficiency, or their shapes under a GEMM curve) and
+/// streaming kernels (bytes at HBM bandwidth), or the layer's measured fwd_s. With eager
+/// attention the bytes include 9 per attention score (softmax read/write, dropout read/write
+/// and mask) and backward 11 (+ 9 recomputed): micro_batch · heads · seq² scores.
 /// @param prefix  prepended to the name ("mb1." for the second micro-batch, "" when one)
 sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& prefix);
 
@@ -53,7 +56,8 @@ struct BackwardSegment {
 /// layer's backward work (dgrad + wgrad = 2 × forward GEMM FLOPs, minus the wgrad of frozen
 /// tensors; 2 × attention and streaming) is divided in proportion to tensor sizes.
 /// @param grad_copy_bytes_per_grad_byte  extra HBM bytes per gradient byte (DDP's copy into
-///        the bucket, read + write = 2; 0 when no copy runs)
+///        the bucket, read + write = 2; + 3 for the in-place add into .grad from the second
+///        micro-batch of gradient accumulation on; 0 when nothing runs)
 std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t layer,
                                                const std::string& prefix,
                                                double grad_copy_bytes_per_grad_byte);
@@ -80,6 +84,23 @@ sim::Task wait_task(std::string name, Phase phase);
 /// Gradient-ready order of the trainable tensors of the model: layers in reverse, tensors in
 /// each layer's ready order. Pairs (layer, param index).
 std::vector<std::pair<std::size_t, std::size_t>> trainable_ready_order(const ModelSpec& m);
+
+/// GEMMs of one micro-batch of layer `layer` with their shapes (hardware/gemm_model.hpp), from
+/// LayerSpec::gemms at tokens = micro_batch_size · seq_len:
+///  * forward: Linear (tokens, n, k); attention Scores (s, s, d) and Values (s, d, s), each
+///    batched over micro_batch_size · heads;
+///  * backward: per Linear dgrad (tokens, k, n) and, unless its weight is frozen, wgrad
+///    (n, k, tokens); per attention GEMM its two input gradients (Scores: dQ, dK = (s, d, s);
+///    Values: dP = (s, s, d), dV = (s, d, s)); plus the forward list again under full recompute.
+/// Empty when the layer has no shapes (priced by FLOPs).
+hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backward);
+
+/// The work table StepCostModel::set_kernel_work() takes: entry 2·l is layer l's forward, 2·l+1
+/// its backward (layer_gemms, and the launch counts: forward = LayerSpec::fwd_streaming_kernels
+/// (+ 3 for eager attention: softmax, dropout, context copy) and fwd_host_only_ops; backward =
+/// (2 + recompute) × the forward's streaming kernels and (1 + recompute) × its host-only ops);
+/// forward_task() and backward_segments() point their tasks at them.
+std::vector<hardware::KernelWork> kernel_work_table(const Scenario& s);
 
 /// Model FLOPs per GPU per optimizer step (the 6·Ψ·tokens convention plus attention, for MFU):
 /// 3 × forward FLOPs of every layer.

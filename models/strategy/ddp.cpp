@@ -74,7 +74,9 @@ LoweredStep lower_ddp(const Scenario& s) {
 
     // The bucket copy (or in-place div_ with gradient_as_bucket_view) reads and writes each
     // gradient once, only when hooks are armed (not under no_sync).
-    const double copy = sync ? 2.0 : 0.0;
+    // From the second micro-batch on, AccumulateGrad adds each new gradient into .grad in place
+    // (read both, write one: 3 bytes per gradient byte) before any hook sees it.
+    const double copy = (sync ? 2.0 : 0.0) + (mb > 0 ? 3.0 : 0.0);
     std::vector<sim::TaskId> last_grad_task(assignment.size(), sim::kNoTask);
     std::vector<std::size_t> left(assignment.size());  // gradients each bucket still waits for
     for (std::size_t b = 0; b < assignment.size(); ++b) left[b] = assignment[b].tensors.size();

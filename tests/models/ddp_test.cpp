@@ -122,3 +122,20 @@ TEST_CASE("ddp: same scenario, same report bytes (except wall time)", "[models]"
   CHECK(strip(report_json(run(scenario("{}")))) == strip(report_json(run(scenario("{}")))));
   CHECK(report_text(run(scenario("{}"))) == report_text(run(scenario("{}"))));
 }
+
+TEST_CASE("ddp: gradient accumulation adds each new gradient into .grad from the second micro-batch on") {
+  // PyTorch AccumulateGrad: .grad += new (read both, write one) = 3 bytes per gradient byte; the
+  // bucket copy (2) runs only when hooks are armed (last micro-batch under no_sync).
+  const Scenario s = scenario(R"({"batch": {"grad_accum": 3}})");
+  const LoweredStep step = find_strategy("ddp").lower(s);
+  auto bytes = [&](const std::string& name) {
+    for (sim::TaskId id = 0; id < step.graph.size(); ++id)
+      if (step.graph.task(id).name == name) return step.graph.task(id).bytes;
+    FAIL("no task " << name);
+    return 0.0;
+  };
+  const std::string t = "bwd.layers.3.mlp.down_proj.weight";
+  const double grad = 2.0 * 2048 * 8192;  // Llama-3.2-1B down_proj, bf16
+  CHECK(bytes("mb1." + t) - bytes("mb0." + t) == Approx(3 * grad).epsilon(1e-9));
+  CHECK(bytes("mb2." + t) - bytes("mb0." + t) == Approx(5 * grad).epsilon(1e-9));
+}

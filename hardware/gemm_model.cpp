@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shape-dependent GEMM time (formula and sources in gemm_model.hpp).
+#include "hardware/gemm_model.hpp"
+
+#include "sim/support/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace stepsim::hardware {
+
+double gemm_flops(const GemmShape& g) { return 2.0 * g.m * g.n * g.k * g.batch; }
+
+double wave_efficiency(const GemmCurve& curve, const GemmShape& g) {
+  const double tiles = std::ceil(g.m / curve.tile_m) * std::ceil(g.n / curve.tile_n) * g.batch;
+  const double waves = tiles / static_cast<double>(curve.sms);
+  return waves / std::ceil(waves);
+}
+
+double gemm_time_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g) {
+  const double compute = gemm_flops(g) / (hw.peak_flops_per_s * curve.max_efficiency * wave_efficiency(curve, g));
+  // bf16/fp16 operands: A and B read once, C written once (the tiles' re-reads hit L2).
+  const double bytes = 2.0 * (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch;
+  const double memory = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
+  return curve.overhead_s + std::max(compute, memory);
+}
+
+double gemm_efficiency(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g) {
+  return gemm_flops(g) / (hw.peak_flops_per_s * gemm_time_s(hw, curve, g));
+}
+
+namespace {
+
+double one_gemm_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g) {
+  return curve.present() ? gemm_time_s(hw, curve, g) : gemm_flops(g) / (hw.peak_flops_per_s * hw.gemm_efficiency);
+}
+
+}  // namespace
+
+double gemm_list_time_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmList& list) {
+  double t = 0;
+  for (const auto& w : list) t += w.count * one_gemm_s(hw, curve, w.shape);
+  return t;
+}
+
+double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
+                          double flops, double bytes, double host_op_s) {
+  double gemm = 0;
+  for (const auto& w : work.gemms) gemm += w.count * std::max(one_gemm_s(hw, curve, w.shape), host_op_s);
+  if (work.gemms.empty() && flops > 0)
+    gemm = std::max(flops / share / (hw.peak_flops_per_s * hw.gemm_efficiency), host_op_s);
+  const double stream = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
+  return share * gemm + std::max(stream, share * work.streaming_kernels * host_op_s) + share * work.host_only_ops * host_op_s;
+}
+
+double gemm_list_flops(const GemmList& list) {
+  double f = 0;
+  for (const auto& w : list) f += w.count * gemm_flops(w.shape);
+  return f;
+}
+
+std::string describe_gemm_curve(const GemmCurve& c) {
+  return fmt::format("e_max {:.4g}, overhead {:.3g} us, tile {}x{}, {} SMs", c.max_efficiency, c.overhead_s * 1e6,
+                     c.tile_m, c.tile_n, c.sms);
+}
+
+void check_gemm_curve(const GemmCurve& c, const std::string& source, const std::string& pointer) {
+  if (!(c.max_efficiency > 0 && c.max_efficiency <= 1))
+    throw InputError(source, pointer + "/max_efficiency", fmt::format("expected a fraction in (0, 1], got {:g}", c.max_efficiency));
+  if (!(c.overhead_s >= 0 && c.overhead_s < 1))
+    throw InputError(source, pointer + "/overhead_s", fmt::format("expected seconds in [0, 1), got {:g}", c.overhead_s));
+  for (const auto& [key, v] : {std::pair{"tile_m", c.tile_m}, std::pair{"tile_n", c.tile_n}, std::pair{"sms", c.sms}})
+    if (v < 1 || v > 4096)
+      throw InputError(source, pointer + "/" + key, fmt::format("expected an integer in [1, 4096], got {}", v));
+}
+
+}  // namespace stepsim::hardware

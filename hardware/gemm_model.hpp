@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shape-dependent GEMM time: one curve for the nominal default (a profile's `compute.gemm_curve`)
+// and for calibration (`stepsim calibrate gemm`, the overlay's `gemm` section).
+//
+// Form (per GEMM C[m,n] = A[m,k]·B[k,n], `batch` independent products, 2-byte operands):
+//   waves    = ceil(m / tile_m) · ceil(n / tile_n) · batch / sms
+//   w(shape) = waves / ceil(waves)                      wave quantization, ∈ (0, 1]
+//   t        = overhead_s + max(2·m·n·k·batch / (peak · max_efficiency · w),
+//                               bytes / (hbm_bw · hbm_efficiency))
+//   bytes    = 2·(m·k + k·n + m·n)·batch                 operands read once, result written once
+// Wave quantization is NVIDIA's "Matrix Multiplication Background User's Guide" (GPU
+// performance, §"Wave quantization": a grid of tiles runs in ceil(tiles / SMs) waves; a partial
+// last wave costs as much as a full one). overhead_s is the fixed per-kernel cost (launch,
+// prologue/epilogue, pipeline fill) that makes small GEMMs far slower than peak; max_efficiency
+// is the fraction of peak a full wave of large tiles reaches. The achieved efficiency of a shape
+// is 2·m·n·k·batch / (peak · t).
+#pragma once
+
+#include "hardware/hardware_profile.hpp"
+
+#include <string>
+#include <vector>
+
+namespace stepsim::hardware {
+
+/// One (batched) GEMM: C[m,n] = A[m,k]·B[k,n], `batch` times. Sizes are element counts (> 0).
+struct GemmShape {
+  double m = 0, n = 0, k = 0;
+  double batch = 1;
+};
+
+/// A GEMM of a task's work and how many times it runs (fractional counts scale work, e.g. the
+/// trainable share of a weight gradient).
+struct GemmWork {
+  GemmShape shape;
+  double count = 1;
+};
+
+/// The GEMMs of one task's work (e.g. one layer's forward for one micro-batch), held in a
+/// KernelWork that tasks point at with sim::Task::work (taking sim::Task::work_share of it).
+using GemmList = std::vector<GemmWork>;
+
+/// The kernels of one task's work beyond its byte count: its GEMMs, and how many streaming
+/// (elementwise / norm / softmax) kernels and host-only ops (views, reshapes) it launches; the
+/// counts matter only with a per-op host cost (kernel_work_time_s).
+struct KernelWork {
+  GemmList gemms;
+  double streaming_kernels = 0;
+  double host_only_ops = 0;
+};
+
+/// Time of a task doing `share` of `work` plus `bytes` of streaming traffic, when each op costs
+/// the CPU `host_op_s` to launch and the GPU cannot run ahead of it [s]:
+///   share · Σ_GEMM count · max(t_gemm, h) + max(bytes / (hbm_bw · hbm_efficiency),
+///   share · streaming_kernels · h) + share · host_only_ops · h
+/// (the streaming bytes are spread evenly over the streaming kernels). t_gemm from `curve`, or
+/// the flat roofline without one; with no GEMM shapes, `flops` at the flat efficiency (one op).
+/// With h = 0 this is the sum of GEMM times and the streaming time.
+double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
+                          double flops, double bytes, double host_op_s);
+
+/// FLOPs of a shape: 2·m·n·k·batch.
+double gemm_flops(const GemmShape& g);
+
+/// Wave-quantization factor w = waves / ceil(waves), waves = tiles·batch / sms (see above).
+/// Preconditions: curve.sms ≥ 1, tiles ≥ 1.
+double wave_efficiency(const GemmCurve& curve, const GemmShape& g);
+
+/// Time of one GEMM under `curve` on `hw` [s] (formula above).
+/// Precondition: curve.present(), every size > 0.
+double gemm_time_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g);
+
+/// Achieved fraction of peak of one GEMM under `curve`: gemm_flops / (peak · gemm_time_s).
+double gemm_efficiency(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g);
+
+/// Time of a GEMM list, Σ count · gemm_time_s [s]; with `curve` absent (!present()) the flat
+/// roofline Σ count · flops / (peak · hw.gemm_efficiency).
+double gemm_list_time_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmList& list);
+
+/// FLOPs of a GEMM list: Σ count · gemm_flops.
+double gemm_list_flops(const GemmList& list);
+
+/// "e_max 0.78, overhead 6 us, tile 128x256, 132 SMs" (for reports).
+std::string describe_gemm_curve(const GemmCurve& curve);
+
+/// Checks a curve's invariants; `source` and `pointer` name it in the message.
+/// @throws InputError: max_efficiency ∉ (0, 1], overhead_s < 0 or ≥ 1 s, tile sizes or sms
+///         outside [1, 4096].
+void check_gemm_curve(const GemmCurve& curve, const std::string& source, const std::string& pointer);
+
+}  // namespace stepsim::hardware
