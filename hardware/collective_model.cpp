@@ -54,6 +54,7 @@ CollectiveCost torus_cost(const HardwareProfile& hw, CollectiveOp op, double byt
   if (capacity > 0) c.bandwidth_s = m * bytes / (hw.torus_axis.bandwidth_bytes_per_s * capacity);
   c.latency_s = steps > 0 ? hw.torus_axis.base_latency_s + m * steps * hw.torus_axis.step_latency_s : 0;
   c.bottleneck = "ici torus axes";
+  c.intra_share = 1;
   return c;
 }
 
@@ -70,6 +71,7 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
     c.bottleneck = "intra-node fabric";
     c.bandwidth_s = m * ring_factor(n_ranks, exact) * bytes / w_intra;
     c.latency_s = hw.intra_node.base_latency_s + m * (n_ranks - 1) * hw.intra_node.step_latency_s;
+    c.intra_share = 1;
     return c;
   }
   const double w_node = hw.node_egress_bytes_per_s() / std::max(1, group.concurrent_groups_per_node);
@@ -85,6 +87,8 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
     c.algorithm = "ring";
     c.bottleneck = w < w_intra ? "node network egress" : "intra-node fabric";
     c.bandwidth_s = m * ring_factor(n_ranks, exact) * bytes / w;
+    c.intra_share = w / w_intra;
+    c.inter_share = w / w_node;
     c.latency_s = hw.inter_node.base_latency_s +
                   m * (n_ranks - 1) * std::max(hw.intra_node.step_latency_s, hw.inter_node.step_latency_s);
     return c;
@@ -96,6 +100,10 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
   c.algorithm = "hierarchical";
   c.bottleneck = t_inter >= t_intra ? "node network egress" : "intra-node fabric";
   c.bandwidth_s = m * std::max(t_intra, t_inter);
+  if (const double t = std::max(t_intra, t_inter); t > 0) {
+    c.intra_share = t_intra / t;
+    c.inter_share = t_inter / t;
+  }
   c.latency_s = hw.inter_node.base_latency_s + m * (g - 1) * hw.intra_node.step_latency_s +
                 m * (nodes - 1) * hw.inter_node.step_latency_s;
   return c;

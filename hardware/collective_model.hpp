@@ -48,6 +48,12 @@ struct CollectiveCost {
   /// "" for the nominal model; else which calibration segment was applied (calibration.hpp).
   std::string calibration;
   bool calibration_extrapolated = false;  ///< size or rank count outside the fitted range
+  /// Fraction of one rank's intra-node link (NVLink; ICI on a torus) and of its share of the
+  /// node's network egress that the bandwidth term keeps busy, each in [0, 1]: the bottleneck
+  /// segment's is 1, a hierarchical collective's other segment's is its time over the
+  /// bottleneck's. The engine's link sharing (sim::Work) reads them; 0 = link unused.
+  double intra_share = 0;
+  double inter_share = 0;
   double time_s() const { return latency_s + bandwidth_s; }
 };
 

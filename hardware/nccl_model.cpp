@@ -317,6 +317,8 @@ CollectiveCost nccl_collective_cost(const HardwareProfile& hw, CollectiveOp op, 
   c.protocol = nccl_proto_name(best->proto);
   const int ppn = std::min(group.ranks_per_node, group.ranks);
   const bool multi = (group.ranks + ppn - 1) / ppn > 1;
+  // The tuner gives one bus bandwidth: its bottleneck link is the only one counted as busy.
+  (multi ? c.inter_share : c.intra_share) = 1;
   c.bottleneck = fmt::format("{} (NCCL {}/{} busBw {:.4g} GB/s)", multi ? "node network egress" : "intra-node fabric",
                              c.algorithm, c.protocol, best->bus_bw_gbs);
   return c;

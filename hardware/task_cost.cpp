@@ -5,6 +5,8 @@
 #include "hardware/compute_model.hpp"
 #include "sim/support/error.hpp"
 
+#include <algorithm>
+
 namespace stepsim::hardware {
 
 CollectiveOp collective_of(OpCode code) {
@@ -33,9 +35,11 @@ bool is_collective(std::uint32_t op) {
 
 StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
                              CollectiveAlgorithm algorithm,
-                             std::shared_ptr<const CalibrationOverlay> calibration, CollectiveModel model)
+                             std::shared_ptr<const CalibrationOverlay> calibration, CollectiveModel model,
+                             Contention contention)
     : hw_(std::move(hw)), groups_(std::move(groups)), algorithm_(algorithm),
-      calibration_(std::move(calibration)), model_(model) {
+      calibration_(std::move(calibration)), model_(model), contention_(contention) {
+  STEPSIM_ASSERT(contention_.compute_slowdown >= 1, "compute slowdown {} < 1", contention_.compute_slowdown);
   STEPSIM_ASSERT(!calibration_ || calibration_->tables.empty() || model_ == CollectiveModel::AlphaBeta,
                  "a calibration overlay needs the alpha-beta cost model");
 }
@@ -64,13 +68,45 @@ double StepCostModel::seconds(const sim::Task& task) const {
   throw InternalError("task '" + task.name + "' has unknown op code " + std::to_string(task.op));
 }
 
-sim::Time StepCostModel::duration(const sim::Task& task) const {
-  const double s = seconds(task);
+namespace {
+
+sim::Time to_time(const std::string& profile, const sim::Task& task, double s) {
   try {
     return sim::Time::from_seconds(s);
   } catch (const InputError& e) {
-    throw InputError(hw_.name, "", fmt::format("task '{}' would take {:g} s: {}", task.name, s, e.detail()));
+    throw InputError(profile, "", fmt::format("task '{}' would take {:g} s: {}", task.name, s, e.detail()));
   }
+}
+
+}  // namespace
+
+sim::Time StepCostModel::duration(const sim::Task& task) const { return to_time(hw_.name, task, seconds(task)); }
+
+sim::Work StepCostModel::work(const sim::Task& task) const {
+  const bool slowdown = contention_.compute_slowdown > 1;
+  if (!is_collective(task.op)) {
+    sim::Work w{sim::Time(), duration(task)};
+    if (slowdown && task.kind == sim::TaskKind::Compute) {
+      w.domain = task.rank;
+      w.slowdown = contention_.compute_slowdown;
+    }
+    return w;
+  }
+  const CollectiveCost c = collective(task);
+  const sim::Time total = to_time(hw_.name, task, c.time_s());
+  sim::Work w;
+  w.fixed = std::min(total, to_time(hw_.name, task, c.latency_s));
+  w.variable = total - w.fixed;  // so that fixed + variable == duration(task) exactly
+  if (total == sim::Time()) return w;
+  if (contention_.link_sharing) {
+    if (c.intra_share > 0) w.add_use(2 * task.rank, std::min(1.0, c.intra_share));
+    if (c.inter_share > 0) w.add_use(2 * task.rank + 1, std::min(1.0, c.inter_share));
+  }
+  if (slowdown) {
+    w.domain = task.rank;
+    w.occupies = true;
+  }
+  return w;
 }
 
 }  // namespace stepsim::hardware

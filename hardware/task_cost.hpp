@@ -34,6 +34,20 @@ OpCode opcode_of(CollectiveOp op);
 /// True for AllReduce / ReduceScatter / AllGather codes.
 bool is_collective(std::uint32_t op);
 
+/// How the tasks of one rank interact while they run (sim::Work; semantics.md §E).
+struct Contention {
+  /// Collectives running at once on a rank share its links by max-min fairness: resource
+  /// 2·rank is the rank's intra-node link (NVLink; ICI on a torus), 2·rank + 1 its share of the
+  /// node's network egress, used in the proportions CollectiveCost::intra_share / inter_share.
+  /// Only the bandwidth term is shared and stretched; the latency term (α: launch, per-step
+  /// handshakes) runs first and keeps its length: it is spent waiting, not moving bytes.
+  bool link_sharing = false;
+  /// Compute tasks (kind Compute) run this many times slower while a collective kernel of
+  /// their rank is running (≥ 1; 1 = off). Rule 96: 1.19 measured on average (Lee et al.,
+  /// arXiv 2507.03114); rule 95's SM partition gives sm_partition_slowdown().
+  double compute_slowdown = 1;
+};
+
 /// Prices tasks on one profile. `groups[i]` is the shape of communicator i (task.group).
 /// With a calibration overlay, collectives take calibrated_collective_cost() (the nominal
 /// α-β cost with the overlay's size-segment factors on top); without one,
@@ -45,7 +59,7 @@ class StepCostModel final : public sim::TaskCostModel {
  public:
   StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups, CollectiveAlgorithm algorithm,
                 std::shared_ptr<const CalibrationOverlay> calibration = nullptr,
-                CollectiveModel model = CollectiveModel::AlphaBeta);
+                CollectiveModel model = CollectiveModel::AlphaBeta, Contention contention = {});
   /// Kernels of the Layer tasks: task.work indexes `work`. With a GEMM curve in effect
   /// (effective_gemm_curve(): the overlay's, else the profile's) or a host cost per op > 0, such
   /// a task takes kernel_work_time_s(work[task.work], task.work_share, task.flops, task.bytes,
@@ -59,6 +73,15 @@ class StepCostModel final : public sim::TaskCostModel {
   const GemmCurve& gemm_curve() const { return effective_gemm_curve(hw_, calibration_.get()); }
   /// @throws InputError naming the task when its duration is outside sim::Time's range.
   sim::Time duration(const sim::Task& task) const override;
+  /// duration(task) split as the engine's fluid model needs it (see Contention): a collective
+  /// is its latency term (fixed) then its bandwidth term (variable, on the rank's links when
+  /// link sharing is on; occupies the rank while it runs when compute_slowdown > 1); a compute
+  /// task is variable, slowed by compute_slowdown while its rank is occupied. fixed + variable
+  /// == duration(task) exactly. @throws as duration().
+  sim::Work work(const sim::Task& task) const override;
+  /// True when link sharing or compute slowdown is on.
+  bool interacts() const override { return contention_.link_sharing || contention_.compute_slowdown > 1; }
+  const Contention& contention() const { return contention_; }
   /// Duration in seconds before rounding to picoseconds.
   double seconds(const sim::Task& task) const;
   /// Closed-form cost of a collective task (for reports).
@@ -75,6 +98,7 @@ class StepCostModel final : public sim::TaskCostModel {
   CollectiveAlgorithm algorithm_;
   std::shared_ptr<const CalibrationOverlay> calibration_;
   CollectiveModel model_ = CollectiveModel::AlphaBeta;
+  Contention contention_;
   std::vector<KernelWork> work_;
   double host_op_s_ = 0;
 };

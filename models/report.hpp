@@ -57,6 +57,12 @@ struct Report {
   double overhead_time_s = 0;    ///< framework kernels (bucket copy-back)
   double comm_time_s = 0;        ///< communication stream busy
   double exposed_comm_s = 0;     ///< communication not overlapped by compute
+  /// Time compute tasks of rank 0 lasted beyond their time alone because collectives ran
+  /// beside them (sim.overlap_model, semantics.md §E rules 95–96); summed over tasks.
+  double overlap_slowdown_s = 0;
+  /// Time collectives of rank 0 lasted beyond their closed form because they shared links
+  /// with other collectives (sim.link_sharing); summed over tasks.
+  double link_sharing_stretch_s = 0;
   double overlap_fraction = 0;   ///< 1 − exposed / comm (1 when no communication)
   double tokens_per_step = 0;    ///< global: dp × micro_batch_size × seq_len × grad_accum
   double tokens_per_s = 0;       ///< global throughput

@@ -76,6 +76,9 @@ std::string report_text(const Report& r) {
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
   line(fmt::format("communication    {}   ({:.1f} % hidden behind compute)", ms(r.comm_time_s),
                    100 * r.overlap_fraction));
+  if (r.overlap_slowdown_s > 0 || r.link_sharing_stretch_s > 0)
+    line(fmt::format("contention       overlap slowdown {:.3f} ms of compute, link sharing {:.3f} ms of collectives",
+                     r.overlap_slowdown_s * 1e3, r.link_sharing_stretch_s * 1e3));
   line(fmt::format("throughput       {} tokens/s, MFU {:.1f} % (model FLOPs / peak {:.0f} TFLOP/s)",
                    count(r.tokens_per_s), 100 * r.mfu, s.hardware.peak_flops_per_s / 1e12));
   if (r.comm_bound_threshold_tokens_per_gpu > 0) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // run(): lower, simulate, derive the report.
 #include "hardware/collective_model.hpp"
+#include "hardware/compute_model.hpp"
 #include "hardware/task_cost.hpp"
 #include "models/report.hpp"
 #include "models/simulate.hpp"
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <unordered_map>
 
 namespace stepsim::models {
 
@@ -27,12 +29,46 @@ double bus_factor(const std::string& op, int n) {
 
 std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
 
-// per_rank mode: plays every rank, fills r.per_rank and returns rank 0's timeline for the
-// per-rank breakdown. With `keep_all` (traces) every rank's records go to `all`
-// (sim::run_replicated); otherwise only makespans and rank 0 are kept
+// Engine options and per-rank contention from the scenario's sim.* keys (semantics.md §E).
+hardware::Contention contention_of(const Scenario& s) {
+  hardware::Contention c;
+  const ContentionConfig& cfg = s.contention;
+  c.link_sharing = cfg.link_sharing;
+  if (cfg.overlap_model == "factor") c.compute_slowdown = cfg.overlap_compute_slowdown;
+  if (cfg.overlap_model == "sm_partition")
+    c.compute_slowdown = hardware::sm_partition_slowdown(s.hardware.sm_count, static_cast<int>(cfg.nccl_sms));
+  return c;
+}
+
+sim::RunOptions run_options(const Scenario& s, const sim::TaskGraph& g) {
+  std::uint32_t streams = 0;
+  for (sim::TaskId v = 0; v < g.size(); ++v) streams = std::max(streams, g.task(v).stream + 1);
+  const auto connections = static_cast<std::uint32_t>(s.contention.cuda_device_max_connections);
+  return {connections < streams ? connections : 0u};  // one queue per stream: no cross-stream order
+}
+
+// Prices each task of one frozen graph by its duration (end − start) in a timeline of that
+// graph, looked up by the task's address (so only tasks of that graph can be priced).
+class ReplayCost final : public sim::TaskCostModel {
+ public:
+  ReplayCost(const sim::TaskGraph& g, const sim::Timeline& tl) {
+    for (sim::TaskId v = 0; v < g.size(); ++v) by_task_.emplace(&g.task(v), tl[v].end - tl[v].start);
+  }
+  sim::Time duration(const sim::Task& t) const override { return by_task_.at(&t); }
+
+ private:
+  std::unordered_map<const sim::Task*, sim::Time> by_task_;
+};
+
+// per_rank mode: plays every rank with the durations `sym` (the symmetric play, where link
+// sharing and compute slowdown stretched them) gave each base task, fills r.per_rank and
+// returns rank 0's timeline for the per-rank breakdown. Per-rank variation scales those
+// durations; it does not solve sharing again. With `keep_all` (traces) every rank's records go
+// to `all` (sim::run_replicated); otherwise only makespans and rank 0 are kept
 // (sim::run_replicated_summary: the same run in a seventh of the memory).
-sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const sim::TaskCostModel& cost,
-                                Report& r, bool keep_all, std::optional<sim::Timeline>& all) {
+sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const hardware::StepCostModel& nominal,
+                                const sim::Timeline& sym, Report& r, bool keep_all, std::optional<sim::Timeline>& all) {
+  const ReplayCost cost(step.graph, sym);
   const sim::TaskGraph& g = step.graph;
   const auto copies = static_cast<std::uint32_t>(s.parallelism.dp);
   const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
@@ -62,6 +98,22 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
                                                               : sim::JitterDistribution::None;
   var.cv = cfg.jitter_cv;
   var.seed = cfg.jitter_seed;
+  if (!cfg.degraded_links.empty()) {
+    // Ranks fill nodes in order; only collectives that cross the network stretch, and only
+    // their bandwidth part (the played duration less the latency term).
+    const auto per_node = static_cast<std::uint32_t>(s.ranks_per_node());
+    var.link_factor.assign(copies, 1.0);
+    for (const auto& [node, factor] : cfg.degraded_links)
+      for (std::uint32_t k = 0; k < per_node; ++k) var.link_factor[static_cast<std::size_t>(node) * per_node + k] = factor;
+    var.link_bound.assign(g.size(), sim::Time());
+    for (sim::TaskId v = 0; v < g.size(); ++v) {
+      const sim::Task& t = g.task(v);
+      if (t.kind != sim::TaskKind::Transfer || !hardware::is_collective(t.op)) continue;
+      const hardware::GroupShape& shape = step.groups.at(t.group);
+      if (shape.ranks <= shape.ranks_per_node) continue;
+      var.link_bound[v] = std::max(sim::Time(), (sym[v].end - sym[v].start) - nominal.work(t).fixed);
+    }
+  }
   std::vector<sim::Time> ends;
   std::optional<sim::Timeline> rank0;
   if (keep_all) {
@@ -81,7 +133,7 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   pr.step_time_max_s = hi->seconds();
   pr.spread_s = (*hi - *lo).seconds();
   pr.slowest_rank = std::find(ends.begin(), ends.end(), *hi) - ends.begin();
-  pr.no_variation_step_time_s = var.none() ? pr.step_time_max_s : sim::run(g, cost).makespan().seconds();
+  pr.no_variation_step_time_s = var.none() ? pr.step_time_max_s : sym.makespan().seconds();
   pr.straggler_cost_s = pr.step_time_max_s - pr.no_variation_step_time_s;
   return std::move(*rank0);
 }
@@ -94,8 +146,22 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   LoweredStep step = strategy.lower(s);
   const hardware::StepCostModel cost = step_cost_model(s, step);
   std::optional<sim::Timeline> all;  // per_rank: every rank's records
-  sim::Timeline tl = s.rank_mode == "per_rank" ? simulate_per_rank(s, step, cost, r, keep != nullptr, all) : sim::run(step.graph, cost);
+  const sim::RunOptions options = run_options(s, step.graph);
+  if (options.launch_queues > 0 && s.rank_mode == "per_rank")
+    throw InputError(s.source, "/sim/cuda_device_max_connections",
+                     fmt::format("{} is fewer connections than this step has streams: launches are ordered across "
+                                 "streams, which rank_mode \"per_rank\" does not replay (use \"symmetric\")",
+                                 s.contention.cuda_device_max_connections));
+  sim::Timeline tl = sim::run(step.graph, cost, options);
   const sim::TaskGraph& g = step.graph;
+  for (sim::TaskId id = 0; id < g.size(); ++id) {
+    // What contention added to rank 0's tasks beyond their time alone (sim::Work's fluid model).
+    const sim::Task& t = g.task(id);
+    if (t.rank != 0) continue;
+    const double stretch = ((tl[id].end - tl[id].start) - cost.duration(t)).seconds();
+    (t.kind == sim::TaskKind::Transfer ? r.link_sharing_stretch_s : r.overlap_slowdown_s) += stretch;
+  }
+  if (s.rank_mode == "per_rank") tl = simulate_per_rank(s, step, cost, tl, r, keep != nullptr, all);
 
   r.step_time_s = r.per_rank.present ? r.per_rank.step_time_max_s : tl.makespan().seconds();
   const auto compute = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Compute && t.rank == 0; });
@@ -212,7 +278,8 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
 }  // namespace
 
 hardware::StepCostModel step_cost_model(const Scenario& s, const LoweredStep& step) {
-  hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model);
+  hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model,
+                               contention_of(s));
   cost.set_kernel_work(kernel_work_table(s), s.framework.host_op_s);
   return cost;
 }

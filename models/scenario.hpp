@@ -110,8 +110,28 @@ struct RankVariationConfig {
   std::uint64_t jitter_seed = 0;
   /// (rank, compute_factor): the rank's compute tasks last compute_factor times longer.
   std::vector<std::pair<std::int64_t, double>> slow_ranks;
-  /// True when some rank's compute differs from the others.
-  bool any() const { return (jitter_distribution != "none" && jitter_cv > 0) || !slow_ranks.empty(); }
+  /// (node, bandwidth_factor) (`sim.degraded_links`): the node's network runs at that fraction of
+  /// its bandwidth; a collective crossing the network with a member on that node runs its
+  /// bandwidth term at the slowest member's factor (a ring moves at its slowest link).
+  std::vector<std::pair<std::int64_t, double>> degraded_links;
+  /// True when some rank's compute or links differ from the others.
+  bool any() const {
+    return (jitter_distribution != "none" && jitter_cv > 0) || !slow_ranks.empty() || !degraded_links.empty();
+  }
+};
+
+/// How tasks of one rank interact while they run (`sim.link_sharing`, `sim.overlap_model`,
+/// `sim.overlap_compute_slowdown`, `sim.nccl_sms`, `sim.cuda_device_max_connections`;
+/// semantics.md §E rules 94–97; hardware::Contention, sim::RunOptions).
+struct ContentionConfig {
+  /// Overlapping collectives of a rank share its links by max-min fairness (issue 7 item 2).
+  bool link_sharing = true;
+  /// Compute under overlap: "factor" (slowdown by overlap_compute_slowdown while a collective
+  /// runs, rule 96), "sm_partition" (NCCL CTAs hold nccl_sms of the GPU's SMs, rule 95) or "off".
+  std::string overlap_model = "factor";
+  double overlap_compute_slowdown = 1.19;  ///< rule 96 (Lee et al., arXiv 2507.03114), in [1, 3]
+  std::int64_t nccl_sms = 0;               ///< SMs NCCL holds; 0 = 2 × the profile's nccl.ring_channels (rule 94)
+  std::int64_t cuda_device_max_connections = 8;  ///< rule 97: default 8, range 1–32
 };
 
 /// A validated, immutable scenario. Build with parse_scenario().
@@ -141,6 +161,7 @@ struct Scenario {
   hardware::CollectiveAlgorithm algorithm = hardware::CollectiveAlgorithm::Auto;
   std::string rank_mode = "symmetric";  ///< "symmetric" (one representative rank) or "per_rank"
   RankVariationConfig variation;        ///< sim.jitter / sim.slow_ranks (per_rank only)
+  ContentionConfig contention;          ///< sim.link_sharing, sim.overlap_*, sim.cuda_device_max_connections
   std::shared_ptr<const nlohmann::json> resolved;  ///< the input with every default filled in
 
   /// GPUs per node actually used by the DP group: min(gpus_per_node, dp).

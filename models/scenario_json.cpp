@@ -344,8 +344,40 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
         var.slow_ranks.emplace_back(rank, factor);
       }
     }
+    if (simcfg->has("degraded_links")) {
+      for (const auto& link : simcfg->objects("degraded_links", false)) {
+        const std::int64_t node = link.integer("node", 0, s.cluster.nodes - 1);
+        const double factor = link.number("bandwidth_factor", Check::Fraction);
+        for (const auto& [other, unused] : var.degraded_links)
+          if (other == node) link.fail("node", fmt::format("node {} is listed twice", node));
+        link.finish();
+        var.degraded_links.emplace_back(node, factor);
+      }
+    }
+    auto& con = s.contention;
+    con.link_sharing = simcfg->boolean_or("link_sharing", true);
+    con.overlap_model = simcfg->choice_or("overlap_model", "factor", {"factor", "sm_partition", "off"});
+    con.overlap_compute_slowdown = simcfg->number_or("overlap_compute_slowdown", 1.19, Check::Positive);
+    if (con.overlap_compute_slowdown < 1 || con.overlap_compute_slowdown > 3)
+      simcfg->fail("overlap_compute_slowdown",
+                   fmt::format("expected a factor in [1, 3] (1 = no slowdown; rule 96 measured 1.19 on average, up "
+                               "to 1.4), got {}", con.overlap_compute_slowdown));
+    con.nccl_sms = simcfg->integer_or("nccl_sms", 0, 0, 1024);
+    con.cuda_device_max_connections = simcfg->integer_or("cuda_device_max_connections", 8, 1, 32);
+    if (con.overlap_model == "sm_partition") {
+      if (s.hardware.sm_count == 0)
+        simcfg->fail("overlap_model", fmt::format("\"sm_partition\" needs the SM count of the GPU; profile '{}' has no "
+                                                  "compute.sm_count (expected \"factor\" or \"off\")", s.hardware.name));
+      if (con.nccl_sms == 0) con.nccl_sms = 2 * std::int64_t{s.hardware.nccl.ring_channels};  // runtime channels, one CTA each
+      if (con.nccl_sms == 0)
+        simcfg->fail("nccl_sms", fmt::format("profile '{}' has no nccl.ring_channels to derive NCCL's SMs from; set "
+                                             "sim.nccl_sms (rule 94: 16-32 on an 8-GPU H100 node)", s.hardware.name));
+      if (con.nccl_sms >= s.hardware.sm_count)
+        simcfg->fail("nccl_sms", fmt::format("expected fewer SMs than the GPU's {}, got {}", s.hardware.sm_count,
+                                             con.nccl_sms));
+    }
     if (var.any() && s.rank_mode != "per_rank")
-      simcfg->fail(var.slow_ranks.empty() ? "jitter" : "slow_ranks",
+      simcfg->fail(!var.degraded_links.empty() ? "degraded_links" : var.slow_ranks.empty() ? "jitter" : "slow_ranks",
                    "per-rank variation needs \"rank_mode\": \"per_rank\" (symmetric mode simulates one "
                    "representative rank)");
     simcfg->finish();
@@ -418,6 +450,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                                ? "hierarchical"
                                                : "auto"}};
   resolved["sim"] = {{"rank_mode", s.rank_mode}};
+  resolved["sim"]["link_sharing"] = s.contention.link_sharing;
+  resolved["sim"]["overlap_model"] = s.contention.overlap_model;
+  resolved["sim"]["overlap_compute_slowdown"] = s.contention.overlap_compute_slowdown;
+  resolved["sim"]["nccl_sms"] = s.contention.nccl_sms;
+  resolved["sim"]["cuda_device_max_connections"] = s.contention.cuda_device_max_connections;
   if (s.variation.jitter_distribution != "none")
     resolved["sim"]["jitter"] = {{"distribution", s.variation.jitter_distribution},
                                  {"cv", s.variation.jitter_cv},
@@ -427,6 +464,12 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     for (const auto& [rank, factor] : s.variation.slow_ranks)
       slow.push_back({{"rank", rank}, {"compute_factor", factor}});
     resolved["sim"]["slow_ranks"] = slow;
+  }
+  if (!s.variation.degraded_links.empty()) {
+    nlohmann::json links = nlohmann::json::array();
+    for (const auto& [node, factor] : s.variation.degraded_links)
+      links.push_back({{"node", node}, {"bandwidth_factor", factor}});
+    resolved["sim"]["degraded_links"] = links;
   }
   if (s.calibration) resolved["calibration"] = s.calibration_ref;
   s.resolved = std::make_shared<const nlohmann::json>(std::move(resolved));

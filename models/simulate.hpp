@@ -26,7 +26,8 @@ struct SimulatedStep {
 Report run(const Scenario& scenario, SimulatedStep& keep);
 
 /// The cost model run() prices a lowered step with: the scenario's profile, calibration overlay
-/// and collective model, the kernels of its layers (kernel_work_table()) and the framework's per-op host cost.
+/// and collective model, the kernels of its layers (kernel_work_table()), the framework's per-op host cost,
+/// and the contention between a rank's tasks (sim.link_sharing, sim.overlap_model: hardware::Contention).
 hardware::StepCostModel step_cost_model(const Scenario& scenario, const LoweredStep& step);
 
 /// Largest number of tasks a per_rank run may hold (graph tasks × dp): about 30 bytes each.

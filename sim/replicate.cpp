@@ -267,6 +267,11 @@ class ReplicatedRun {
     // binding; a member of another copy resolves to that binding (copy_timeline's rule).
     const auto id = static_cast<TaskId>(std::size_t{c} * n_ + v);
     const std::uint32_t first = block * s.size * s.stride + lane;
+    double link = 1;  // the slowest member's link factor
+    if (!variation_.link_factor.empty())
+      for (std::uint32_t j = 0; j < s.size; ++j)
+        if (const std::uint32_t mc = first + j * s.stride; mc < variation_.link_factor.size())
+          link = std::min(link, variation_.link_factor[mc]);
     for (std::uint32_t j = 0; j < s.size; ++j) {
       const std::uint32_t mc = first + j * s.stride;
       for (std::uint32_t m = member_begin_[r]; m < member_begin_[r + 1]; ++m) {
@@ -275,14 +280,22 @@ class ReplicatedRun {
           bind(c, v, by, kNoTask);
         else
           bind(mc, mv, id, by);
-        start(mc, mv);
+        start(mc, mv, link);
       }
     }
   }
 
-  void start(std::uint32_t c, TaskId v) {
+  // `link`: the link factor of v's rendezvous instance (1 = nominal).
+  void start(std::uint32_t c, TaskId v, double link = 1) {
     const Time now = queue_.now();
     Time d = duration_[v];
+    if (link != 1 && v < variation_.link_bound.size()) {
+      const double extra = std::nearbyint(static_cast<double>(variation_.link_bound[v].ps()) * (1 / link - 1));
+      if (!(extra < static_cast<double>(kMaxPs - d.ps())))
+        throw InputError("", "", fmt::format("task '{}' of copy {} lasts beyond 9e6 s on degraded links",
+                                             base_.task(v).name, c));
+      d += Time::from_ps(static_cast<std::int64_t>(extra));
+    }
     if (vary_ && compute_[v]) {
       const double scaled = std::nearbyint(static_cast<double>(d.ps()) * variation_.factor(c, v));
       if (!(scaled < static_cast<double>(kMaxPs)))
@@ -337,6 +350,7 @@ class ReplicatedRun {
 
 bool RankVariation::none() const {
   if (distribution != JitterDistribution::None && cv != 0) return false;
+  if (std::any_of(link_factor.begin(), link_factor.end(), [](double f) { return f != 1.0; })) return false;
   return std::all_of(compute_factor.begin(), compute_factor.end(), [](double f) { return f == 1.0; });
 }
 

@@ -41,6 +41,13 @@ struct RankVariation {
   JitterDistribution distribution = JitterDistribution::None;
   double cv = 0;                       ///< ≥ 0
   std::uint64_t seed = 0;
+  /// Link factor by copy (bandwidth multiplier, each in (0, 1]; 1 for copies past the end). A
+  /// rendezvous instance runs at the smallest factor among its member copies (a ring moves at
+  /// its slowest link): each member's `link_bound` part lasts 1/factor times longer.
+  std::vector<double> link_factor;
+  /// By base task: the part of its duration that link_factor stretches (a collective's
+  /// bandwidth term), each ≤ the duration; tasks past the end have none.
+  std::vector<Time> link_bound;
 
   /// True when every factor is exactly 1 (the replicated run then equals sim::run on every copy).
   bool none() const;
@@ -58,7 +65,9 @@ struct RankVariation {
 /// ready, and every member but the last is bound to the last (TaskRecord::binding).
 ///
 /// Durations: cost.duration(task) once per base task (the cost model must not depend on
-/// task.rank), times variation.factor() for Compute tasks, rounded to the nearest picosecond.
+/// task.rank), times variation.factor() for Compute tasks, rounded to the nearest picosecond;
+/// a rendezvous member also gets link_bound × (1/f − 1) with f its instance's smallest
+/// variation.link_factor.
 /// With no variation, each copy's start and end times equal those of sim::run(base, cost).
 ///
 /// Memory: about 30 bytes per replicated task (a TaskRecord and a counter); names and work

@@ -78,23 +78,32 @@ LoweredStep lower_ddp(const Scenario& s) {
     // (read both, write one: 3 bytes per gradient byte) before any hook sees it.
     const double copy = (sync ? 2.0 : 0.0) + (mb > 0 ? 3.0 : 0.0);
     std::vector<sim::TaskId> last_grad_task(assignment.size(), sim::kNoTask);
+    std::vector<std::size_t> left(assignment.size());  // gradients each bucket still waits for
+    for (std::size_t b = 0; b < assignment.size(); ++b) left[b] = assignment[b].tensors.size();
+    std::size_t next_bucket = 0;
+    sim::TaskId last_collective = sim::kNoTask;
+    // Tasks are added in host launch order (sim::RunOptions::launch_queues relies on it): a
+    // bucket's AllReduce is launched from the hook of its last gradient, right after the
+    // kernel producing it, once every earlier bucket is launched (rule 18).
     for (std::size_t l = m.layers.size(); l-- > 0;) {
       for (auto& seg : backward_segments(s, l, prefix, copy)) {
         const sim::TaskId id = g.add_task(std::move(seg.task));
-        if (sync && seg.produces_grad) last_grad_task[bucket_of[l][seg.param]] = id;
+        if (!sync || !seg.produces_grad) continue;
+        const std::size_t b = bucket_of[l][seg.param];
+        last_grad_task[b] = id;
+        --left[b];
+        for (; next_bucket < assignment.size() && left[next_bucket] == 0; ++next_bucket) {
+          last_collective = g.add_task(collective_task(fmt::format("{}allreduce.bucket{}", prefix, next_bucket),
+                                                       hardware::CollectiveOp::AllReduce,
+                                                       assignment[next_bucket].bytes, 0, kCommStream,
+                                                       next_rendezvous));
+          // The NCCL stream waits for the compute work enqueued before this launch, i.e. up to
+          // the bucket's last-ready gradient.
+          g.add_dependency(last_grad_task[next_bucket], last_collective);
+        }
       }
     }
     if (!sync) continue;
-
-    sim::TaskId last_collective = sim::kNoTask;
-    for (std::size_t b = 0; b < assignment.size(); ++b) {
-      last_collective = g.add_task(collective_task(fmt::format("{}allreduce.bucket{}", prefix, b),
-                                                   hardware::CollectiveOp::AllReduce, assignment[b].bytes, 0,
-                                                   kCommStream, next_rendezvous));
-      // The NCCL stream waits for the compute work enqueued before this launch, i.e. up to the
-      // bucket's last-ready gradient (buckets are in ready order, so that is the bucket's end).
-      g.add_dependency(last_grad_task[b], last_collective);
-    }
     // finalize_backward: wait only when .grad already views the buckets, else copy back.
     sim::Task fin = wait_task(prefix + (s.parallelism.gradient_as_bucket_view ? "ddp.finalize_backward"
                                                                               : "ddp.copy_bucket_to_grad"),
