@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   tools::add_batch_command(app, action);
   tools::add_compare_command(app, action);
   tools::add_accuracy_command(app, action);
+  tools::describe_output_flags(app);
 
   try {
     app.parse(argc, argv);
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    tools::check_output_flags(app);  // before any work: a bad output path fails fast
     return action ? action() : 0;
   } catch (const InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
