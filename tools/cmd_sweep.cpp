@@ -485,7 +485,7 @@ void add_sweep_command(CLI::App& app, Action& action) {
   sweep->add_option_function<std::string>(
       "--calibration", [a](const std::string& file) { a->sets.push_back("calibration=" + file); },
       "calibration overlay for every point; same as --set calibration=FILE");
-  sweep->add_option("--out", a->out, "CSV file, written atomically (default: CSV on stdout, summary on stderr)");
+  sweep->add_option("--out", a->out, "CSV file (default: CSV on stdout, summary on stderr)");
   sweep->add_option("--plot", a->plot, "plot step time and exposed communication with gnuplot: FILE.svg or FILE.png");
   sweep->add_option("--metric", a->metric,
                     "metric column for the best point (default tokens_per_s; names ending in _s or _bytes are "

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The stepsim CLI: parse arguments, call the library, print. The only place that maps errors
 // to exit codes: 0 ok, 2 bad input, 1 internal error. Subcommands live in cmd_*.cpp.
+#include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
 #include "tools/commands.hpp"
 
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   CLI::App app{"stepsim: discrete-event simulator of one data-parallel training step"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "stepsim 0.1");
+  protect_inputs(true);  // no output is written over a file this process read
   tools::Action action;
   tools::add_run_command(app, action);
   tools::add_collective_commands(app, action);

@@ -24,6 +24,11 @@ std::mutex& inputs_mutex() {
   return m;
 }
 
+bool& protecting() {
+  static bool on = false;
+  return on;
+}
+
 std::vector<std::string>& noted_inputs() {
   static std::vector<std::string> v;
   return v;
@@ -59,10 +64,17 @@ std::string resolve_output_path(const std::string& path) {
   return p.string();
 }
 
+void protect_inputs(bool on) {
+  const std::lock_guard<std::mutex> lock(inputs_mutex());
+  protecting() = on;
+  if (!on) noted_inputs().clear();
+}
+
 void note_input_file(const std::string& path) {
   std::error_code ec;
   if (path.empty() || !fs::exists(path, ec)) return;
   const std::lock_guard<std::mutex> lock(inputs_mutex());
+  if (!protecting()) return;
   auto& v = noted_inputs();
   if (std::find(v.begin(), v.end(), path) == v.end()) v.push_back(path);
 }

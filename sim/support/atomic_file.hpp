@@ -15,9 +15,14 @@ namespace stepsim {
 /// @throws InputError when a chain of links is longer than 40 or a link cannot be read.
 std::string resolve_output_path(const std::string& path);
 
-/// Records that this process read `path` as an input (scenario, profile, calibration overlay,
-/// measured log, ...). check_output_path and write_file_atomically refuse to write over it.
-/// Thread-safe; a path that does not exist is ignored.
+/// Turns input protection on or off (off by default; the CLI turns it on, a library user that
+/// rewrites files it read may leave it off). While on, note_input_file records inputs.
+void protect_inputs(bool on);
+
+/// Records, while protect_inputs is on, that this process read `path` as an input (scenario,
+/// profile, calibration overlay, measured log, ...; the readers call it).
+/// check_output_path and write_file_atomically then refuse to write over it. Thread-safe; a
+/// path that does not exist is ignored.
 void note_input_file(const std::string& path);
 
 /// Checks, before any work, that `path` may receive an output: not empty, its (resolved, see

@@ -152,9 +152,14 @@ TEST_CASE("write_file_atomically: never over an input; two outputs never the sam
   fs::create_symlink("scenario.json", dir / "alias.json");
   CHECK_THROWS_WITH(check_output_path((dir / "alias.json").string(), "--out", {in.string()}), Contains("is the input"));
   CHECK_NOTHROW(check_output_path((dir / "other.json").string(), "--out", {in.string()}));
-  // A file read through read_json_file is noted: writing over it later is refused too.
+  // With protection on (as in the CLI), a file read through read_json_file is noted: writing
+  // over it later is refused too. Off (the default), it may be rewritten.
+  (void)read_json_file(in.string());
+  CHECK_NOTHROW(write_file_atomically(in.string(), "{}"));
+  protect_inputs(true);
   (void)read_json_file(in.string());
   CHECK_THROWS_WITH(write_file_atomically((dir / "alias.json").string(), "x"), Contains("is the input"));
+  protect_inputs(false);
   CHECK(slurp(in) == "{}");
 
   CHECK_THROWS_WITH(check_distinct_outputs({{"--out", (dir / "a.svg").string()}, {"--plot", (dir / "." / "a.svg").string()}}),
