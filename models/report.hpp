@@ -103,7 +103,8 @@ Report run(const Scenario& scenario);
 /// Stable JSON rendering (schema "stepsim.report/1"); `wall_time_s` is the only field that
 /// varies between identical runs.
 std::string report_json(const Report& r);
-/// Human-readable breakdown for the terminal.
+/// Human-readable breakdown for the terminal. The "buckets" line appears only when the step
+/// has gradient buckets (DDP); strategies without them (FSDP, HSDP, ZeRO) get no such line.
 std::string report_text(const Report& r);
 
 }  // namespace stepsim::models

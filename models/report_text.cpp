@@ -62,9 +62,10 @@ std::string report_text(const Report& r) {
   line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/GPU/step, {} tokens/step in all",
                    s.batch.micro_batch_size, s.batch.seq_len, s.batch.grad_accum, count(static_cast<double>(s.tokens_per_gpu_step())),
                    count(r.tokens_per_step)));
-  line(fmt::format("  buckets   {} (first_bucket_mb {:g}, bucket_cap_mb {:g}; largest {}), {} of gradients per sync",
-                   r.bucket_count, s.parallelism.first_bucket_mb, s.parallelism.bucket_cap_mb,
-                   size(r.bucket_bytes_max), size(r.gradient_bytes)));
+  if (r.bucket_count > 0)  // DDP and ZeRO-1/2 buckets; FSDP and ZeRO-3 have none, so no line
+    line(fmt::format("  buckets   {} (first_bucket_mb {:g}, bucket_cap_mb {:g}; largest {}), {} of gradients per sync",
+                     r.bucket_count, s.parallelism.first_bucket_mb, s.parallelism.bucket_cap_mb,
+                     size(r.bucket_bytes_max), size(r.gradient_bytes)));
   line("");
   line(fmt::format("step time        {}{}", ms(r.step_time_s),
                    r.per_rank.present ? "   (the slowest rank; the breakdown below is rank 0's)" : ""));

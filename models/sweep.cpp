@@ -104,6 +104,7 @@ std::optional<SweepAxis> parse_range(const std::string& spec, const std::string&
     if (!n || !is_integer_text(count_text) || *n < 1 || *n > static_cast<double>(kMaxAxisValues))
       vary_error(spec, fmt::format("N in xN must be an integer in [1, {}], got '{}'", kMaxAxisValues, count_text));
     if (!(*lo > 0)) vary_error(spec, fmt::format("log spacing needs LO > 0, got {}", lo_text));
+    if (*n == 1 && *lo != *hi) vary_error(spec, fmt::format("x1 gives one point; use {}={}", path, lo_text));
     const auto count = static_cast<std::size_t>(*n);
     for (std::size_t i = 0; i < count; ++i) {
       // Endpoints exactly LO and HI; the rest LO·(HI/LO)^(i/(N−1)).
@@ -201,6 +202,48 @@ std::optional<std::size_t> axis_named(const SweepResult& r, const std::string& p
   return std::nullopt;
 }
 
+/// True when `inner` is `outer` or lies under it ("a.b" under "a"; not "a.bc" under "a.b").
+bool path_within(const std::string& inner, const std::string& outer) {
+  return inner.size() >= outer.size() && inner.compare(0, outer.size(), outer) == 0 &&
+         (inner.size() == outer.size() || inner[outer.size()] == '.');
+}
+
+/// Refuses an axis varied twice, or one inside another: the outer value (an object) would
+/// replace the inner axis's field, so its CSV column would be false.
+void check_axis_paths(const std::vector<SweepAxis>& axes) {
+  for (std::size_t i = 0; i < axes.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) {
+      const std::string &a = axes[j].path, &b = axes[i].path;
+      if (a == b)
+        throw InputError("--vary", "", fmt::format("'{}' is varied twice; give all its values in one --vary", a));
+      if (path_within(a, b) || path_within(b, a)) {
+        const std::string& outer = a.size() < b.size() ? a : b;
+        const std::string& inner = a.size() < b.size() ? b : a;
+        throw InputError("--vary", "", fmt::format("'{}' and '{}' overlap: each value of '{}' would replace the "
+                                                   "varied '{}'; vary one of them", a, b, outer, inner));
+      }
+    }
+}
+
+/// The base scenario (file, then every --set; no axis) must load before the grid runs: a
+/// JSON object, every --set well formed, every file it names (calibration overlay, profile)
+/// readable. A field the scenario itself gets wrong stays a per-point error, since an axis
+/// may be what fixes it.
+void check_base(const nlohmann::json& base, const std::string& source, const std::vector<std::string>& sets) {
+  if (!base.is_object())
+    throw InputError(source, "/", fmt::format("expected an object (a scenario), got {}",
+                                              base.is_array() ? std::string("an array") : "a " + std::string(base.type_name())));
+  nlohmann::json doc = base;
+  for (const auto& s : sets) apply_override(doc, s, "--set");
+  try {
+    (void)parse_scenario(doc, source);
+  } catch (const InputError& e) {
+    // Another file (overlay, profile, model) or a --set is broken whatever the axes say; the
+    // scenario's own fields are judged per point, since an axis may be what fixes them.
+    if (e.source() != source) throw;
+  }
+}
+
 }  // namespace
 
 SweepAxis parse_vary(const std::string& spec) {
@@ -211,7 +254,20 @@ SweepAxis parse_vary(const std::string& spec) {
   if (path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos)
     vary_error(spec, fmt::format("empty component in path '{}'", path));
   if (auto range = parse_range(spec, path, text)) return *range;
-  return SweepAxis{path, split_list(spec, text), false};
+  SweepAxis axis{path, split_list(spec, text), false};
+  for (const auto& v : axis.values) {
+    // A value is JSON where it parses (as apply_override reads it); a number JSON cannot hold
+    // (1e400, or one inside an object or array) is a grammar error, not a failed point.
+    try {
+      const nlohmann::json parsed = nlohmann::json::parse(v);
+      (void)parsed;
+    } catch (const nlohmann::json::parse_error&) {
+      // not JSON: a plain string
+    } catch (const nlohmann::json::exception&) {
+      vary_error(spec, fmt::format("'{}' holds a number outside the range of a double (numbers must be finite)", v));
+    }
+  }
+  return axis;
 }
 
 std::size_t grid_size(const std::vector<SweepAxis>& axes) {
@@ -258,14 +314,10 @@ std::vector<PointOutcome> run_sweep_points(const std::string& scenario_path, con
   const SweepPart part = options.part;
   if (part.parts < 1 || part.index >= part.parts)
     throw InputError("", "", fmt::format("sweep part {} of {} does not exist", part.index, part.parts));
-  std::vector<std::string> seen;
-  for (const auto& a : axes) {
-    if (std::find(seen.begin(), seen.end(), a.path) != seen.end())
-      throw InputError("--vary", "", fmt::format("'{}' is varied twice; give all its values in one --vary", a.path));
-    seen.push_back(a.path);
-  }
+  check_axis_paths(axes);
   const std::size_t grid = grid_size(axes);
   const nlohmann::json base = read_json_file(scenario_path);
+  check_base(base, scenario_path, options.sets);
 
   // This part's points: part.index, part.index + parts, ... (round robin).
   const std::size_t total = grid > part.index ? (grid - part.index + part.parts - 1) / part.parts : 0;

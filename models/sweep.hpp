@@ -23,12 +23,14 @@ struct SweepAxis {
 
 /// Parses one `--vary` specification:
 ///   "PATH=V1,V2,..."    the listed values (commas inside [], {} or "..." do not split);
-///   "PATH=LO:HI:xN"     N log-spaced points from LO to HI inclusive (0 < LO ≤ HI, N ≥ 1),
+///   "PATH=LO:HI:xN"     N log-spaced points from LO to HI inclusive (0 < LO ≤ HI, N ≥ 1;
+///                       N = 1 only with LO = HI),
 ///                       v_i = LO·(HI/LO)^(i/(N−1)), printed with 6 significant digits;
 ///   "PATH=LO:HI:+STEP"  LO, LO+STEP, ... up to HI inclusive (STEP > 0, LO ≤ HI).
 /// When LO, HI (and STEP) are written as integers, generated values are integers: log-spaced
 /// ones are rounded and repeats dropped (so "parallelism.dp=8:1024:x8" is 8, 16, ..., 1024).
-/// At most 1,000,000 values per axis.
+/// At most 1,000,000 values per axis. Numbers must be finite doubles: "1e400" (alone or
+/// inside a JSON value) is a grammar error, as is a non-number LO, HI or STEP.
 /// @throws InputError with source "--vary" naming the specification, the bad part and the
 ///         expected grammar.
 SweepAxis parse_vary(const std::string& spec);
@@ -106,15 +108,20 @@ struct PointOutcome {
 /// An invalid point (bad value, failed validation, a model that cannot be priced) records its
 /// message in SweepPoint::error; the others still run. Points run on options.threads threads;
 /// the result does not depend on the thread count.
-/// @throws InputError when the scenario file cannot be read, a --set is malformed, or EVERY
-///         point failed (the message quotes the first point's error).
+/// Before the grid, the base scenario (the file with options.sets, no axis) must load: the
+/// file is a JSON object, every --set applies, and every other file it names (calibration
+/// overlay, hardware profile, model) reads and is valid; else that error is thrown at once.
+/// A field of the scenario itself that fails is judged per point (an axis may fix it).
+/// @throws InputError when the base scenario does not load (above), axes overlap (see
+///         run_sweep_points), or EVERY point failed (the message quotes the first point's error).
 SweepResult run_sweep(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
                       const SweepOptions& options);
 
 /// The first half of run_sweep: runs only the points of options.part (options.progress counts
 /// those) and returns their outcomes in increasing index. Point errors are recorded, not thrown.
-/// @throws InputError when the scenario file cannot be read, a --set is malformed, an axis is
-///         varied twice, or options.part.index ≥ options.part.parts.
+/// @throws InputError when the base scenario does not load (as run_sweep), an axis is varied
+///         twice or lies inside another ("parallelism" and "parallelism.bucket_cap_mb": the
+///         outer object would reset the inner field), or options.part.index ≥ options.part.parts.
 std::vector<PointOutcome> run_sweep_points(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
                                            const SweepOptions& options);
 

@@ -2,12 +2,15 @@
 // Helpers shared by subcommands.
 #include "tools/commands.hpp"
 
+#include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 namespace stepsim::tools {
 
@@ -54,6 +57,63 @@ void add_calibration_option(CLI::App& cmd, std::vector<std::string>& sets) {
   cmd.add_option_function<std::string>(
       "--calibration", [&sets](const std::string& file) { sets.push_back("calibration=" + file); },
       "calibration overlay (stepsim calibrate nccl-tests | gemm -o); same as --set calibration=FILE");
+}
+
+void add_jobs_option(CLI::App& cmd, unsigned& threads, const std::string& what) {
+  cmd.add_option_function<std::string>(
+         "-j,--jobs",
+         [&threads](const std::string& text) {
+           const bool digits = !text.empty() && text.size() <= 6 &&
+                               std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+           if (!digits || std::stoul(text) > kMaxJobs)
+             throw CLI::ValidationError("-j/--jobs", fmt::format("expected an integer in [0, {}] (0 = all cores), got '{}'",
+                                                                 kMaxJobs, text));
+           threads = static_cast<unsigned>(std::stoul(text));
+         },
+         fmt::format("{} in parallel: 1 to {}, 0 = all cores (the default); the output does not depend on it",
+                     what, kMaxJobs))
+      ->type_name("N");
+}
+
+bool is_output_flag(const CLI::Option& option) {
+  for (const auto& name : {"out", "output", "plot", "trace", "dump-graph"})
+    if (option.check_lname(name)) return true;
+  return false;
+}
+
+void describe_output_flags(CLI::App& app) {
+  for (CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* o : cmd->get_options())
+      if (is_output_flag(*o)) o->description(o->get_description() + "; overwritten if it exists, written atomically");
+    describe_output_flags(*cmd);
+  }
+}
+
+void check_output_flags(const CLI::App& app) {
+  for (const CLI::App* cmd : app.get_subcommands()) {  // the parsed ones
+    std::vector<std::pair<std::string, std::string>> outputs;
+    std::vector<std::string> inputs;
+    for (const CLI::Option* o : cmd->get_options()) {
+      if (o->count() == 0) continue;
+      for (const auto& v : o->results()) {
+        if (is_output_flag(*o)) {
+          outputs.emplace_back(o->get_name(), v);
+          continue;
+        }
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(v, ec)) inputs.push_back(v);
+        if (const auto eq = v.find('='); eq != std::string::npos && std::filesystem::is_regular_file(v.substr(eq + 1), ec))
+          inputs.push_back(v.substr(eq + 1));  // --set calibration=FILE
+      }
+    }
+    for (const auto& [flag, path] : outputs) check_output_path(path, flag, inputs);
+    check_distinct_outputs(outputs);
+    check_output_flags(*cmd);
+  }
+}
+
+std::string count_of(std::size_t n, const std::string& noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
 }
 
 hardware::CollectiveAlgorithm algorithm_from(const std::string& name) {

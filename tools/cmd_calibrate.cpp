@@ -58,7 +58,8 @@ std::string text_report(const validate::CalibrationResult& r, const std::string&
                      r.overlay.hardware, r.overlay.cost_model);
   out += output.empty() ? "overlay: not written (no -o)\n" : fmt::format("overlay: {}\n", hardware::describe_overlay(r.overlay));
   for (const auto& t : r.tables) {
-    out += fmt::format("\n{}: {} over {} ranks ({} node(s) x {}), {}\n", t.source, t.op, t.group.ranks, t.nodes,
+    out += fmt::format("\n{}: {} over {} ({} x {}), {}\n", t.source, t.op,
+                       count_of(static_cast<std::size_t>(t.group.ranks), "rank"), count_of(static_cast<std::size_t>(t.nodes), "node"),
                        t.group.ranks_per_node, hardware::calibration_scope_name(t.table.scope));
     out += "  segments            lo_bytes          hi_bytes   latency x  bandwidth x  points  max residual\n";
     for (const auto& s : t.table.segments)

@@ -104,9 +104,9 @@ int cmd_collective(const CollectiveArgs& a) {
     print(j.dump(2) + "\n");
   } else {
     const auto ms = [](double sec) { return fmt::format("{:.4f} ms", sec * 1e3); };
-    print(fmt::format("{} of {} over {} ranks ({} per node) on {} [{} / {}]\n", j["op"].get<std::string>(),
+    print(fmt::format("{} of {} over {} ({} per node) on {} [{} / {}]\n", j["op"].get<std::string>(),
                       bytes >= 1e6 ? fmt::format("{:.2f} MB", bytes / 1e6) : fmt::format("{:.0f} B", bytes),
-                      group.ranks, group.ranks_per_node, hw.name, model_name,
+                      count_of(static_cast<std::size_t>(group.ranks), "rank"), group.ranks_per_node, hw.name, model_name,
                       c.protocol.empty() ? c.algorithm : c.algorithm + " / " + c.protocol));
     print(fmt::format("  time        {} = bandwidth {} + latency {}\n", ms(c.time_s()), ms(c.bandwidth_s),
                       ms(c.latency_s)));

@@ -30,7 +30,6 @@ struct RunArgs {
   std::string dump_graph;
   bool trace_given = false;        // the flags were on the command line (even with an empty value)
   bool trace_ranks_given = false;
-  bool dump_graph_given = false;
 };
 
 // Traces of per_rank runs with more ranks than this keep ranks 0-7 and the slowest rank
@@ -71,8 +70,7 @@ std::vector<std::uint32_t> parse_rank_list(const std::string& text, std::int64_t
 }
 
 int cmd_run(const RunArgs& a) {
-  if (a.trace_given && a.trace.empty()) throw InputError("--trace", "", "expected a file name, got ''");
-  if (a.dump_graph_given && a.dump_graph.empty()) throw InputError("--dump-graph", "", "expected a file name, got ''");
+  // Empty output names are refused before any command runs (tools::check_output_flags).
   if (a.trace_ranks_given && !a.trace_given)
     throw InputError("--trace-ranks", "", "chooses the ranks of a trace; it needs --trace FILE.json");
   const models::Scenario s = models::load_scenario(a.scenario, a.sets);
@@ -129,11 +127,10 @@ void add_run_command(CLI::App& app, Action& action) {
   auto* trace_ranks = run->add_option(
       "--trace-ranks", a->trace_ranks,
       "ranks to trace in per_rank mode, e.g. 0-7,100 (default: all up to 64 ranks, else 0-7 and the slowest)");
-  auto* dump_graph = run->add_option("--dump-graph", a->dump_graph, "write the task graph in Graphviz DOT");
-  run->callback([a, &action, trace, trace_ranks, dump_graph] {
+  run->add_option("--dump-graph", a->dump_graph, "write the task graph in Graphviz DOT");
+  run->callback([a, &action, trace, trace_ranks] {
     a->trace_given = trace->count() > 0;
     a->trace_ranks_given = trace_ranks->count() > 0;
-    a->dump_graph_given = dump_graph->count() > 0;
     action = [a] { return cmd_run(*a); };
   });
 }

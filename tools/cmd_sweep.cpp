@@ -10,7 +10,13 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +30,8 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+
+extern char** environ;
 
 namespace stepsim::tools {
 
@@ -160,29 +168,81 @@ std::string gnuplot_script(const models::SweepResult& r, const models::SweepSumm
   return s;
 }
 
-/// Runs gnuplot on the script into a temporary file next to `path`, then renames it over
-/// `path` (the plot is never left half-written).
-void write_plot(const models::SweepResult& r, const models::SweepSummary& summary, const std::string& path) {
+/// The line of gnuplot's stderr worth quoting: the first naming a script line ("... line 12:
+/// undefined variable"), else the first non-blank one.
+std::string gnuplot_message(const std::string& err) {
+  std::string first;
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);) {
+    const auto b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
+    if (b == std::string::npos || line[b] == '^') continue;
+    line = line.substr(b, e - b + 1);
+    if (line.find(" line ") != std::string::npos && line.find(": ") != std::string::npos) return line;
+    if (first.empty()) first = line;
+  }
+  return first;
+}
+
+/// Renders the plot with gnuplot into memory: gnuplot reads its script from a file in a
+/// private temporary directory and writes the image there; its stdout goes to /dev/null and
+/// its stderr is captured, so nothing of it reaches our stdout (where the CSV may be).
+/// @throws InputError "--plot: gnuplot exited with status N: FIRST ERROR LINE" (or "was
+///         killed by signal N") when it fails or writes nothing.
+std::string render_plot(const models::SweepResult& r, const models::SweepSummary& summary, const std::string& path) {
+  namespace fs = std::filesystem;
   const std::string terminal = extension_of(path) == ".png"
                                    ? "pngcairo size 1000,1400 noenhanced font 'sans,10'"
                                    : "svg size 1000,1400 dynamic noenhanced font 'sans,11' background rgb 'white'";
-  const std::string tmp = path + fmt::format(".tmp.{}", ::getpid());
-  const std::string script = gnuplot_script(r, summary, terminal, tmp);
-  const std::string cmd = find_on_path("gnuplot") + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "w");
-  if (!p) throw InputError("--plot", "", "cannot start gnuplot");
-  std::fwrite(script.data(), 1, script.size(), p);
-  const int rc = ::pclose(p);
   std::error_code ec;
-  if (rc != 0 || !std::filesystem::exists(tmp)) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError("--plot", "", fmt::format("gnuplot failed (status {}) writing '{}'", rc, path));
+  std::string dir_template = (fs::temp_directory_path(ec) / "stepsim-plot-XXXXXX").string();
+  if (ec || ::mkdtemp(dir_template.data()) == nullptr)
+    throw InputError("--plot", "", "cannot create a temporary directory for gnuplot (check TMPDIR)");
+  const fs::path dir(dir_template);
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(dir, e);
+    }
+  } cleanup{dir};
+  const std::string image = (dir / ("plot" + extension_of(path))).string();
+  const std::string script_path = (dir / "plot.gp").string(), err_path = (dir / "stderr.txt").string();
+  {
+    std::ofstream script(script_path, std::ios::binary);
+    script << gnuplot_script(r, summary, terminal, image);
+    if (!script.flush()) throw InputError("--plot", "", "cannot write the gnuplot script to " + dir.string());
   }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError("--plot", "", fmt::format("cannot write '{}': {}", path, ec.message()));
+  const std::string gnuplot = find_on_path("gnuplot");
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  ::posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<char*> argv{const_cast<char*>(gnuplot.c_str()), const_cast<char*>(script_path.c_str()), nullptr};
+  pid_t pid = 0;
+  const int spawn = ::posix_spawn(&pid, gnuplot.c_str(), &actions, nullptr, argv.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  if (spawn != 0) throw InputError("--plot", "", fmt::format("cannot start {}: {}", gnuplot, std::strerror(spawn)));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  auto slurp = [](const std::string& file) {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const std::string why = gnuplot_message(slurp(err_path));
+  const std::string detail = why.empty() ? "" : ": " + why;
+  if (WIFSIGNALED(status))
+    throw InputError("--plot", "", fmt::format("gnuplot was killed by signal {} ({}) while plotting '{}'{}",
+                                               WTERMSIG(status), ::strsignal(WTERMSIG(status)), path, detail));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw InputError("--plot", "", fmt::format("gnuplot exited with status {} while plotting '{}'{}",
+                                               WIFEXITED(status) ? WEXITSTATUS(status) : -1, path, detail));
+  std::string bytes = slurp(image);
+  if (bytes.empty()) throw InputError("--plot", "", fmt::format("gnuplot wrote no plot for '{}'{}", path, detail));
+  return bytes;
 }
 
 std::string pct(double ratio) { return fmt::format("{:+.1f} %", (ratio - 1) * 100); }
@@ -191,8 +251,9 @@ std::string summary_text(const models::SweepResult& r, const models::SweepSummar
                          double wall_s) {
   std::string out;
   std::string shape;
-  for (const auto& a : r.axes) shape += fmt::format("{}{} ({} values)", shape.empty() ? "" : " x ", a.path, a.values.size());
-  out += fmt::format("sweep of {}: {} points over {}\n", r.source, s.points, shape);
+  for (const auto& a : r.axes)
+    shape += fmt::format("{}{} ({})", shape.empty() ? "" : " x ", a.path, count_of(a.values.size(), "value"));
+  out += fmt::format("sweep of {}: {} over {}\n", r.source, count_of(s.points, "point"), shape);
   out += fmt::format("  {} ran, {} failed (see the error column), {} do not fit in memory; {}, {:.2f} s ({:.0f} points/s)\n",
                      s.points - s.failed, s.failed, s.not_fitting, workers, wall_s, wall_s > 0 ? s.points / wall_s : 0.0);
   if (s.best) {
@@ -280,7 +341,6 @@ std::vector<models::SweepAxis> checked_axes(const SweepArgs& a) {
       throw InputError("--plot", "", "gnuplot not found on PATH; install it (tools/setup.sh installs the Debian "
                                      "package gnuplot-nox) or leave out --plot");
   }
-  if (a.threads > 4096) throw InputError("-j", "", fmt::format("expected a thread count in [1, 4096], got {}", a.threads));
   return axes;
 }
 
@@ -314,17 +374,20 @@ unsigned threads_for(const SweepArgs& a, std::size_t points) {
       1, std::min<std::size_t>(a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency()), points)));
 }
 
-/// Summary, CSV, plot: the same bytes whichever processes and threads ran the points.
+/// Summary, CSV, plot: the same bytes whichever processes and threads ran the points. The
+/// plot is rendered before anything is written, so a gnuplot failure leaves no CSV behind.
 void write_outputs(const SweepArgs& a, const models::SweepResult& r, const std::string& workers, double wall_s) {
   const models::SweepSummary s = models::summarize_sweep(r, a.metric);
   const std::string csv = models::sweep_csv(r);
+  const std::string plot = a.plot.empty() ? std::string() : render_plot(r, s, a.plot);
   std::string files;
   if (!a.out.empty()) {
     write_file_atomically(a.out, csv);
-    files += fmt::format("CSV: {} ({} rows, {} columns)\n", a.out, r.points.size(), r.axes.size() + r.metric_columns.size() + 1);
+    files += fmt::format("CSV: {} ({}, {})\n", a.out, count_of(r.points.size(), "row"),
+                         count_of(r.axes.size() + r.metric_columns.size() + 1, "column"));
   }
   if (!a.plot.empty()) {
-    write_plot(r, s, a.plot);
+    write_file_atomically(a.plot, plot);
     files += fmt::format("plot: {}\n", a.plot);
   }
   const std::string summary = summary_text(r, s, workers, wall_s) + files;
@@ -376,7 +439,8 @@ int cmd_sweep_mpi(const SweepArgs& a, const MpiWorld& world, Clock::time_point t
       }
       const auto axes = checked_axes(a);
       const models::SweepResult r = models::merge_sweep(a.scenario, axes, std::move(outcomes));
-      const std::string workers = fmt::format("{} MPI ranks x {} threads", world.size(), threads_for(a, my_points));
+      const std::string workers = fmt::format("{} x {}", count_of(static_cast<std::size_t>(world.size()), "MPI rank"),
+                                             count_of(threads_for(a, my_points), "thread"));
       write_outputs(a, r, workers, seconds_since(t0));
     } catch (const InputError&) {
       status = 2;
@@ -403,7 +467,7 @@ int cmd_sweep(const SweepArgs& a) {
 
   const auto axes = checked_axes(a);
   const models::SweepResult r = models::run_sweep(a.scenario, axes, sweep_options(a, t0, true));
-  write_outputs(a, r, fmt::format("{} threads", threads_for(a, r.points.size())), seconds_since(t0));
+  write_outputs(a, r, count_of(threads_for(a, r.points.size()), "thread"), seconds_since(t0));
   return 0;
 }
 
@@ -419,12 +483,12 @@ void add_sweep_command(CLI::App& app, Action& action) {
                     "scenario that fixes cluster.nodes, add --set cluster.nodes=null");
   sweep->add_option("--set", a->sets, "override applied to every point before the --vary values: PATH=VALUE (repeatable)");
   add_calibration_option(*sweep, a->sets);
-  sweep->add_option("--out", a->out, "CSV file, written atomically (default: CSV on stdout, summary on stderr)");
+  sweep->add_option("--out", a->out, "CSV file (default: CSV on stdout, summary on stderr)");
   sweep->add_option("--plot", a->plot, "plot step time and exposed communication with gnuplot: FILE.svg or FILE.png");
   sweep->add_option("--metric", a->metric,
                     "metric column for the best point (default tokens_per_s; names ending in _s or _bytes are "
                     "minimised, others maximised)");
-  sweep->add_option("-j,--jobs", a->threads, "worker threads (default: all cores); the output does not depend on it");
+  add_jobs_option(*sweep, a->threads, "points run");
   sweep->callback([a, &action] { action = [a] { return cmd_sweep(*a); }; });
 }
 

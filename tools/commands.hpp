@@ -59,6 +59,32 @@ void add_cluster_flags(CLI::App& cmd, ClusterFlags& f, bool required);
 /// @throws InputError unless 1 ≤ k ≤ E ≤ 2^20 (both given) or both are 0.
 std::pair<int, int> moe_shape(long long experts, long long topk);
 
+/// Largest -j/--jobs value.
+inline constexpr unsigned kMaxJobs = 4096;
+
+/// Adds -j,--jobs to `cmd`, bound to `threads`: an integer in [0, kMaxJobs], 0 = all cores
+/// (also the default). `what` says what runs in parallel, for the help text.
+/// Anything else ('', -1, 1.5, 100000) is a parse error naming the range (exit 2).
+void add_jobs_option(CLI::App& cmd, unsigned& threads, const std::string& what);
+
+/// The flags that name output files: --out, -o/--output, --plot, --trace, --dump-graph.
+bool is_output_flag(const CLI::Option& option);
+
+/// Appends "overwritten if it exists, written atomically" to the help of every output flag
+/// of every subcommand of `app` (call once, after every command is added).
+void describe_output_flags(CLI::App& app);
+
+/// Checks the output flags given to the parsed subcommand(s) of `app` before the command
+/// runs: each value is a usable output path (check_output_path: not empty, directory
+/// exists, a regular file or absent, not an input file named on the command line: any other
+/// argument, or the FILE of a PATH=FILE argument, that is an existing file), and no two
+/// outputs are the same file.
+/// @throws InputError naming the flag or the path.
+void check_output_flags(const CLI::App& app);
+
+/// "1 point", "2 points": `n` and `noun`, with an "s" unless n is 1.
+std::string count_of(std::size_t n, const std::string& noun);
+
 /// "auto" | "ring" | "hierarchical" (already validated by CLI11).
 hardware::CollectiveAlgorithm algorithm_from(const std::string& name);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The stepsim CLI: parse arguments, call the library, print. The only place that maps errors
 // to exit codes: 0 ok, 2 bad input, 1 internal error. Subcommands live in cmd_*.cpp.
+#include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
 #include "tools/commands.hpp"
 
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
   CLI::App app{"stepsim: discrete-event simulator of one data-parallel training step"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "stepsim 0.1");
+  protect_inputs(true);  // no output is written over a file this process read
   tools::Action action;
   tools::add_run_command(app, action);
   tools::add_collective_commands(app, action);
@@ -64,6 +66,7 @@ int main(int argc, char** argv) {
   tools::add_batch_command(app, action);
   tools::add_compare_command(app, action);
   tools::add_accuracy_command(app, action);
+  tools::describe_output_flags(app);
 
   // A closed standard output would let the next file opened take descriptor 1 and receive the
   // report: refuse to run without one.
@@ -89,6 +92,7 @@ int main(int argc, char** argv) {
 
   int status = 0;
   try {
+    tools::check_output_flags(app);  // before any work: a bad output path fails fast
     status = action ? action() : 0;
   } catch (const InputError& e) {
     print_error("error: ", e.what());

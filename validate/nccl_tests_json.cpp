@@ -3,6 +3,7 @@
 // (../shared/data/nccl/<id>.json: gpu, nodes, total_ranks, nccl_version). The only file in
 // validate/ that sees JSON.
 #include "validate/nccl_tests.hpp"
+#include "sim/support/atomic_file.hpp"
 
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"
@@ -56,6 +57,7 @@ NcclTestsLog read_nccl_tests_file(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, expected an nccl-tests log");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "no such file or not readable (expected an nccl-tests log or CSV)");
+  note_input_file(path);  // outputs never go over it
   std::ostringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();

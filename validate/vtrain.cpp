@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/report.hpp"
+#include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
 
 #include <fmt/format.h>
@@ -204,6 +205,7 @@ std::string zero_label(const VtrainRow& row) {
 std::vector<VtrainRow> read_vtrain_csv(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open the file; expected a readable vtrain_dp.csv");
+  note_input_file(path);  // outputs never go over it
   std::map<std::string, std::size_t> index;
   std::vector<VtrainRow> rows;
   std::string line;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Path-tracking JSON reader and the JSON file loader.
 #include "sim/support/json_reader.hpp"
+#include "sim/support/atomic_file.hpp"
 
 #include "sim/support/error.hpp"
 #include "sim/support/names.hpp"
@@ -321,6 +322,7 @@ nlohmann::json read_json_file(const std::string& path) {
     throw InputError(path, "", fmt::format("is larger than {} MiB, expected a JSON description", kMaxBytes >> 20));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file for reading (check permissions)");
+  note_input_file(path);  // outputs never go over it
   std::ostringstream buf;
   buf << in.rdbuf();
   if (in.bad()) throw InputError(path, "", "error while reading the file");

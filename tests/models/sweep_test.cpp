@@ -60,6 +60,12 @@ TEST_CASE("sweep: --vary grammar", "[sweep]") {
   CHECK_THROWS_WITH(parse_vary("x=a:10:+1"), Contains("LO 'a' is not a number"));
   CHECK_THROWS_WITH(parse_vary("x=0:1e9:+1e-3"), Contains("more than 1000000 values"));
   CHECK_THROWS_WITH(parse_vary("a..b=1"), Contains("empty component"));
+  // Numbers a double cannot hold are grammar errors, not failed points; so is x1 over a range.
+  CHECK_THROWS_WITH(parse_vary("x=1,1e400"), Contains("'1e400' holds a number outside the range of a double"));
+  CHECK_THROWS_WITH(parse_vary("x={\"a\":-1e999}"), Contains("outside the range of a double"));
+  CHECK_THROWS_WITH(parse_vary("x=1e400:1e401:x3"), Contains("is not a number"));
+  CHECK_THROWS_WITH(parse_vary("x=1:2:x1"), Contains("x1 gives one point; use x=1"));
+  CHECK(values("x=inf,abc") == std::vector<std::string>{"inf", "abc"});  // plain strings
 }
 
 TEST_CASE("sweep: Cartesian grid, first axis fastest", "[sweep]") {
@@ -133,7 +139,31 @@ TEST_CASE("sweep: an invalid point is an error row, an all-invalid sweep an Inpu
   CHECK_THROWS_WITH(run_sweep(kDefault, {parse_vary("parallelism.bucket_cap=1,2")}, opt),
                     Contains("every point of the sweep failed") && Contains("bucket_cap_mb"));
   CHECK_THROWS_WITH(run_sweep(kDefault, {parse_vary("a=1"), parse_vary("a=2")}, opt), Contains("varied twice"));
+  // An object axis would reset a field axis inside it; "a.bc" is not inside "a.b".
+  CHECK_THROWS_WITH(run_sweep(kDefault, {parse_vary("parallelism.bucket_cap_mb=1,200"),
+                                         parse_vary("parallelism={\"strategy\":\"ddp\",\"dp\":64}")}, opt),
+                    Contains("'parallelism.bucket_cap_mb' and 'parallelism' overlap"));
+  CHECK_THROWS_WITH(run_sweep(kDefault, {parse_vary("parallelism={\"dp\":8}"), parse_vary("parallelism.dp=8,16")}, opt),
+                    Contains("overlap"));
+  CHECK_THROWS_WITH(run_sweep(kDefault, {parse_vary("parallelism.first_bucket_mb=1"), parse_vary("parallelism.first=2")}, opt),
+                    !Contains("would replace") && Contains("every point"));
   CHECK_THROWS_WITH(summarize_sweep(r, "model.name"), Contains("--metric"));
+}
+
+TEST_CASE("sweep: the base scenario loads once before the grid", "[sweep]") {
+  SweepOptions opt;
+  opt.threads = 1;
+  const std::vector<SweepAxis> axes{parse_vary("parallelism.dp=8,16")};
+  const std::string array = std::string(STEPSIM_SOURCE_DIR) + "/tests/errors/inputs/not_an_object.json";
+  CHECK_THROWS_WITH(run_sweep(array, axes, opt), Contains("/: expected an object (a scenario), got an array") &&
+                                                     !Contains("every point"));
+  opt.sets = {"=3"};
+  CHECK_THROWS_WITH(run_sweep(kDefault, axes, opt), Contains("--set: expected PATH=VALUE") && !Contains("every point"));
+  opt.sets = {"calibration=no-such-overlay.json"};
+  CHECK_THROWS_WITH(run_sweep(kDefault, axes, opt), Contains("no-such-overlay.json: no such file") && !Contains("every point"));
+  // A scenario field an axis may fix stays a per-point matter: base dp 0 is invalid, the axis is not.
+  opt.sets = {"parallelism.dp=0"};
+  CHECK(run_sweep(kDefault, axes, opt).points.size() == 2);
 }
 
 TEST_CASE("sweep: parts (MPI ranks) merged after an encode and decode equal the whole sweep", "[sweep]") {

@@ -11,6 +11,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <iterator>
+
+#include <sys/stat.h>
 
 using namespace stepsim;
 using Catch::Matchers::Contains;
@@ -94,4 +98,90 @@ TEST_CASE("write_file_atomically: replaces content, refuses a missing directory"
   CHECK(text == "second");
   CHECK_THROWS_WITH(write_file_atomically((dir / "nope" / "x.txt").string(), "x"), Contains("does not exist"));
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+}  // namespace
+
+TEST_CASE("write_file_atomically: symlinks are written through, non-regular targets refused", "[support]") {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / "stepsim_atomic_links";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  // A link (relative, through a second link) is followed: the target changes, the links stay.
+  write_file_atomically((dir / "sub" / "real.txt").string(), "old");
+  fs::create_symlink("sub/real.txt", dir / "link1");
+  fs::create_symlink("link1", dir / "link2");
+  CHECK(resolve_output_path((dir / "link2").string()) == (dir / "sub/real.txt").string());
+  write_file_atomically((dir / "link2").string(), "new");
+  CHECK(fs::is_symlink(fs::symlink_status(dir / "link2")));
+  CHECK(fs::is_symlink(fs::symlink_status(dir / "link1")));
+  CHECK(slurp(dir / "sub" / "real.txt") == "new");
+  // A dangling link writes where it points.
+  fs::create_symlink("sub/later.txt", dir / "dangling");
+  write_file_atomically((dir / "dangling").string(), "made");
+  CHECK(fs::is_symlink(fs::symlink_status(dir / "dangling")));
+  CHECK(slurp(dir / "sub" / "later.txt") == "made");
+  // A FIFO (a shell pipe) and character devices are written through, never replaced.
+  const auto fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string piped;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    piped.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  write_file_atomically(fifo.string(), "through the pipe");
+  reader.join();
+  CHECK(piped == "through the pipe");
+  CHECK(fs::is_fifo(fs::symlink_status(fifo)));
+  if (fs::is_character_file("/dev/null")) {
+    write_file_atomically("/dev/null", "discarded");
+    CHECK(fs::is_character_file("/dev/null"));
+  }
+  if (fs::is_character_file("/dev/full")) {
+    CHECK_THROWS_WITH(write_file_atomically("/dev/full", "x"), Contains("/dev/full: error while writing: No space left"));
+    CHECK(fs::is_character_file("/dev/full"));
+  }
+  // A directory and a link to a directory are refused and left as they are.
+  CHECK_THROWS_WITH(check_output_path((dir / "sub").string(), "--out"), Contains("is a directory"));
+  fs::create_symlink("sub", dir / "dirlink");
+  CHECK_THROWS_WITH(write_file_atomically((dir / "dirlink").string(), "x"), Contains("is a directory"));
+  CHECK(fs::is_directory(dir / "sub"));
+  fs::create_symlink("loop", dir / "loop");
+  CHECK_THROWS_WITH(write_file_atomically((dir / "loop").string(), "x"), Contains("too many levels"));
+  CHECK_THROWS_WITH(check_output_path("", "--out"), Contains("--out: expected a file name, got an empty value"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomically: never over an input; two outputs never the same file", "[support]") {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / "stepsim_atomic_inputs";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto in = dir / "scenario.json";
+  { std::ofstream(in) << "{}"; }
+  CHECK_THROWS_WITH(check_output_path(in.string(), "--out", {in.string()}), Contains("is the input"));
+  fs::create_symlink("scenario.json", dir / "alias.json");
+  CHECK_THROWS_WITH(check_output_path((dir / "alias.json").string(), "--out", {in.string()}), Contains("is the input"));
+  CHECK_NOTHROW(check_output_path((dir / "other.json").string(), "--out", {in.string()}));
+  // With protection on (as in the CLI), a file read through read_json_file is noted: writing
+  // over it later is refused too. Off (the default), it may be rewritten.
+  (void)read_json_file(in.string());
+  CHECK_NOTHROW(write_file_atomically(in.string(), "{}"));
+  protect_inputs(true);
+  (void)read_json_file(in.string());
+  CHECK_THROWS_WITH(write_file_atomically((dir / "alias.json").string(), "x"), Contains("is the input"));
+  protect_inputs(false);
+  CHECK(slurp(in) == "{}");
+
+  CHECK_THROWS_WITH(check_distinct_outputs({{"--out", (dir / "a.svg").string()}, {"--plot", (dir / "." / "a.svg").string()}}),
+                    Contains("--out and --plot name the same file"));
+  CHECK_THROWS_WITH(check_distinct_outputs({{"--out", in.string()}, {"--plot", (dir / "alias.json").string()}}),
+                    Contains("name the same file"));
+  CHECK_NOTHROW(check_distinct_outputs({{"--out", (dir / "a.csv").string()}, {"--plot", (dir / "a.svg").string()}, {"--trace", ""}}));
+  fs::remove_all(dir);
 }
