@@ -21,6 +21,7 @@ double wave_efficiency(const GemmCurve& curve, const GemmShape& g) {
 
 double gemm_time_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g) {
   const double compute = gemm_flops(g) / (hw.peak_flops_per_s * curve.max_efficiency * wave_efficiency(curve, g));
+  if (g.on_chip) return compute;
   // bf16/fp16 operands: A and B read once, C written once (the tiles' re-reads hit L2).
   const double bytes = 2.0 * (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch;
   const double memory = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
@@ -48,7 +49,8 @@ double gemm_list_time_s(const HardwareProfile& hw, const GemmCurve& curve, const
 double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
                           double flops, double bytes, double host_op_s) {
   double gemm = 0;
-  for (const auto& w : work.gemms) gemm += w.count * std::max(one_gemm_s(hw, curve, w.shape), host_op_s);
+  for (const auto& w : work.gemms)  // a fused on-chip matmul is no op of its own on the host
+    gemm += w.count * (w.shape.on_chip ? one_gemm_s(hw, curve, w.shape) : std::max(one_gemm_s(hw, curve, w.shape), host_op_s));
   if (work.gemms.empty() && flops > 0)
     gemm = std::max(flops / share / (hw.peak_flops_per_s * hw.gemm_efficiency), host_op_s);
   const double stream = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);

@@ -24,9 +24,14 @@
 namespace stepsim::hardware {
 
 /// One (batched) GEMM: C[m,n] = A[m,k]·B[k,n], `batch` times. Sizes are element counts (> 0).
+/// `on_chip`: a matmul inside a fused kernel whose operands and result stay in shared memory
+/// and registers (FlashAttention's QKᵀ and PV: Dao et al. 2022, the s×s scores never reach
+/// HBM), priced by its FLOPs and waves only: no HBM term, no per-kernel overhead (the fused
+/// kernel's launch is counted once with its layer's streaming kernels).
 struct GemmShape {
   double m = 0, n = 0, k = 0;
   double batch = 1;
+  bool on_chip = false;
 };
 
 /// A GEMM of a task's work and how many times it runs (fractional counts scale work, e.g. the

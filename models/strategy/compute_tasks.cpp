@@ -202,13 +202,16 @@ hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backwa
       continue;
     }
     const double batch = seqs * g.heads;
+    // Flash attention keeps the s×s scores on chip (GemmShape::on_chip); eager attention
+    // writes and reads them through HBM (the batched GEMMs' own traffic).
+    const bool flash = s.activations.flash_attention;
     if (g.kind == LayerGemm::Kind::AttentionScores) {
-      fwd.push_back({{seq, seq, g.head_dim, batch}, 1});
-      bwd.push_back({{seq, g.head_dim, seq, batch}, 2});  // dQ = dS·K, dK = dSᵀ·Q
+      fwd.push_back({{seq, seq, g.head_dim, batch, flash}, 1});
+      bwd.push_back({{seq, g.head_dim, seq, batch, flash}, 2});  // dQ = dS·K, dK = dSᵀ·Q
     } else {
-      fwd.push_back({{seq, g.head_dim, seq, batch}, 1});
-      bwd.push_back({{seq, seq, g.head_dim, batch}, 1});  // dP = dO·Vᵀ
-      bwd.push_back({{seq, g.head_dim, seq, batch}, 1});  // dV = Pᵀ·dO
+      fwd.push_back({{seq, g.head_dim, seq, batch, flash}, 1});
+      bwd.push_back({{seq, seq, g.head_dim, batch, flash}, 1});  // dP = dO·Vᵀ
+      bwd.push_back({{seq, g.head_dim, seq, batch, flash}, 1});  // dV = Pᵀ·dO
     }
   }
   if (!backward) return fwd;
