@@ -348,6 +348,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
       for (const auto& link : simcfg->objects("degraded_links", false)) {
         const std::int64_t node = link.integer("node", 0, s.cluster.nodes - 1);
         const double factor = link.number("bandwidth_factor", Check::Fraction);
+        if (factor < 1e-3)
+          link.fail("bandwidth_factor", fmt::format("expected a factor in [0.001, 1] (1 = healthy), got {}", factor));
         for (const auto& [other, unused] : var.degraded_links)
           if (other == node) link.fail("node", fmt::format("node {} is listed twice", node));
         link.finish();
@@ -362,7 +364,15 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
       simcfg->fail("overlap_compute_slowdown",
                    fmt::format("expected a factor in [1, 3] (1 = no slowdown; rule 96 measured 1.19 on average, up "
                                "to 1.4), got {}", con.overlap_compute_slowdown));
-    con.nccl_sms = simcfg->integer_or("nccl_sms", 0, 0, 1024);
+    // Knobs of one overlap model are refused under another: a value that would be ignored
+    // must not pass silently.
+    if (simcfg->has("overlap_compute_slowdown") && con.overlap_model != "factor")
+      simcfg->fail("overlap_compute_slowdown",
+                   fmt::format("applies to overlap_model \"factor\" only; this scenario has \"{}\"", con.overlap_model));
+    if (simcfg->has("nccl_sms") && con.overlap_model != "sm_partition")
+      simcfg->fail("nccl_sms",
+                   fmt::format("applies to overlap_model \"sm_partition\" only; this scenario has \"{}\"", con.overlap_model));
+    con.nccl_sms = simcfg->has("nccl_sms") ? simcfg->integer("nccl_sms", 1, 1024) : 0;
     con.cuda_device_max_connections = simcfg->integer_or("cuda_device_max_connections", 8, 1, 32);
     if (con.overlap_model == "sm_partition") {
       if (s.hardware.sm_count == 0)

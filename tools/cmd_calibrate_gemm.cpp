@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+
 #include <memory>
 
 namespace stepsim::tools {
@@ -96,6 +98,10 @@ int cmd_calibrate_gemm(const GemmArgs& a) {
                                    a.measured));
   }
   const auto hw = hardware::load_profile(hw_ref, "--hardware");
+  if (const std::string from_file = validate::profile_for_device(m.device);
+      !a.hardware.empty() && !from_file.empty() && from_file != hw.name)
+    std::fprintf(stderr, "warning: %s was measured on '%s' (profile '%s'), fitted over --hardware '%s'\n",
+                 a.measured.c_str(), m.device.c_str(), from_file.c_str(), hw.name.c_str());
   if (a.sms < 0 || a.sms > 4096) throw InputError("--sms", "", fmt::format("expected an SM count in [1, 4096], got {}", a.sms));
   const int sms = a.sms > 0 ? a.sms : hw.sm_count;
   if (sms == 0)

@@ -72,6 +72,10 @@ int cmd_collective(const CollectiveArgs& a) {
     throw InputError("--cost-model", "",
                      fmt::format("'nccl' needs a profile with an \"nccl\" object (GPU generation and NCCL channels); "
                                  "profile '{}' has none (expected alpha-beta)", hw.name));
+  if (model == hardware::CollectiveModel::Nccl && a.algorithm != "auto")
+    throw InputError("--algorithm", "",
+                     fmt::format("'{}' is an alpha-beta algorithm; the nccl cost model picks NCCL's own algorithm and "
+                                 "protocol (use --cost-model alpha-beta, or --algorithm auto)", a.algorithm));
   const std::string model_name = hardware::collective_model_name(model);
   const auto c = overlay ? hardware::calibrated_collective_cost(hw, overlay.get(), op, bytes, group, algorithm_from(a.algorithm))
                          : hardware::model_collective_cost(model, hw, op, bytes, group, algorithm_from(a.algorithm));

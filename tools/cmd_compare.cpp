@@ -8,6 +8,7 @@
 #include "validate/compare.hpp"
 #include "validate/measured_timeline.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -39,11 +40,12 @@ int cmd_compare(const CompareArgs& a) {
   const models::Scenario s = models::load_scenario(a.scenario, a.sets);
   const validate::MeasuredTimeline m = validate::read_measured_timeline(a.measured);
   validate::Comparison c = validate::compare(s, m);
-  c.scenario_source = a.scenario;
+  c.scenario_source = s.calibration ? fmt::format("{}, calibration {}", a.scenario, s.calibration_ref) : a.scenario;
   if (a.format == "json") {
     nlohmann::ordered_json j;
     j["schema"] = "stepsim.compare/1";
-    j["scenario"] = c.scenario_source;
+    j["scenario"] = a.scenario;
+    j["calibration"] = s.calibration ? nlohmann::ordered_json(s.calibration_ref) : nlohmann::ordered_json();
     j["measured"] = c.measured_source;
     j["iterations"] = c.iterations;
     j["ranks"] = c.ranks;

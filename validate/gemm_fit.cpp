@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -201,6 +202,23 @@ GemmFitResult fit_gemm(const GemmMeasurements& m, const hardware::HardwareProfil
   if (m.points.size() < 2)
     throw InputError(m.source, "/rows", fmt::format("expected at least 2 measured GEMMs to fit a curve, got {}", m.points.size()));
   if (sms < 1 || sms > 4096) throw InputError("--sms", "", fmt::format("expected an SM count in [1, 4096], got {}", sms));
+  // Plausibility before fitting: no GEMM beats the profile's peak, and one shape cannot tell a
+  // per-kernel overhead from an efficiency.
+  for (const auto& p : m.points) {
+    const double rate = hardware::gemm_flops(p.shape) / p.measured_s;
+    if (rate > 1.05 * hw.peak_flops_per_s)
+      throw InputError(m.source, p.where,
+                       fmt::format("{} ({}x{}x{}) ran at {:.0f} TFLOP/s, above the {:.0f} TFLOP/s peak of profile '{}' "
+                                   "(expected the time of one GEMM on that GPU; check --hardware)",
+                                   p.name, p.shape.m, p.shape.n, p.shape.k, rate / 1e12, hw.peak_flops_per_s / 1e12, hw.name));
+  }
+  std::vector<std::array<double, 4>> shapes;
+  for (const auto& p : m.points) shapes.push_back({p.shape.m, p.shape.n, p.shape.k, p.shape.batch});
+  std::sort(shapes.begin(), shapes.end());
+  if (std::unique(shapes.begin(), shapes.end()) - shapes.begin() < 2)
+    throw InputError(m.source, "/rows",
+                     "expected at least 2 distinct GEMM shapes (one shape cannot separate the per-kernel overhead "
+                     "from the efficiency), got 1");
   hardware::GemmCurve best;
   double best_sse = 0;
   for (const auto& [tm, tn] : {std::pair{128, 128}, std::pair{128, 256}, std::pair{256, 128}}) {
@@ -235,6 +253,13 @@ GemmFitResult fit_gemm(const GemmMeasurements& m, const hardware::HardwareProfil
   r.fitted = stats(fitted);
   r.gemm.median_residual = r.fitted.median;
   r.gemm.max_residual = r.fitted.max;
+  // A curve this far from its own data describes another GPU or broken timings: refuse to
+  // write it rather than calibrate every later run with it.
+  if (r.fitted.median > 0.25)
+    throw InputError(m.source, "", fmt::format("the fitted curve misses its own measurements by a median {:.0f} % "
+                                               "(max {:.0f} %) over profile '{}'; expected a fit within 25 % (check "
+                                               "--hardware and that times are per GEMM)",
+                                               100 * r.fitted.median, 100 * r.fitted.max, hw.name));
   return r;
 }
 

@@ -70,7 +70,9 @@ struct GemmFitResult {
 /// by its 2×2 normal equations under the bounds overhead_s ≥ 0, max_efficiency ≤ 1; points are
 /// re-classified compute- or memory-bound until the set is stable.
 /// @param sms  SMs of the GPU (> 0; the profile's compute.sm_count when the caller has it)
-/// @throws InputError (source = m.source) with fewer than 2 points.
+/// @throws InputError when fewer than 2 points or 2 distinct shapes are given, when a point
+///         runs faster than 1.05 × the profile's peak, or when the best curve misses its own
+///         points by a median above 25 % (another GPU's data, or times that are not per GEMM).
 GemmFitResult fit_gemm(const GemmMeasurements& m, const hardware::HardwareProfile& hw, int sms);
 
 /// Built-in profile name for a measured device string ("NVIDIA H200" → "h200", "H100" →
