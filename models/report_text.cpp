@@ -78,7 +78,12 @@ std::string report_text(const Report& r) {
   line(fmt::format("communication    {}   ({:.1f} % hidden behind compute)", ms(r.comm_time_s),
                    100 * r.overlap_fraction));
   if (r.overlap_slowdown_s > 0 || r.link_sharing_stretch_s > 0)
-    line(fmt::format("contention       overlap slowdown {:.3f} ms of compute, link sharing {:.3f} ms of collectives",
+    line(fmt::format("contention       overlap_model {}: +{:.3f} ms of compute kernel time; link sharing: +{:.3f} ms "
+                     "of collective time",
+                     s.contention.overlap_model == "factor" ? fmt::format("factor {:g}", s.contention.overlap_compute_slowdown)
+                     : s.contention.overlap_model == "sm_partition"
+                         ? fmt::format("sm_partition, NCCL holds {} SMs", s.contention.nccl_sms)
+                         : s.contention.overlap_model,
                      r.overlap_slowdown_s * 1e3, r.link_sharing_stretch_s * 1e3));
   line(fmt::format("throughput       {} tokens/s, MFU {:.1f} % (model FLOPs / peak {:.0f} TFLOP/s)",
                    count(r.tokens_per_s), 100 * r.mfu, s.hardware.peak_flops_per_s / 1e12));

@@ -259,6 +259,10 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
         "forward_prefetch: FSDP1 issues the next AllGather before this unit's forward kernels; with the CPU "
         "running ahead of the GPU it is already queued either way, so GPU timing is unchanged here (it "
         "matters when the CPU is the bottleneck, which stepsim does not model)");
+  if (!s.variation.degraded_links.empty() && r.inter_node_collective_bytes == 0)
+    r.warnings.push_back(
+        "degraded_links: no collective of this step crosses the network (every communicator stays inside a "
+        "node), so a degraded node's NICs change nothing");
   const double tokens_mb = static_cast<double>(s.tokens_per_micro_batch());
   if (r.comm_bound_tokens_per_gpu_effective > 0 && tokens_mb < r.comm_bound_tokens_per_gpu_effective)
     r.warnings.push_back(fmt::format(
