@@ -97,7 +97,9 @@ std::string describe_overlay(const CalibrationOverlay& overlay) {
     if (s.nodes > 0) srcs += fmt::format(" / {} nodes", s.nodes);
     if (!s.nccl_version.empty()) srcs += ", NCCL " + s.nccl_version;
   }
-  out += fmt::format(" (over {} {}", overlay.hardware, overlay.cost_model);
+  // A GEMM-only overlay leaves collectives to the nominal model: do not name one.
+  out += overlay.tables.empty() ? fmt::format(" (over {}", overlay.hardware)
+                                : fmt::format(" (over {} {}", overlay.hardware, overlay.cost_model);
   if (!srcs.empty()) out += "; fitted on " + srcs;
   if (overlay.gemm) {
     const auto& g = *overlay.gemm;

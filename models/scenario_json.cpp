@@ -486,9 +486,18 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   return s;
 }
 
+namespace {
+
+// How the user typed an override: --calibration FILE arrives as calibration=FILE.
+std::string override_label(const std::string& o) {
+  return o.rfind("calibration=", 0) == 0 ? "--calibration " + o.substr(12) : "--set " + o;
+}
+
+}  // namespace
+
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   nlohmann::json doc = read_json_file(path);
-  for (const auto& o : overrides) apply_override(doc, o, "--set " + o);
+  for (const auto& o : overrides) apply_override(doc, o, override_label(o));
   try {
     return parse_scenario(doc, path);
   } catch (const InputError& e) {
@@ -503,7 +512,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
       std::string dotted = "/" + it->substr(0, it->find('='));
       std::replace(dotted.begin(), dotted.end(), '.', '/');
       if (under(e.path(), dotted) || under(dotted, e.path()))
-        throw InputError(path + " (--set " + *it + ")", e.path(), e.detail());
+        throw InputError(path + " (" + override_label(*it) + ")", e.path(), e.detail());
     }
     throw;
   }

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -192,7 +193,8 @@ GemmMeasurements parse_gemm_measurements(const std::string& text, const std::str
 
 GemmMeasurements read_gemm_measurements(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) (void)read_json_file(path);  // throws the usual "missing file" / "is a directory" message
+  // A directory opens as a stream on Linux: let the JSON reader say "missing file" / "is a directory".
+  if (!in || std::filesystem::is_directory(path)) (void)read_json_file(path);
   std::ostringstream ss;
   ss << in.rdbuf();
   return parse_gemm_measurements(ss.str(), path);
