@@ -25,6 +25,17 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(STEPSIM_SOURCE_DIR) + "/tests/fixtures/measured/" + name; }
 
+// The curve the synthetic fixture was generated from: e_max 0.8, 5 µs, 128×256 tiles, 132 SMs.
+GemmCurve h200_like_curve() {
+  GemmCurve c;
+  c.max_efficiency = 0.8;
+  c.overhead_s = 5e-6;
+  c.tile_m = 128;
+  c.tile_n = 256;
+  c.sms = 132;
+  return c;
+}
+
 // The fixture's shapes with times computed exactly from `c` (no noise).
 GemmMeasurements synthetic(const HardwareProfile& hw, const GemmCurve& c) {
   GemmMeasurements m = read_gemm_measurements(fixture("h200_gemm_sweep.json"));
@@ -36,12 +47,7 @@ GemmMeasurements synthetic(const HardwareProfile& hw, const GemmCurve& c) {
 
 TEST_CASE("hardware.gemm_curve: wave quantization and the time formula, by hand") {
   const HardwareProfile hw = load_profile("h200");
-  GemmCurve c;
-  c.max_efficiency = 0.8;
-  c.overhead_s = 5e-6;
-  c.tile_m = 128;
-  c.tile_n = 256;
-  c.sms = 132;
+  const GemmCurve c = h200_like_curve();
   // 1024 x 4096 output: 8 x 16 = 128 tiles on 132 SMs: one wave, 128/132 busy.
   const GemmShape g{1024, 4096, 4096, 1};
   CHECK(wave_efficiency(c, g) == Approx(128.0 / 132.0).epsilon(1e-12));
@@ -61,12 +67,7 @@ TEST_CASE("hardware.gemm_curve: flash attention keeps the scores on chip") {
   // 2022): FLOPs over the waves only. Eager: the 8192² fp16 scores of each head go through HBM
   // (2·s² bytes written, on top of the operands), which dominates at this head_dim.
   const HardwareProfile hw = load_profile("h200");
-  GemmCurve c;
-  c.max_efficiency = 0.8;
-  c.overhead_s = 5e-6;
-  c.tile_m = 128;
-  c.tile_n = 256;
-  c.sms = 132;
+  const GemmCurve c = h200_like_curve();
   const GemmShape eager{8192, 8192, 64, 32};
   GemmShape flash = eager;
   flash.on_chip = true;
