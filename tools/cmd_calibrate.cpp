@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <memory>
 
 namespace stepsim::tools {
@@ -33,6 +34,7 @@ struct CalibrateArgs {
   std::string op;
   std::string algorithm = "auto";
   int max_segments = 8;
+  int segments = 0;
   int min_points = 2;
   double noise_floor = 0.005;
 };
@@ -92,6 +94,7 @@ std::string text_report(const validate::CalibrationResult& r, const std::string&
     out += summary_line("fitted, all rows (in-sample)", t.fitted);
     out += summary_line("nominal, odd rows", t.cross_nominal);
     out += summary_line("fit on even rows -> odd rows", t.cross);
+    out += summary_line("even -> odd by interpolation", t.cross_interpolation);
   }
   for (const auto& w : r.warnings) out += "warning: " + w + "\n";
   return out;
@@ -139,7 +142,8 @@ std::string json_report(const validate::CalibrationResult& r, const std::string&
                       {"error_nominal", summary_json(t.nominal)},
                       {"error_fitted", summary_json(t.fitted)},
                       {"error_nominal_odd_rows", summary_json(t.cross_nominal)},
-                      {"error_cross_even_to_odd", summary_json(t.cross)}});
+                      {"error_cross_even_to_odd", summary_json(t.cross)},
+                      {"error_cross_interpolation", summary_json(t.cross_interpolation)}});
     if (t.nccl) tables.back()["error_nccl_model"] = summary_json(*t.nccl);
   }
   j["tables"] = tables;
@@ -159,6 +163,8 @@ int cmd_calibrate(const CalibrateArgs& a) {
     throw InputError("--noise-floor", "", fmt::format("expected a fraction in [0, 1), got {}", a.noise_floor));
   if (a.max_segments < 1 || a.max_segments > 64)
     throw InputError("--max-segments", "", fmt::format("expected an integer in [1, 64], got {}", a.max_segments));
+  if (a.segments < 0 || a.segments > 64)
+    throw InputError("--segments", "", fmt::format("expected an integer in [1, 64] (0: chosen by BIC), got {}", a.segments));
   std::vector<validate::NcclTestsLog> logs;
   for (const auto& path : a.logs) logs.push_back(validate::read_nccl_tests_file(path));
   validate::CalibrateOptions opt;
@@ -166,7 +172,8 @@ int cmd_calibrate(const CalibrateArgs& a) {
   opt.gpus_per_node = static_cast<int>(a.gpus_per_node);
   opt.op = a.op;
   opt.algorithm = algorithm_from(a.algorithm);
-  opt.fit.max_segments = a.max_segments;
+  opt.fit.max_segments = std::max(a.max_segments, a.segments);
+  opt.fit.segments = a.segments;
   opt.fit.min_points = a.min_points;
   opt.fit.noise_floor = a.noise_floor;
   const auto result = validate::calibrate(logs, hw, opt, a.output);
@@ -192,6 +199,8 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   nccl->add_option("--algorithm", a->algorithm, "nominal algorithm: auto | ring | hierarchical")
       ->check(CLI::IsMember({"auto", "ring", "hierarchical"}));
   nccl->add_option("--max-segments", a->max_segments, "upper bound on size segments per table (default 8)");
+  nccl->add_option("--segments", a->segments,
+                   "fix the number of size segments per table instead of choosing it by BIC (0, the default: BIC)");
   nccl->add_option("--min-points", a->min_points, "measurements per segment (default 2)");
   nccl->add_option("--noise-floor", a->noise_floor, "relative noise below which no segment is added (default 0.005)");
   nccl->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));

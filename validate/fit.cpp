@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace stepsim::validate {
 
@@ -102,6 +103,10 @@ hardware::CalibrationTable fit_once(std::vector<Measurement> points, const Nomin
   const double floor2 = options.noise_floor * options.noise_floor;
   for (int k = 1; k <= k_max; ++k) {
     if (best[k][n] == inf) continue;
+    if (options.segments > 0) {  // fixed count: the largest feasible one up to it
+      if (k <= options.segments) k_best = k;
+      continue;
+    }
     const double score = n * std::log(std::max(best[k][n] / n, floor2)) + (3.0 * k - 1) * std::log(static_cast<double>(n));
     if (score < score_best - 1e-9) {
       score_best = score;
@@ -189,6 +194,61 @@ hardware::CalibrationTable refit_without_outliers(const hardware::CalibrationTab
 
 }  // namespace
 
+std::vector<Measurement> drop_spikes(const std::vector<Measurement>& sorted, double tolerance,
+                                     std::vector<Measurement>* spikes) {
+  if (!(tolerance > 0)) return sorted;
+  const double k = 1 + tolerance;
+  std::vector<bool> spike(sorted.size(), false);
+  for (std::size_t i = 0; i + 1 < sorted.size(); ++i)
+    spike[i] = sorted[i].time_s > k * sorted[i + 1].time_s && (i == 0 || sorted[i].time_s > k * sorted[i - 1].time_s);
+  std::vector<Measurement> kept;
+  for (std::size_t i = 0; i < sorted.size(); ++i)
+    if (!spike[i]) kept.push_back(sorted[i]);
+  if (kept.size() < 2) return sorted;
+  if (spikes)
+    for (std::size_t i = 0; i < sorted.size(); ++i)
+      if (spike[i]) spikes->push_back(sorted[i]);
+  return kept;
+}
+
+double interpolate_time(const std::vector<Measurement>& points, double bytes, Interpolation how) {
+  const std::size_t n = points.size();
+  if (n < 2) throw std::invalid_argument("interpolate_time needs at least 2 measured sizes");
+  // Interval [i, i+1] holding `bytes`; the end intervals extend beyond the measured range.
+  std::size_t i = 0;
+  while (i + 2 < n && bytes > points[i + 1].bytes) ++i;
+  const Measurement& p = points[i];
+  const Measurement& q = points[i + 1];
+  if (how == Interpolation::Linear) {
+    const double t = p.time_s + (q.time_s - p.time_s) * (bytes - p.bytes) / (q.bytes - p.bytes);
+    return std::max(t, 0.01 * (bytes < p.bytes ? p.time_s : q.time_s));
+  }
+  // Log-log coordinates (sizes ≥ 1 byte).
+  auto lx = [](double v) { return std::log(std::max(v, 1.0)); };
+  std::vector<double> x(n), y(n);
+  for (std::size_t j = 0; j < n; ++j) x[j] = lx(points[j].bytes), y[j] = std::log(points[j].time_s);
+  const double u = lx(bytes);
+  const double h = x[i + 1] - x[i];
+  const double d = (y[i + 1] - y[i]) / h;
+  if (how == Interpolation::LogLog || u < x[i] || u > x[i + 1]) return std::exp(y[i] + d * (u - x[i]));
+  // Fritsch–Carlson: weighted harmonic-mean slopes at interior sizes keep each interval
+  // monotone (Fritsch & Carlson, SIAM J. Numer. Anal. 17(2), 1980; the weights of Fritsch &
+  // Butland 1984, as SciPy's PCHIP uses them); the end sizes take their interval's secant.
+  auto slope = [&](std::size_t k) {
+    if (k == 0 || k + 1 == n) return (y[k == 0 ? 1 : k] - y[k == 0 ? 0 : k - 1]) / (x[k == 0 ? 1 : k] - x[k == 0 ? 0 : k - 1]);
+    const double h0 = x[k] - x[k - 1], h1 = x[k + 1] - x[k];
+    const double d0 = (y[k] - y[k - 1]) / h0, d1 = (y[k + 1] - y[k]) / h1;
+    if (d0 * d1 <= 0) return 0.0;
+    const double w1 = 2 * h1 + h0, w2 = h1 + 2 * h0;
+    return (w1 + w2) / (w1 / d0 + w2 / d1);
+  };
+  const double m0 = slope(i), m1 = slope(i + 1);
+  const double s = (u - x[i]) / h;
+  const double h00 = (1 + 2 * s) * (1 - s) * (1 - s), h10 = s * (1 - s) * (1 - s), h01 = s * s * (3 - 2 * s),
+               h11 = s * s * (s - 1);
+  return std::exp(h00 * y[i] + h10 * h * m0 + h01 * y[i + 1] + h11 * h * m1);
+}
+
 hardware::CalibrationTable fit_table(std::vector<Measurement> points, const NominalLine& nominal,
                                      const FitOptions& options, const std::string& source,
                                      std::vector<Measurement>* outliers) {
@@ -204,19 +264,7 @@ hardware::CalibrationTable fit_table(std::vector<Measurement> points, const Nomi
   // smallest) is a one-off (nccl-tests averages 20 iterations, §D.5 rule 90: one straggler
   // shows as 2-4x). A plateau that steps down (a late protocol switch) is not a spike.
   std::stable_sort(points.begin(), points.end(), [](const Measurement& x, const Measurement& y) { return x.bytes < y.bytes; });
-  std::vector<Measurement> kept_monotone;
-  if (options.monotone_tolerance > 0) {
-    const double k = 1 + options.monotone_tolerance;
-    std::vector<bool> spike(points.size(), false);
-    for (std::size_t i = 0; i + 1 < points.size(); ++i)
-      spike[i] = points[i].time_s > k * points[i + 1].time_s && (i == 0 || points[i].time_s > k * points[i - 1].time_s);
-    for (std::size_t i = 0; i < points.size(); ++i)
-      if (!spike[i]) kept_monotone.push_back(points[i]);
-    if (kept_monotone.size() >= 2 && outliers)
-      for (std::size_t i = 0; i < points.size(); ++i)
-        if (spike[i]) outliers->push_back(points[i]);
-  }
-  const std::vector<Measurement>& fit_points = kept_monotone.size() >= 2 ? kept_monotone : points;
+  const std::vector<Measurement> fit_points = drop_spikes(points, options.monotone_tolerance, outliers);
   hardware::CalibrationTable table = fit_once(fit_points, nominal, options);
   if (options.outlier_threshold > 0 && fit_points.size() >= 6) table = refit_without_outliers(table, fit_points, nominal, options, outliers);
   // The table must still cover every measured size, outliers included.
@@ -242,6 +290,24 @@ ErrorSummary summarize_errors(const std::vector<std::pair<double, double>>& erro
   for (double e : large) s.large_max = std::max(s.large_max, e);
   for (double e : small) s.small_max = std::max(s.small_max, e);
   return s;
+}
+
+ErrorSummary cross_check_interpolation(const std::vector<Measurement>& points, Interpolation how,
+                                       double monotone_tolerance) {
+  std::vector<Measurement> even;
+  for (std::size_t i = 0; i < points.size(); i += 2) {
+    if (!even.empty() && even.back().bytes == points[i].bytes) {  // a repeated size: one point, the mean
+      even.back().time_s = 0.5 * (even.back().time_s + points[i].time_s);
+      continue;
+    }
+    even.push_back(points[i]);
+  }
+  even = drop_spikes(even, monotone_tolerance);
+  if (even.size() < 2) return {};
+  std::vector<std::pair<double, double>> errors;
+  for (std::size_t i = 1; i < points.size(); i += 2)
+    errors.emplace_back(points[i].bytes, interpolate_time(even, points[i].bytes, how) / points[i].time_s - 1);
+  return summarize_errors(errors);
 }
 
 std::optional<hardware::CollectiveOp> modelled_op(const std::string& nccl_op) {
@@ -397,6 +463,7 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
       rep.fitted = summarize_errors(e_fit);
       rep.cross = summarize_errors(e_cross);
       rep.cross_nominal = summarize_errors(e_cross_nom);
+      rep.cross_interpolation = cross_check_interpolation(points, Interpolation::Linear, options.fit.monotone_tolerance);
       if (!e_nccl.empty()) rep.nccl = summarize_errors(e_nccl);
 
       // One table per (op, scope, ranks): a later run of the same key replaces nothing; warn.

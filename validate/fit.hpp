@@ -47,6 +47,9 @@ struct FitOptions {
   /// the fastest algorithm/protocol at every size (semantics.md §D.3 rule 83), so time does not
   /// fall as the message grows. 0 disables.
   double monotone_tolerance = 0.15;
+  /// Exact number of segments: the largest feasible count ≤ this one and ≤ max_segments.
+  /// 0 lets BIC choose up to max_segments.
+  int segments = 0;
 };
 
 /// Fits segments to `points` against `nominal` (style.md §3.3 step 3):
@@ -54,7 +57,8 @@ struct FitOptions {
 ///    runs of ≥ min_points points minimising Σ ((a_k + b_k·V − t)/t)² (least squares on the
 ///    relative error, a_k ≥ 0, b_k ≥ c_nom / max_bandwidth_factor);
 ///  * K is chosen by BIC, n·ln(max(SSE/n, noise_floor²)) + (3K − 1)·ln n, so breakpoints appear
-///    where the data bends (NCCL's protocol and algorithm switches) and not to chase noise;
+///    where the data bends (NCCL's protocol and algorithm switches) and not to chase noise
+///    (FitOptions::segments > 0 fixes K instead);
 ///  * rows slower than both neighbouring sizes by more than FitOptions::monotone_tolerance are
 ///    left out first (spikes; appended to `*outliers`);
 ///  * a boundary sits where the two neighbouring segments' lines cross when that lies between
@@ -70,6 +74,27 @@ hardware::CalibrationTable fit_table(std::vector<Measurement> points, const Nomi
                                      const FitOptions& options, const std::string& source,
                                      std::vector<Measurement>* outliers = nullptr);
 
+/// Leaves out rows more than `tolerance` slower than both neighbouring sizes (the next size
+/// only, for the smallest): the spike rule of fit_table (FitOptions::monotone_tolerance).
+/// `sorted` is sorted by size; spikes are appended to `*spikes` when given. When fewer than 2
+/// rows would remain, or `tolerance` ≤ 0, every row is kept.
+std::vector<Measurement> drop_spikes(const std::vector<Measurement>& sorted, double tolerance,
+                                     std::vector<Measurement>* spikes = nullptr);
+
+/// Plain interpolation between measured sizes: the reference a fit's even→odd error is read
+/// against (a log that interpolation cannot predict either is noise-limited at its size step).
+enum class Interpolation {
+  Linear,               ///< t linear in V between neighbouring sizes
+  LogLog,               ///< ln t linear in ln V
+  MonotoneCubicLogLog,  ///< Fritsch–Carlson monotone cubic (PCHIP) of ln t over ln V
+};
+
+/// Time at `bytes` interpolated between `points` (sorted by size, ≥ 2 distinct sizes, times
+/// > 0). Outside their range the end interval's line is extended (in the method's coordinates),
+/// and a linear extension is floored at 1 % of the nearest measured time.
+/// @throws std::invalid_argument when fewer than 2 points are given.
+double interpolate_time(const std::vector<Measurement>& points, double bytes, Interpolation how);
+
 /// Median and maximum |relative error| of predictions, split at 1 MiB (the split).
 struct ErrorSummary {
   int large_points = 0;    ///< sizes ≥ 1 MiB
@@ -80,6 +105,12 @@ struct ErrorSummary {
 
 /// `errors` are (bytes, (predicted − measured)/measured) pairs.
 ErrorSummary summarize_errors(const std::vector<std::pair<double, double>>& errors);
+
+/// The even→odd check of calibrate() with plain interpolation in place of the fit: `points`
+/// sorted by size; the even-indexed ones, spikes dropped by drop_spikes(monotone_tolerance),
+/// predict the odd-indexed ones. Empty summary when fewer than 2 even rows remain.
+ErrorSummary cross_check_interpolation(const std::vector<Measurement>& points, Interpolation how,
+                                       double monotone_tolerance);
 
 /// What `stepsim calibrate` was asked to do.
 struct CalibrateOptions {
@@ -118,6 +149,10 @@ struct TableReport {
   ErrorSummary fitted;       ///< every row, the fit on all rows (in-sample)
   ErrorSummary cross;        ///< odd rows, the fit on even rows (out-of-sample)
   ErrorSummary cross_nominal;  ///< odd rows, nominal model (same rows as `cross`)
+  /// Odd rows, linear interpolation between the even rows (cross_check_interpolation): the
+  /// reference for `cross`: when neither meets a bar, the log's odd rows are off any smooth
+  /// curve through its even rows.
+  ErrorSummary cross_interpolation;
   /// Every row, the NCCL-tuner nominal model (empty when the profile has no "nccl" object).
   std::optional<ErrorSummary> nccl;
 };

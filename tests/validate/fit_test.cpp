@@ -12,7 +12,9 @@
 #include "validate/nccl_tests.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <stdexcept>
 #include <iterator>
 
 using namespace stepsim;
@@ -184,6 +186,73 @@ TEST_CASE("validate.fit.boundary sits where neighbouring segment lines cross") {
   CHECK(table.segments[1].latency_factor == Approx(4.0).epsilon(1e-6));
 }
 
+TEST_CASE("validate.fit.a fixed segment count overrides BIC") {
+  // The kink data of "recovers known factors": BIC picks 2 segments; segments = 1 forces one
+  // line through both regimes, segments = 3 splits one regime (still exact, so max_residual ~ 0).
+  const NominalLine nom{10e-6, 1.0 / 400e9};
+  std::vector<Measurement> pts;
+  for (double v = 1024; v <= 1 << 30; v *= 2)
+    pts.push_back({v, v <= 65536 ? 2.0 * nom.alpha_s + v * nom.seconds_per_byte / 0.1
+                                 : 1.5 * nom.alpha_s + v * nom.seconds_per_byte / 0.9, 0});
+  for (int k : {1, 3, 5}) {
+    FitOptions o;
+    o.segments = k;
+    o.outlier_threshold = 0;  // a forced single line leaves large residuals; keep every point
+    CHECK(fit_table(pts, nom, o, "fixed").segments.size() == static_cast<std::size_t>(k));
+  }
+  FitOptions o;
+  o.segments = 100;  // more than the points allow (21 points, 2 per segment, max_segments 8): the largest feasible
+  CHECK(fit_table(pts, nom, o, "fixed").segments.size() == 8);
+}
+
+TEST_CASE("validate.fit.plain interpolation between measured sizes") {
+  // t = 5 us + V / 100 GB/s at 1, 4, 16 MiB: linear interpolation is exact in between and
+  // beyond (a line); log-log interpolation of a power law t = 1e-9 · V^0.5 is exact; the
+  // monotone cubic passes through the nodes and stays between them.
+  const double mib = 1 << 20;
+  auto affine = [](double v) { return 5e-6 + v / 100e9; };
+  const std::vector<Measurement> a{{mib, affine(mib), 0}, {4 * mib, affine(4 * mib), 0}, {16 * mib, affine(16 * mib), 0}};
+  for (double v : {2 * mib, 8 * mib, 0.5 * mib, 32 * mib})
+    CHECK(interpolate_time(a, v, Interpolation::Linear) == Approx(affine(v)).epsilon(1e-12));
+  // A linear extension below the range is floored at 1 % of the nearest measured time.
+  const std::vector<Measurement> steep{{1000, 1e-6, 0}, {2000, 100e-6, 0}};
+  CHECK(interpolate_time(steep, 10, Interpolation::Linear) == Approx(1e-8));
+  auto power = [](double v) { return 1e-9 * std::sqrt(v); };
+  const std::vector<Measurement> p{{1e3, power(1e3), 0}, {1e5, power(1e5), 0}, {1e7, power(1e7), 0}};
+  for (double v : {1e4, 3e6, 1e9})
+    CHECK(interpolate_time(p, v, Interpolation::LogLog) == Approx(power(v)).epsilon(1e-12));
+  for (const auto& m : a) CHECK(interpolate_time(a, m.bytes, Interpolation::MonotoneCubicLogLog) == Approx(m.time_s).epsilon(1e-12));
+  // A step (flat, then a jump, then flat): the cubic stays within [lo, hi] (no overshoot).
+  const std::vector<Measurement> step{{1, 1e-5, 0}, {2, 1e-5, 0}, {4, 5e-5, 0}, {8, 5e-5, 0}};
+  for (double v = 1; v <= 8; v += 0.25) {
+    const double t = interpolate_time(step, v, Interpolation::MonotoneCubicLogLog);
+    CHECK(t >= 1e-5 * (1 - 1e-12));
+    CHECK(t <= 5e-5 * (1 + 1e-12));
+  }
+  CHECK_THROWS_AS(interpolate_time({{1, 1e-5, 0}}, 2, Interpolation::Linear), std::invalid_argument);
+  // drop_spikes: the 3x row goes, the rest stay in order.
+  const std::vector<Measurement> spiky{{1, 1e-5, 1}, {2, 3e-5, 2}, {4, 1.1e-5, 3}, {8, 1.2e-5, 4}};
+  std::vector<Measurement> spikes;
+  const auto kept = drop_spikes(spiky, 0.15, &spikes);
+  REQUIRE(kept.size() == 3);
+  CHECK(kept[1].line == 3);
+  REQUIRE(spikes.size() == 1);
+  CHECK(spikes[0].line == 2);
+  CHECK(drop_spikes(spiky, 0).size() == 4);
+}
+
+TEST_CASE("validate.fit.the interpolation reference on the odd rows of a log") {
+  // cross_check_interpolation on exact affine data: every odd row predicted exactly.
+  std::vector<Measurement> pts;
+  for (double v = 1024; v <= 1 << 26; v *= 2) pts.push_back({v, 5e-6 + v / 100e9, 0});
+  const auto s = cross_check_interpolation(pts, Interpolation::Linear, 0.15);
+  CHECK(s.large_points == 3);   // 2, 8, 32 MiB
+  CHECK(s.small_points == 5);   // 2, 8, 32, 128, 512 KiB
+  CHECK(s.large_max < 1e-12);
+  CHECK(s.small_max < 1e-12);
+  CHECK(cross_check_interpolation({pts[0], pts[1]}, Interpolation::Linear, 0.15).large_points == 0);
+}
+
 TEST_CASE("validate.fit.even/odd cross-validation on real logs meets the issue's bar") {
   // Issue 5: fit the even-indexed sizes, predict the odd ones; median |error| ≤ 3 % at ≥ 1 MiB
   // and ≤ 10 % below. Measured with this fit (tests/fixtures/nccl/README.md for the data):
@@ -222,6 +291,37 @@ std::string profile_for_gpu(const std::string& gpu) {
   return "h100-sxm";
 }
 
+// Every multi-rank table of ../shared/data/nccl/, sorted by id, with the profile it is fitted
+// over; empty (with a warning) when the shared data is not there.
+struct SharedTable {
+  std::string id;
+  NcclTestsLog log;
+  HardwareProfile hw;
+};
+
+std::vector<SharedTable> shared_tables() {
+  const std::filesystem::path dir = std::filesystem::path(STEPSIM_SOURCE_DIR) / ".." / "shared" / "data" / "nccl";
+  if (!std::filesystem::is_directory(dir)) {
+    WARN("../shared/data/nccl not present; nothing to check");
+    return {};
+  }
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".csv") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::vector<SharedTable> out;
+  for (const auto& f : files) {
+    auto log = read_nccl_tests_file(f.string());
+    REQUIRE(log.runs.size() == 1);
+    if (log.runs[0].ranks == 1) continue;  // one GPU: nothing to communicate, nothing to fit
+    auto hw = load_profile(profile_for_gpu(log.runs[0].gpu));
+    out.push_back({f.stem().string(), std::move(log), std::move(hw)});
+  }
+  return out;
+}
+
+bool meets_bar(const ErrorSummary& s) { return s.large_median <= 0.03 && s.small_median <= 0.10; }
+
 }  // namespace
 
 TEST_CASE("validate.fit.even/odd cross-validation on every shared table, bar or documented miss") {
@@ -244,23 +344,11 @@ TEST_CASE("validate.fit.even/odd cross-validation on every shared table, bar or 
       {"h100_nebius_2n_ib_allreduce", 0.075, 0.093},
       {"h100_unresolved_2n_allreduce", 0.032, 0.012},
   };
-  const std::filesystem::path dir = std::filesystem::path(STEPSIM_SOURCE_DIR) / ".." / "shared" / "data" / "nccl";
-  if (!std::filesystem::is_directory(dir)) {
-    WARN("../shared/data/nccl not present; nothing to check");
-    return;
-  }
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".csv") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
+  const auto shared = shared_tables();
+  if (shared.empty()) return;
   int tables = 0, meet = 0;
-  for (const auto& f : files) {
-    const std::string id = f.stem().string();
+  for (const auto& [id, log, hw] : shared) {
     INFO(id);
-    const auto log = read_nccl_tests_file(f.string());
-    REQUIRE(log.runs.size() == 1);
-    if (log.runs[0].ranks == 1) continue;  // one GPU: nothing to communicate, nothing to fit
-    const auto hw = load_profile(profile_for_gpu(log.runs[0].gpu));
     const auto result = calibrate({log}, hw, CalibrateOptions{}, "out.json");
     REQUIRE(result.tables.size() == 1);
     const auto& c = result.tables[0].cross;
@@ -269,7 +357,7 @@ TEST_CASE("validate.fit.even/odd cross-validation on every shared table, bar or 
     if (miss == std::end(misses)) {
       CHECK(c.large_median <= 0.03);
       CHECK(c.small_median <= 0.10);
-      meet += c.large_median <= 0.03 && c.small_median <= 0.10;
+      meet += meets_bar(c);
     } else {
       CHECK(c.large_median <= miss->large + 0.005);
       CHECK(c.small_median <= miss->small + 0.005);
@@ -279,22 +367,67 @@ TEST_CASE("validate.fit.even/odd cross-validation on every shared table, bar or 
   CHECK(meet == tables - static_cast<int>(std::size(misses)));
 }
 
+TEST_CASE("validate.fit.three shared tables miss the bar under every predictor tried, even one chosen in hindsight") {
+  // Why issue 5's bar stays out of reach (docs/calibration.md "Is the bar reachable?"): for
+  // each table, 12 ways to predict the odd rows from the even ones: the segmented fit with
+  // its BIC choice and with every fixed segment count 1..8, and plain interpolation (linear,
+  // log-log, monotone cubic in log-log; spikes among the even rows dropped as the fit does).
+  // Choosing, per table, whichever does best on the very odd rows being predicted (which no
+  // honest method can) still leaves three tables that no predictor brings within ≤ 3 %
+  // (≥ 1 MiB) and ≤ 10 % (< 1 MiB): their odd rows are off every smooth curve through their
+  // even rows. Measured: 35 of 38 reachable in hindsight; the fit (BIC) meets 30, linear
+  // interpolation 29.
+  const auto shared = shared_tables();
+  if (shared.empty()) return;
+  std::vector<std::string> unreachable;
+  int reachable = 0, by_fit = 0, by_linear = 0;
+  for (const auto& [id, log, hw] : shared) {
+    INFO(id);
+    std::vector<ErrorSummary> tried;
+    const auto bic = calibrate({log}, hw, CalibrateOptions{}, "out.json");
+    REQUIRE(bic.tables.size() == 1);
+    tried.push_back(bic.tables[0].cross);
+    std::vector<Measurement> points;
+    for (const auto& row : bic.tables[0].rows) points.push_back({row.bytes, row.measured_s, row.line});
+    const ErrorSummary linear = cross_check_interpolation(points, Interpolation::Linear, FitOptions{}.monotone_tolerance);
+    CHECK(linear.large_median == Approx(bic.tables[0].cross_interpolation.large_median));  // the report's reference
+    CHECK(linear.small_median == Approx(bic.tables[0].cross_interpolation.small_median));
+    by_fit += meets_bar(tried[0]);
+    by_linear += meets_bar(linear);
+    if (meets_bar(tried[0])) {  // reachable: the other predictors need not be tried
+      ++reachable;
+      continue;
+    }
+    tried.push_back(linear);
+    for (int k = 1; k <= 8; ++k) {
+      CalibrateOptions o;
+      o.fit.segments = k;
+      tried.push_back(calibrate({log}, hw, o, "out.json").tables.at(0).cross);
+    }
+    for (auto how : {Interpolation::LogLog, Interpolation::MonotoneCubicLogLog})
+      tried.push_back(cross_check_interpolation(points, how, FitOptions{}.monotone_tolerance));
+    if (std::any_of(tried.begin(), tried.end(), meets_bar))
+      ++reachable;
+    else
+      unreachable.push_back(id);
+  }
+  CHECK(by_fit == 30);
+  CHECK(by_linear == 29);
+  CHECK(reachable == 35);
+  CHECK(unreachable == std::vector<std::string>{"a100_azure_ndv4_echo_16n_allreduce", "a100_azure_ndv4_echo_8n_allreduce",
+                                                "b200_lambda_2n_allreduce"});
+}
+
 TEST_CASE("validate.fit.nominal nccl model is closer than alpha-beta to the shared tables at both size ranges") {
   // Issue 5 item 4: the NCCL-tuner model (with the 4 us host launch term) against the seeds'
   // alpha-beta model, both uncalibrated, on every table of ../shared/data/nccl/: median over
   // tables of each table's median |error|, sizes >= 1 MiB and < 1 MiB. Measured (docs/calibration.md):
   // alpha-beta 36.9 % / 40.3 %, nccl 21.0 % / 38.5 %.
-  const std::filesystem::path dir = std::filesystem::path(STEPSIM_SOURCE_DIR) / ".." / "shared" / "data" / "nccl";
-  if (!std::filesystem::is_directory(dir)) {
-    WARN("../shared/data/nccl not present; nothing to check");
-    return;
-  }
+  const auto shared = shared_tables();
+  if (shared.empty()) return;
   std::vector<double> ab_large, ab_small, nccl_large, nccl_small;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() != ".csv") continue;
-    const auto log = read_nccl_tests_file(e.path().string());
-    if (log.runs.size() != 1 || log.runs[0].ranks == 1) continue;
-    const auto result = calibrate({log}, load_profile(profile_for_gpu(log.runs[0].gpu)), CalibrateOptions{}, "out.json");
+  for (const auto& [id, log, hw] : shared) {
+    const auto result = calibrate({log}, hw, CalibrateOptions{}, "out.json");
     const auto& t = result.tables.at(0);
     REQUIRE(t.nccl);
     if (t.nominal.large_points > 0) ab_large.push_back(t.nominal.large_median), nccl_large.push_back(t.nccl->large_median);
