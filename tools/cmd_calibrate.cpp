@@ -64,9 +64,14 @@ std::string text_report(const validate::CalibrationResult& r, const std::string&
                        count_of(static_cast<std::size_t>(t.group.ranks), "rank"), count_of(static_cast<std::size_t>(t.nodes), "node"),
                        t.group.ranks_per_node, hardware::calibration_scope_name(t.table.scope));
     out += "  segments            lo_bytes          hi_bytes   latency x  bandwidth x  points  max residual\n";
-    for (const auto& s : t.table.segments)
+    bool flat = false;
+    for (const auto& s : t.table.segments) {
       out += fmt::format("  {:>28.0f} {:>17.0f} {:>11.4g} {:>12.4g} {:>7} {:>12.1f}%\n", s.lo_bytes, s.hi_bytes,
                          s.latency_factor, s.bandwidth_factor, s.points, 100 * s.max_residual);
+      flat = flat || s.points == 0;
+    }
+    if (flat)
+      out += "  (0 points: below the smallest size kept, the time of that size held flat; leading spikes left out)\n";
     out += fmt::format("  {:>6} {:>14} | {:>11} {:>8} | {:>11} {:>8} {:>7} | {:>11} {:>8} {:>7} | {:>9}  {}\n", "line",
                        "size (B)", "measured us", "busbw", "nominal us", "busbw", "error", "fitted us", "busbw", "error",
                        "even->odd", "segment");

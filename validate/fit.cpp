@@ -219,9 +219,11 @@ double interpolate_time(const std::vector<Measurement>& points, double bytes, In
   while (i + 2 < n && bytes > points[i + 1].bytes) ++i;
   const Measurement& p = points[i];
   const Measurement& q = points[i + 1];
+  // Below the smallest size: held flat (latency-bound; the fit's rule, fit_table).
+  if (bytes < p.bytes) return p.time_s;
   if (how == Interpolation::Linear) {
     const double t = p.time_s + (q.time_s - p.time_s) * (bytes - p.bytes) / (q.bytes - p.bytes);
-    return std::max(t, 0.01 * (bytes < p.bytes ? p.time_s : q.time_s));
+    return std::max(t, 0.01 * q.time_s);
   }
   // Log-log coordinates (sizes ≥ 1 byte).
   auto lx = [](double v) { return std::log(std::max(v, 1.0)); };
@@ -267,6 +269,23 @@ hardware::CalibrationTable fit_table(std::vector<Measurement> points, const Nomi
   const std::vector<Measurement> fit_points = drop_spikes(points, options.monotone_tolerance, outliers);
   hardware::CalibrationTable table = fit_once(fit_points, nominal, options);
   if (options.outlier_threshold > 0 && fit_points.size() >= 6) table = refit_without_outliers(table, fit_points, nominal, options, outliers);
+  // Below the smallest size kept (a leading spike left out: nccl-tests' first size often
+  // carries warm-up), the collective is latency-bound: its time there is held at the fitted
+  // time of that size instead of following the first segment's line down, which is steep
+  // when that segment spans a protocol switch (time does not rise as the message shrinks and
+  // is near-flat below the LL protocol's latency, semantics.md §D.3).
+  if (fit_points.front().bytes > points.front().bytes) {
+    const hardware::CalibrationSegment& first = table.segments.front();
+    const double v0 = fit_points.front().bytes;
+    const double t0 = first.latency_factor * nominal.alpha_s + v0 * nominal.seconds_per_byte / first.bandwidth_factor;
+    hardware::CalibrationSegment flat;
+    flat.lo_bytes = points.front().bytes;
+    flat.hi_bytes = v0;
+    flat.bandwidth_factor = options.max_bandwidth_factor;
+    flat.latency_factor = (t0 - v0 * nominal.seconds_per_byte / flat.bandwidth_factor) / nominal.alpha_s;
+    table.segments.front().lo_bytes = v0;
+    if (flat.latency_factor > 0) table.segments.insert(table.segments.begin(), flat);
+  }
   // The table must still cover every measured size, outliers included.
   table.segments.front().lo_bytes = std::min(table.segments.front().lo_bytes, points.front().bytes);
   table.segments.back().hi_bytes = std::max(table.segments.back().hi_bytes, points.back().bytes + 1);

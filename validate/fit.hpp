@@ -66,6 +66,9 @@ struct FitOptions {
 ///    protocol where the faster one changes), else at the geometric mean of those sizes; the
 ///    first segment starts at the smallest size and the last ends one byte past the largest;
 ///  * latency_factor = a_k / α_nom, bandwidth_factor = c_nom / b_k;
+///  * when leading spikes were left out, sizes below the smallest kept one get a flat segment
+///    (bandwidth_factor = max_bandwidth_factor) at the fitted time of that size: a collective
+///    below its smallest reliable size is latency-bound;
 ///  * with ≥ 6 points, outliers (FitOptions::outlier_threshold) are dropped and the fit is
 ///    repeated once; they are appended to `*outliers` when given.
 /// @throws InputError (source = `source`) when there are fewer than 2 points, or α_nom or
@@ -90,8 +93,9 @@ enum class Interpolation {
 };
 
 /// Time at `bytes` interpolated between `points` (sorted by size, ≥ 2 distinct sizes, times
-/// > 0). Outside their range the end interval's line is extended (in the method's coordinates),
-/// and a linear extension is floored at 1 % of the nearest measured time.
+/// > 0). Below the smallest size the time is held flat (latency-bound, as fit_table does);
+/// above the largest, the last interval's line is extended in the method's coordinates (a
+/// linear extension floored at 1 % of the largest size's time).
 /// @throws std::invalid_argument when fewer than 2 points are given.
 double interpolate_time(const std::vector<Measurement>& points, double bytes, Interpolation how);
 
