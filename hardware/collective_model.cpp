@@ -35,6 +35,74 @@ double op_multiplier(CollectiveOp op) { return op == CollectiveOp::AllReduce ? 2
 // (k−1)/k, or 1 when the seeds' asymptotic form is asked for.
 double ring_factor(int k, bool exact) { return exact ? (k - 1.0) / k : (k > 1 ? 1.0 : 0.0); }
 
+// Multi-axis schedule on a torus (JAX scaling book, "How to think about TPUs", multi-axis
+// collectives): a ReduceScatter over axes (a_1, …, a_k) runs a ring along a_1 on the whole
+// buffer, then along a_2 on the 1/d_1 shard it left, and so on; the AllGather replays the
+// stages in reverse and an AllReduce is the two. One such chain uses one axis at a time, so the
+// buffer is split into k parts whose chains start on different axes (cyclic rotations) and run
+// at once. Stage p of a part of size f·V moves f·V · (d−1)/d / Π(earlier d) per chip over its
+// axis; with every stage pipelined the time is the busiest axis's bytes over W_axis. The part
+// sizes f are chosen to equalise the axes' bytes (a k×k linear system); the axes' total is
+// (1 − 1/N)·V whatever f is, so equal loads meet the bandwidth bound (1 − 1/N)·V / (k·W_axis)
+// exactly. Should equalising need a negative part (it does not for d ≥ 2), equal parts are used.
+// `exact` false is the seeds' asymptotic form: every d → ∞, so only each chain's first stage
+// carries bytes (1 per part) and the time is V / (k·W_axis).
+double torus_axis_load(const std::vector<int>& dims, bool exact) {
+  const int k = static_cast<int>(dims.size());
+  if (k == 0) return 0;
+  // load[j][i]: bytes per chip (per byte of the part) that part j (chain starting at axis j)
+  // moves over axis i.
+  std::vector<std::vector<double>> load(k, std::vector<double>(k, 0.0));
+  for (int j = 0; j < k; ++j) {
+    double shard = 1;
+    for (int p = 0; p < k; ++p) {
+      const int axis = (j + p) % k;
+      const int d = dims[axis];
+      load[j][axis] = exact ? shard * (d - 1.0) / d : (p == 0 ? 1.0 : 0.0);
+      shard /= d;
+    }
+  }
+  // Solve Σ_j f_j load[j][i] = T (every axis i) and Σ_j f_j = 1 by Gaussian elimination with
+  // partial pivoting on the (k+1)×(k+1) system in the unknowns (f_0 … f_{k−1}, T).
+  const int n = k + 1;
+  std::vector<std::vector<double>> a(n, std::vector<double>(n + 1, 0.0));
+  for (int i = 0; i < k; ++i) {
+    for (int j = 0; j < k; ++j) a[i][j] = load[j][i];
+    a[i][k] = -1;
+  }
+  for (int j = 0; j < k; ++j) a[k][j] = 1;
+  a[k][n] = 1;
+  bool ok = true;
+  for (int c = 0; c < n && ok; ++c) {
+    int piv = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
+    if (std::fabs(a[piv][c]) < 1e-12) {
+      ok = false;
+      break;
+    }
+    std::swap(a[c], a[piv]);
+    for (int r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c] / a[c][c];
+      for (int q = c; q <= n; ++q) a[r][q] -= f * a[c][q];
+    }
+  }
+  std::vector<double> f(k, 1.0 / k);
+  if (ok) {
+    std::vector<double> sol(k);
+    for (int j = 0; j < k; ++j) sol[j] = a[j][n] / a[j][j];
+    if (std::all_of(sol.begin(), sol.end(), [](double x) { return x >= 0; })) f = sol;
+  }
+  double busiest = 0;
+  for (int i = 0; i < k; ++i) {
+    double li = 0;
+    for (int j = 0; j < k; ++j) li += f[j] * load[j][i];
+    busiest = std::max(busiest, li);
+  }
+  return busiest;
+}
+
 CollectiveCost torus_cost(const HardwareProfile& hw, CollectiveOp op, double bytes,
                           const GroupShape& group, bool exact) {
   CollectiveCost c;
@@ -42,16 +110,14 @@ CollectiveCost torus_cost(const HardwareProfile& hw, CollectiveOp op, double byt
   const int axes = group.torus_axes > 0 ? group.torus_axes : static_cast<int>(hw.torus_dims.size());
   c.torus_dims = torus_ring_lengths(hw, group.ranks, axes);
   const double m = op_multiplier(op);
-  // Split the buffer across the axes so every axis ring finishes at once: axis i carries a
-  // share s_i with s_i (d_i−1)/d_i equal for all i, hence Σ over axes of d_i/(d_i−1).
-  double capacity = 0;
+  std::vector<int> used;  // axes of length 1 carry nothing
   double steps = 0;
   for (int d : c.torus_dims) {
     if (d <= 1) continue;
-    capacity += 1.0 / ring_factor(d, exact);
+    used.push_back(d);
     steps += d - 1;
   }
-  if (capacity > 0) c.bandwidth_s = m * bytes / (hw.torus_axis.bandwidth_bytes_per_s * capacity);
+  c.bandwidth_s = m * bytes * torus_axis_load(used, exact) / hw.torus_axis.bandwidth_bytes_per_s;
   c.latency_s = steps > 0 ? hw.torus_axis.base_latency_s + m * steps * hw.torus_axis.step_latency_s : 0;
   c.bottleneck = "ici torus axes";
   c.intra_share = 1;
@@ -74,15 +140,17 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
     c.intra_share = 1;
     return c;
   }
-  const double w_node = hw.node_egress_bytes_per_s() / std::max(1, group.concurrent_groups_per_node);
+  // What the group's member GPUs' NICs give on each node (hardware_profile.hpp).
+  const double w_node =
+      hw.nics_per_node > 0 ? hw.group_network_bytes_per_s(g, std::max(1, group.concurrent_groups_per_node)) : 0.0;
   if (!(w_node > 0))
     throw InputError(hw.name, "/inter_node",
                      fmt::format("a group of {} ranks spans {} nodes, but the profile has no "
                                  "network (nics_per_node × nic_bandwidth_bytes_per_s)",
                                  n_ranks, nodes));
   if (algorithm == CollectiveAlgorithm::Ring) {
-    // One flat ring over every rank, spread over as many channels as NICs (NCCL places each
-    // channel's node crossing on its own NIC): per rank, min(NVLink, node egress).
+    // One flat ring over every rank, spread over as many channels as the group's NICs (NCCL
+    // places each channel's node crossing on its own NIC): per rank, min(NVLink, those NICs).
     const double w = std::min(w_intra, w_node);
     c.algorithm = "ring";
     c.bottleneck = w < w_intra ? "node network egress" : "intra-node fabric";
@@ -94,7 +162,7 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
     return c;
   }
   // Hierarchical: intra-node ring and inter-node ring pipeline; the slower sets the time
-  // (seed 000 §7.2). Per GPU the inter-node segment moves V/g over W_node/g: V/W_node.
+  // (seed 000 §7.2). Per GPU the inter-node segment moves V/g over its NIC share: V/W_node.
   const double t_intra = ring_factor(g, exact) * bytes / w_intra;
   const double t_inter = ring_factor(nodes, exact) * bytes / w_node;
   c.algorithm = "hierarchical";
@@ -143,6 +211,34 @@ CollectiveCost cost(const HardwareProfile& hw, CollectiveOp op, double bytes, co
 CollectiveCost collective_cost(const HardwareProfile& hw, CollectiveOp op, double bytes,
                                const GroupShape& group, CollectiveAlgorithm algorithm) {
   return cost(hw, op, bytes + 0.0, group, algorithm, true);  // + 0.0 turns -0 into 0
+}
+
+double collective_bandwidth_lower_bound_s(const HardwareProfile& hw, CollectiveOp op, double bytes,
+                                          const GroupShape& group) {
+  const int n_ranks = group.ranks;
+  if (n_ranks <= 1 || !(bytes > 0)) return 0;
+  const double moved = (n_ranks - 1.0) / n_ranks * bytes;  // per rank, each way, per half
+  const double reduce_halves = op == CollectiveOp::AllReduce ? 2.0 : 1.0;
+  if (hw.is_torus()) {
+    const int axes = group.torus_axes > 0 ? group.torus_axes : static_cast<int>(hw.torus_dims.size());
+    int k = 0;
+    for (int d : torus_ring_lengths(hw, n_ranks, axes)) k += d > 1 ? 1 : 0;
+    return reduce_halves * moved / (k * hw.torus_axis.bandwidth_bytes_per_s);
+  }
+  const int g = std::min(group.ranks_per_node, n_ranks);
+  const int nodes = (n_ranks + g - 1) / g;
+  const double w_intra = g > 1 ? hw.intra_node.bandwidth_bytes_per_s : 0.0;
+  const double w_node =
+      nodes > 1 && hw.nics_per_node > 0
+          ? hw.group_network_bytes_per_s(g, std::max(1, group.concurrent_groups_per_node))
+          : 0.0;
+  // In-switch reduction (NVLS) halves what an AllReduce must move inside a node.
+  const double intra_halves = op == CollectiveOp::AllReduce && !hw.nccl.nvls ? 2.0 : 1.0;
+  double bound = 0;
+  if (w_intra + w_node / g > 0) bound = intra_halves * moved / (w_intra + w_node / g);
+  if (nodes > 1 && w_node > 0)
+    bound = std::max(bound, reduce_halves * (nodes - 1.0) / nodes * bytes / w_node);
+  return bound;
 }
 
 std::vector<int> torus_ring_lengths(const HardwareProfile& hw, int ranks, int axes) {

@@ -63,13 +63,31 @@ struct CollectiveCost {
 ///   AllReduce 2(N−1)α + 2(N−1)/N · V/W;  ReduceScatter, AllGather (N−1)α + (N−1)/N · V/W.
 /// Hierarchical (n nodes of g ranks, node egress W_node), c = 2 for AllReduce else 1:
 ///   c · max((g−1)/g · V/W_intra, (n−1)/n · V/W_node) + base_inter + c(g−1)α_intra + c(n−1)α_inter.
-/// Torus (rings along k axes with lengths d_i, used at once; per-axis bandwidth W_axis): the
-///   buffer is split across axes so all finish together, V·c / (W_axis · Σ d_i/(d_i−1)); with
-///   d_i → ∞ this is the seeds' c·V/(k·W_axis). Latency base + c·Σ(d_i−1)·α_axis.
+/// Torus (rings along k axes with lengths d_i > 1; per-axis bidirectional ring bandwidth per chip
+///   W_axis): ReduceScatter axis by axis on shrinking shards, AllGather in reverse (JAX scaling
+///   book, "How to think about TPUs"), the buffer split into k parts whose chains start on
+///   different axes so all axes work at once, part sizes equalising the axes' bytes:
+///   c · (1 − 1/N) · V / (k · W_axis), the bandwidth bound; with d_i → ∞ the seeds'
+///   c·V/(k·W_axis). Latency base + c·Σ(d_i−1)·α_axis.
 /// @throws InputError when the group needs a link the profile lacks (e.g. several nodes but no NICs).
 CollectiveCost collective_cost(const HardwareProfile& hw, CollectiveOp op, double bytes,
                                const GroupShape& group,
                                CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
+
+/// Time (s) below which no algorithm can move the bytes `op` must move over `bytes` on
+/// `group`, whatever its latency: a physical floor every cost model must respect (property test
+/// hardware_test "no collective beats its bandwidth lower bound").
+///   AllGather: every rank receives (N−1)/N·V; ReduceScatter: every rank sends (N−1)/N·V;
+///   AllReduce: twice that without in-network reduction (Patarasuk & Yuan, "Bandwidth optimal
+///   all-reduce algorithms for clusters of workstations", JPDC 2009), once inside an NVSwitch
+///   node with NVLS (the switch reduces; hw.nccl.nvls).
+/// Torus: through the k axes of length > 1 at once, k·W_axis per chip (no reduction on ICI).
+/// GPUs: per rank through NVLink plus its share of its node's group NICs,
+///   W_intra + W_node/g; per node through the NICs of its g member GPUs,
+///   W_node = hw.group_network_bytes_per_s(g, concurrent groups): (n−1)/n·V (×2 for AllReduce).
+/// The bound is the larger. 0 for one rank or no bytes. Same preconditions as collective_cost().
+double collective_bandwidth_lower_bound_s(const HardwareProfile& hw, CollectiveOp op, double bytes,
+                                          const GroupShape& group);
 
 /// Ring lengths for `ranks` chips over `axes` torus axes: the profile's pod shape when it
 /// matches exactly, else the most balanced factorisation into `axes` factors.

@@ -75,6 +75,9 @@ struct HardwareProfile {
   int gpus_per_node = 1;             ///< GPUs (chips) sharing one intra-node fabric / host
   LinkScope intra_node;              ///< NVLink per GPU, one way
   int nics_per_node = 0;             ///< network adapters per node
+  /// GPUs each NIC serves (its PCIe-switch neighbours), ≥ 1: a GPU drives only its own NIC
+  /// (rail-optimized HGX clusters: 1; a node of 8 GPUs with 4 NICs: 2).
+  int gpus_per_nic = 1;
   double nic_bandwidth_bytes_per_s = 0;  ///< per adapter, one way
   LinkScope inter_node;              ///< bandwidth_bytes_per_s unused: see node_egress
 
@@ -84,6 +87,30 @@ struct HardwareProfile {
 
   /// Network egress of one node: NICs per node × per-NIC bandwidth (bytes/s, one way).
   double node_egress_bytes_per_s() const { return nics_per_node * nic_bandwidth_bytes_per_s; }
+
+  /// NICs that `ranks_per_node` GPUs of one communicator drive on a node: each GPU uses its
+  /// own NIC (NCCL picks the NIC nearest the GPU; NVIDIA/nccl#1250 measured a 2-node AllReduce
+  /// at 0.27 / 0.13 / 0.067 s with 1 / 2 / 4 GPUs per node), so ceil(g / gpus_per_nic), at
+  /// most nics_per_node. Precondition ranks_per_node ≥ 1.
+  int group_nics(int ranks_per_node) const {
+    const int nics = (ranks_per_node + gpus_per_nic - 1) / gpus_per_nic;
+    return nics < nics_per_node ? nics : nics_per_node;
+  }
+
+  /// Share of one NIC a communicator gets when `concurrent_groups` communicators of the same
+  /// shape run at once on every node (HSDP's replica groups), in (0, 1]: 1 while their NICs
+  /// together fit on the node's, else the node's NICs shared evenly. Preconditions ≥ 1.
+  double group_nic_share(int ranks_per_node, int concurrent_groups) const {
+    const double demand = static_cast<double>(group_nics(ranks_per_node)) * concurrent_groups;
+    return demand > nics_per_node ? nics_per_node / demand : 1.0;
+  }
+
+  /// Network bandwidth (bytes/s, one way) one node gives a communicator with
+  /// `ranks_per_node` member GPUs on it: its GPUs' NICs × the NIC speed × group_nic_share().
+  double group_network_bytes_per_s(int ranks_per_node, int concurrent_groups = 1) const {
+    return group_nics(ranks_per_node) * nic_bandwidth_bytes_per_s *
+           group_nic_share(ranks_per_node, concurrent_groups);
+  }
   bool is_torus() const { return !torus_dims.empty(); }
 };
 

@@ -101,6 +101,17 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
 
   if (const auto inter = root.optional_object("inter_node")) {
     p.nics_per_node = static_cast<int>(inter->integer("nics_per_node", 1, 1024));
+    // Default: the node's GPUs spread evenly over its NICs.
+    const int even = (p.gpus_per_node + p.nics_per_node - 1) / p.nics_per_node;
+    p.gpus_per_nic = static_cast<int>(inter->integer_or("gpus_per_nic", even, 1, 1 << 20));
+    if (static_cast<long long>(p.gpus_per_nic) * p.nics_per_node < p.gpus_per_node)
+      inter->fail("gpus_per_nic",
+                  fmt::format("{} NICs serving {} GPU{} each leave GPUs of the {}-GPU node without a NIC; "
+                              "expected gpus_per_nic ≥ {}", p.nics_per_node, p.gpus_per_nic,
+                              p.gpus_per_nic == 1 ? "" : "s", p.gpus_per_node, even));
+    if (p.gpus_per_nic > p.gpus_per_node)
+      inter->fail("gpus_per_nic", fmt::format("expected at most gpus_per_node ({}), got {}", p.gpus_per_node,
+                                              p.gpus_per_nic));
     p.nic_bandwidth_bytes_per_s =
         inter->number("nic_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
     p.inter_node = read_scope(*inter, false);

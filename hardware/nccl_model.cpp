@@ -159,13 +159,15 @@ Setup make_setup(const HardwareProfile& hw, const GroupShape& group) {
     s.ch = s.intra_ch;
     s.bw = s.intra_bw;
   } else {
-    const double nic = hw.nic_bandwidth_bytes_per_s / std::max(1, group.concurrent_groups_per_node) / 1e9;
-    if (!(hw.nics_per_node > 0 && nic > 0))
+    if (!(hw.nics_per_node > 0 && hw.nic_bandwidth_bytes_per_s > 0))
       throw InputError(hw.name, "/inter_node",
                        fmt::format("a group of {} ranks spans {} nodes, but the profile has no network "
                                    "(nics_per_node × nic_bandwidth_bytes_per_s)", s.n, s.nodes));
-    // One channel per NIC; a channel cannot go faster than its NIC nor than its share of NVLink.
-    s.ch = hw.nics_per_node;
+    // One channel per NIC the group's GPUs drive (each GPU its own, hardware_profile.hpp
+    // group_nics); a channel cannot go faster than its NIC's share nor than its share of NVLink.
+    const int concurrent = std::max(1, group.concurrent_groups_per_node);
+    const double nic = hw.nic_bandwidth_bytes_per_s * hw.group_nic_share(s.ppn, concurrent) / 1e9;
+    s.ch = hw.group_nics(s.ppn);
     s.bw = std::min(nic, s.intra_ch * s.intra_bw / s.ch);
   }
   s.runtime_ch = std::min(64, 2 * s.ch);

@@ -10,7 +10,8 @@
 // graph's channels × per-channel bandwidth, capped by the per-generation per-channel tables and
 // converted from bus to algorithm bandwidth (rule 79), then picks the fastest (§D.3 rule 83).
 // The search graph (channels, GB/s per channel) comes from the profile's "nccl" object
-// (HardwareProfile::nccl); across nodes its per-channel bandwidth is the NICs' (one channel per NIC).
+// (HardwareProfile::nccl); across nodes its per-channel bandwidth is the NICs' (one channel per
+// NIC the group's GPUs drive, HardwareProfile::group_nics).
 #pragma once
 
 #include "hardware/collective_model.hpp"

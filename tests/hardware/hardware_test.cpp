@@ -3,9 +3,11 @@
 #include "hardware/collective_model.hpp"
 #include "hardware/compute_model.hpp"
 #include "hardware/hardware_profile_json.hpp"
+#include "hardware/nccl_model.hpp"
 #include "hardware/task_cost.hpp"
 #include "sim/engine.hpp"
 #include "sim/support/error.hpp"
+#include "sim/support/json_reader.hpp"
 #include "tests/support/catch.hpp"
 
 #include <nlohmann/json.hpp>
@@ -98,13 +100,132 @@ TEST_CASE("hardware: TPU torus rings over k axes", "[hardware]") {
   const double v = 1e9;
   const auto three = collective_cost(tpu, CollectiveOp::AllReduce, v, {8960, 4, 3});
   CHECK(three.torus_dims == std::vector<int>{16, 20, 28});
-  const double capacity = 16.0 / 15 + 20.0 / 19 + 28.0 / 27;
-  CHECK(three.bandwidth_s == Approx(2 * v / (1.8e11 * capacity)));
+  // Axis-by-axis ReduceScatter on shrinking shards, AllGather in reverse, chains rotated over
+  // the axes with part sizes that equalise them: exactly the bound 2(N−1)/N·V / (3·W_axis).
+  CHECK(three.bandwidth_s == Approx(2 * 8959.0 / 8960 * v / (3 * 1.8e11)).epsilon(1e-9));
   const auto one = collective_cost(tpu, CollectiveOp::AllReduce, v, {28, 4, 1});
   CHECK(one.torus_dims == std::vector<int>{28});
   CHECK(one.bandwidth_s == Approx(2 * 27.0 / 28 * v / 1.8e11));
   CHECK(torus_ring_lengths(tpu, 64, 3) == std::vector<int>{4, 4, 4});
   CHECK(torus_ring_lengths(tpu, 512, 2) == std::vector<int>{16, 32});
+}
+
+TEST_CASE("hardware: a 16-chip, 3-axis v5p AllReduce is no faster than its bandwidth bound (issue 13 item 1)",
+          "[hardware][invariant]") {
+  // Before the multi-axis schedule: 2.10 ms (Σ d/(d−1) over 2×2×4), below the 3.47 ms any
+  // algorithm needs: each chip receives (N−1)/N·V twice through at most 3 axes of 1.8e11 B/s.
+  const auto tpu = load_profile("tpu-v5p");
+  const double v = 1e9;
+  const auto c = collective_cost(tpu, CollectiveOp::AllReduce, v, {16, 4, 3});
+  CHECK(c.torus_dims == std::vector<int>{2, 2, 4});
+  const double bound = 2 * 15.0 / 16 * v / (3 * 1.8e11);
+  CHECK(bound == Approx(3.472e-3).epsilon(1e-3));
+  CHECK(c.bandwidth_s == Approx(bound).epsilon(1e-9));
+  // Two axes (4×4): 2·15/16·V / (2·W_axis); one axis 16: 2·15/16·V / W_axis.
+  CHECK(collective_cost(tpu, CollectiveOp::AllReduce, v, {16, 4, 2}).bandwidth_s ==
+        Approx(2 * 15.0 / 16 * v / (2 * 1.8e11)).epsilon(1e-9));
+  CHECK(collective_cost(tpu, CollectiveOp::ReduceScatter, v, {16, 4, 1}).bandwidth_s ==
+        Approx(15.0 / 16 * v / 1.8e11).epsilon(1e-12));
+}
+
+TEST_CASE("hardware: each GPU drives its own NIC, so a group's network grows with its GPUs per node (issue 13 item 2)",
+          "[hardware]") {
+  // NVIDIA/nccl#1250: a 2-node AllReduce took 0.27 / 0.13 / 0.067 s with 1 / 2 / 4 GPUs per node.
+  // Before: every group got the node's 8 NICs (1 GB: 2.8 ms with 1 GPU per node, 3.9 ms with 4).
+  const auto h100 = load_profile("h100-sxm");
+  CHECK(h100.gpus_per_nic == 1);
+  const double v = 1e9, nic = 50e9;  // 400 Gb/s
+  for (int g : {1, 2, 4, 8}) {
+    CAPTURE(g);
+    CHECK(h100.group_nics(g) == g);
+    CHECK(h100.group_network_bytes_per_s(g) == Approx(g * nic));
+    const auto ab = collective_cost(h100, CollectiveOp::AllReduce, v, {2 * g, g, 0});
+    if (g == 1) CHECK(ab.bandwidth_s == Approx(2 * 0.5 * v / nic));
+    CHECK(ab.bandwidth_s >= 2 * 0.5 * v / (g * nic) * (1 - 1e-12));
+  }
+  // NCCL's tuner: one channel per NIC the group drives; 1 GPU per node cannot beat one NIC.
+  double previous = 1e9;
+  for (int g : {1, 2, 4, 8}) {
+    CAPTURE(g);
+    const auto c = nccl_collective_cost(h100, CollectiveOp::AllReduce, v, {2 * g, g, 0});
+    CHECK(c.bandwidth_s >= 0.5 * 2 * v / (g * nic) * (1 - 1e-12));
+    CHECK(c.time_s() < previous);
+    previous = c.time_s();
+  }
+  CHECK(nccl_collective_cost(h100, CollectiveOp::AllReduce, v, {2, 1, 0}).time_s() > 20e-3);
+  // HSDP: 8 replica groups of 1 GPU per node each use their own NIC; with 2 GPUs per NIC they share.
+  CHECK(h100.group_network_bytes_per_s(1, 8) == Approx(nic));
+  auto shared = h100;
+  shared.nics_per_node = 4;
+  shared.gpus_per_nic = 2;
+  CHECK(shared.group_network_bytes_per_s(1, 8) == Approx(nic / 2));
+  CHECK(shared.group_network_bytes_per_s(8, 1) == Approx(4 * nic));
+}
+
+TEST_CASE("hardware: a profile whose NICs leave GPUs unserved is refused", "[hardware]") {
+  auto doc = nlohmann::json::parse(R"({
+    "name": "x", "compute": {"peak_flops_per_s": 1e15},
+    "memory": {"hbm_bytes": "80GB", "hbm_bandwidth_bytes_per_s": "3TB/s"},
+    "node": {"gpus_per_node": 8}, "intra_node": {"bandwidth_bytes_per_s": "450GB/s"},
+    "inter_node": {"nics_per_node": 4, "gpus_per_nic": 1, "nic_bandwidth_bytes_per_s": "400Gb/s"}})");
+  CHECK_THROWS_WITH(parse_profile(doc, "x.json"), Contains("/inter_node/gpus_per_nic") && Contains("without a NIC"));
+  doc["inter_node"].erase("gpus_per_nic");
+  CHECK(parse_profile(doc, "x.json").gpus_per_nic == 2);  // default: GPUs spread evenly
+}
+
+TEST_CASE("hardware: no collective beats its bandwidth lower bound (every profile, op, group, size, model)",
+          "[hardware][invariant][property]") {
+  std::vector<HardwareProfile> profiles;
+  for (const auto& n : builtin_profile_names()) profiles.push_back(load_profile(n));
+  profiles.push_back(parse_profile(read_json_file(std::string(STEPSIM_SOURCE_DIR) +
+                                                  "/configs/examples/hardware/a100-4nic-cluster.json"),
+                                   "a100-4nic-cluster.json"));
+  profiles.push_back(flat_ring_64());
+  const CollectiveOp ops[] = {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather};
+  const double sizes[] = {1, 64, 4096, 1e5, 1 << 20, 3.3e7, 1e9, 1.6e10, 1e12};
+  long checked = 0;
+  for (const auto& hw : profiles) {
+    std::vector<GroupShape> groups;
+    if (hw.is_torus()) {
+      for (int axes = 1; axes <= 3; ++axes)
+        for (int n : {2, 4, 8, 16, 28, 64, 96, 512, 1000, 4096, 8960}) groups.push_back({n, hw.gpus_per_node, axes});
+    } else {
+      for (int g = 1; g <= hw.gpus_per_node; g *= 2)
+        for (int n : {1, 2, 3, 4, 8, 16, 64, 512, 4096}) {
+          if (n < g && n != 1) continue;
+          groups.push_back({n, g, 0});
+          if (n % g == 0 && g < hw.gpus_per_node) groups.push_back({n, g, 0, hw.gpus_per_node / g});
+        }
+    }
+    for (const auto& grp : groups)
+      for (CollectiveOp op : ops)
+        for (double v : sizes) {
+          const double bound = collective_bandwidth_lower_bound_s(hw, op, v, grp);
+          if (grp.ranks > 1) {
+            REQUIRE(bound > 0);
+          }
+          std::vector<CollectiveModel> models{CollectiveModel::AlphaBeta};
+          if (!hw.nccl.arch.empty()) models.push_back(CollectiveModel::Nccl);
+          for (CollectiveModel m : models)
+            for (CollectiveAlgorithm a :
+                 {CollectiveAlgorithm::Auto, CollectiveAlgorithm::Ring, CollectiveAlgorithm::Hierarchical}) {
+              if (hw.is_torus() && a != CollectiveAlgorithm::Auto) continue;
+              CollectiveCost c;
+              try {
+                c = model_collective_cost(m, hw, op, v, grp, a);
+              } catch (const InputError&) {
+                continue;  // e.g. no NCCL algorithm for that restriction
+              }
+              CAPTURE(hw.name, collective_op_name(op), v, grp.ranks, grp.ranks_per_node, grp.torus_axes,
+                      grp.concurrent_groups_per_node, collective_model_name(m), c.algorithm, c.protocol,
+                      c.bandwidth_s, bound);
+              // The bandwidth term alone must not beat the floor (relative slack for rounding only).
+              CHECK(c.bandwidth_s >= bound * (1 - 1e-9));
+              ++checked;
+            }
+        }
+  }
+  CHECK(checked > 5000);
 }
 
 TEST_CASE("hardware: multi-node group on a profile without a network is an input error", "[hardware]") {

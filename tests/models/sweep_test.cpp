@@ -333,12 +333,14 @@ TEST_CASE("batch: most GPUs a batch keeps compute-bound (seed 000 §7.5)", "[bat
   CHECK(c16.limited_by_pod);
   CHECK(c16.ranks == 8960);
   CHECK(c16.tokens_per_gpu_at_ranks >= c16.threshold_at_ranks);
-  // 4M tokens fit in a pod: the exact (k−1)/k ring factors lower the threshold, so more chips
-  // than 4e6/850 = 4706 fit (many more for shapes with short rings, d/(d−1) = 2 at d = 2),
-  // and the answer satisfies its own condition.
+  // 4M tokens fit in a pod. The exact multi-axis AllReduce meets its bandwidth bound, so the
+  // threshold is 850·(1 − 1/N) on every 3-axis shape (a short ring, d = 2, no longer halves
+  // it): the answer is the largest whole number of 4-chip hosts at or below 4e6/850 = 4705.9,
+  // 4704 = 14×16×21 (4706 is not whole hosts), and it satisfies its own condition.
   const auto c4 = max_ranks_for_batch(v5p, 4e6, 0, 0);
   CHECK_FALSE(c4.limited_by_pod);
-  CHECK(c4.ranks >= c4.ranks_asymptotic);
+  CHECK(c4.ranks == 4704);
+  CHECK(c4.ranks + 4 > c4.ranks_asymptotic);
   CHECK(c4.ranks <= 8960);
   CHECK(c4.tokens_per_gpu_at_ranks >= c4.threshold_at_ranks);
   // Llama 3 405B's 16M tokens on H100 (2475 tokens/GPU): ≈ 6,500 GPUs, far from its 16K.
