@@ -35,7 +35,7 @@ void add_accuracy_command(CLI::App& app, Action& action) {
   acc->require_subcommand(1);
   auto a = std::make_shared<AccuracyArgs>();
   auto* vt = acc->add_subcommand("vtrain", "vTrain's Megatron-DeepSpeed A100 pure-DP iteration times (vtrain_dp.csv)");
-  vt->add_option("csv", a->csv, "vtrain_dp.csv (e.g. tests/fixtures/vtrain/vtrain_dp.csv)")->required();
+  vt->add_option("csv", a->csv, "vtrain_dp.csv (e.g. ../shared/data/vtrain_dp.csv)")->required();
   vt->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
   add_jobs_option(*vt, a->threads, "rows simulated");
   vt->callback([a, &action] { action = [a] { return cmd_accuracy_vtrain(*a); }; });

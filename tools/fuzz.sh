@@ -39,7 +39,7 @@ declare -A seeds=(
   [scenario]="configs/examples tests/errors/inputs"
   [profile]="hardware/profiles configs/examples/hardware tests/errors/inputs"
   [model]="models/catalog tests/errors/inputs"
-  [nccl_tests]="tests/fixtures/nccl"
+  [nccl_tests]="tests/fixtures/nccl$([ -d ../shared/data/nccl ] && echo ' ../shared/data/nccl')"
   [units]="tests/fuzz/corpus/units"
 )
 declare -A dicts=([scenario]=json [profile]=json [model]=json [units]=units [nccl_tests]=nccl_tests)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Calibration overlay (lookup rule, JSON round trip, application) and the segmented fit.
 #include "tests/support/catch.hpp"
+#include "tests/support/shared_data.hpp"
 
 #include "hardware/calibration.hpp"
 #include "hardware/calibration_json.hpp"
@@ -26,7 +27,11 @@ using namespace stepsim::validate;
 
 namespace {
 
+// Hand-made fixtures (tests/fixtures/nccl/).
 std::string fixture(const std::string& name) { return std::string(STEPSIM_SOURCE_DIR) + "/tests/fixtures/nccl/" + name; }
+using stepsim::test::generated_nccl_log;
+using stepsim::test::require_data;
+using stepsim::test::shared_data;
 
 CalibrationOverlay two_segment_overlay() {
   CalibrationOverlay o;
@@ -260,7 +265,7 @@ TEST_CASE("validate.fit.the interpolation reference on the odd rows of a log") {
 
 TEST_CASE("validate.fit.even/odd cross-validation on real logs meets the issue's bar") {
   // Issue 5: fit the even-indexed sizes, predict the odd ones; median |error| ≤ 3 % at ≥ 1 MiB
-  // and ≤ 10 % below. Measured with this fit (tests/fixtures/nccl/README.md for the data):
+  // and ≤ 10 % below. Measured with this fit (tests/fixtures/nccl/README.md: logs made from ../shared/data):
   // 8xH100 AWS p5 1.4 % / 1.2 %; 2x8 H100 IB400 2.0 % / 3.9 %; A100 OCI 1.9 % / 0.6 %.
   const auto hw_h100 = load_profile("h100-sxm");
   const auto hw_a100 = load_profile("a100-40gb");
@@ -273,7 +278,8 @@ TEST_CASE("validate.fit.even/odd cross-validation on real logs meets the issue's
                        Case{"a100_oci_1n_all_reduce_perf_srun_error.log", &hw_a100},
                        Case{"h100_a3mega_2n_all_gather_perf_ts_noredop.log", &hw_h100}}) {
     INFO(c.file);
-    const auto result = calibrate({read_nccl_tests_file(fixture(c.file))}, *c.hw, CalibrateOptions{}, "out.json");
+    if (!require_data(generated_nccl_log(c.file))) return;
+    const auto result = calibrate({read_nccl_tests_file(generated_nccl_log(c.file))}, *c.hw, CalibrateOptions{}, "out.json");
     REQUIRE(result.tables.size() == 1);
     const auto& t = result.tables[0];
     CHECK(t.cross.large_median <= 0.03);
@@ -297,7 +303,7 @@ std::string profile_for_gpu(const std::string& gpu) {
 }
 
 // Every multi-rank table of ../shared/data/nccl/, sorted by id, with the profile it is fitted
-// over; empty (with a warning) when the shared data is not there.
+// over; empty when the shared data is not there (require_data: a skip, or a failure under CI=true).
 struct SharedTable {
   std::string id;
   NcclTestsLog log;
@@ -305,11 +311,8 @@ struct SharedTable {
 };
 
 std::vector<SharedTable> shared_tables() {
-  const std::filesystem::path dir = std::filesystem::path(STEPSIM_SOURCE_DIR) / ".." / "shared" / "data" / "nccl";
-  if (!std::filesystem::is_directory(dir)) {
-    WARN("../shared/data/nccl not present; nothing to check");
-    return {};
-  }
+  const std::filesystem::path dir = shared_data("nccl");
+  if (!require_data(dir.string())) return {};
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".csv") files.push_back(e.path());
@@ -458,12 +461,8 @@ TEST_CASE("validate.fit.a scenario run with a fitted overlay prices each collect
   // cost exactly what the fitted segment gives, land within 3 % of the log's own time at that
   // size (the fit's in-sample error at >= 1 MiB is at most 2.7 %; the log is interpolated
   // linearly between its sizes), and the step's comm time must move by the sum of the changes.
-  const std::filesystem::path log_path =
-      std::filesystem::path(STEPSIM_SOURCE_DIR) / ".." / "shared" / "data" / "nccl" / "h100_hgx_ib400_2n_allreduce_nt309a.csv";
-  if (!std::filesystem::exists(log_path)) {
-    WARN("../shared/data/nccl not present; nothing to check");
-    return;
-  }
+  const std::filesystem::path log_path = shared_data("nccl/h100_hgx_ib400_2n_allreduce_nt309a.csv");
+  if (!require_data(log_path.string())) return;
   const auto hw = load_profile("h100-sxm");
   const auto log = read_nccl_tests_file(log_path.string());
   const auto fitted = calibrate({log}, hw, CalibrateOptions{}, "fitted.json");

@@ -2,6 +2,7 @@
 // nccl-tests reader: every layout, launcher prefixes, unreadable lines reported with line numbers.
 // Values are the fixtures' (tests/fixtures/nccl/README.md: made from ../shared/data/nccl/).
 #include "tests/support/catch.hpp"
+#include "tests/support/shared_data.hpp"
 
 #include "sim/support/error.hpp"
 #include "validate/nccl_tests.hpp"
@@ -15,7 +16,11 @@ using namespace stepsim::validate;
 
 namespace {
 
+// Hand-made fixtures (tests/fixtures/nccl/).
 std::string fixture(const std::string& name) { return std::string(STEPSIM_SOURCE_DIR) + "/tests/fixtures/nccl/" + name; }
+using stepsim::test::generated_nccl_log;
+using stepsim::test::require_data;
+using stepsim::test::shared_data;
 
 }  // namespace
 
@@ -28,7 +33,8 @@ TEST_CASE("validate.nccl_tests.sha256 matches FIPS 180-4 test vectors") {
 }
 
 TEST_CASE("validate.nccl_tests.new layout with #wrong, version header and rank lines") {
-  const auto log = read_nccl_tests_file(fixture("h100_aws_p5_1n_all_reduce_perf.log"));
+  if (!require_data(generated_nccl_log("h100_aws_p5_1n_all_reduce_perf.log"))) return;
+  const auto log = read_nccl_tests_file(generated_nccl_log("h100_aws_p5_1n_all_reduce_perf.log"));
   REQUIRE(log.runs.size() == 1);
   CHECK(log.unreadable.empty());
   CHECK(log.format == "nccl-tests");
@@ -51,7 +57,8 @@ TEST_CASE("validate.nccl_tests.new layout with #wrong, version header and rank l
 }
 
 TEST_CASE("validate.nccl_tests.OpenMPI prefix, two hosts") {
-  const auto log = read_nccl_tests_file(fixture("h100_hgx_ib400_2n_all_reduce_perf_mpi.log"));
+  if (!require_data(generated_nccl_log("h100_hgx_ib400_2n_all_reduce_perf_mpi.log"))) return;
+  const auto log = read_nccl_tests_file(generated_nccl_log("h100_hgx_ib400_2n_all_reduce_perf_mpi.log"));
   REQUIRE(log.runs.size() == 1);
   CHECK(log.unreadable.empty());
   CHECK(log.runs[0].ranks == 16);
@@ -61,7 +68,8 @@ TEST_CASE("validate.nccl_tests.OpenMPI prefix, two hosts") {
 }
 
 TEST_CASE("validate.nccl_tests.older error layout without root, srun labels") {
-  const auto log = read_nccl_tests_file(fixture("a100_oci_1n_all_reduce_perf_srun_error.log"));
+  if (!require_data(generated_nccl_log("a100_oci_1n_all_reduce_perf_srun_error.log"))) return;
+  const auto log = read_nccl_tests_file(generated_nccl_log("a100_oci_1n_all_reduce_perf_srun_error.log"));
   REQUIRE(log.runs.size() == 1);
   CHECK(log.unreadable.empty());
   const auto& run = log.runs[0];
@@ -75,7 +83,8 @@ TEST_CASE("validate.nccl_tests.older error layout without root, srun labels") {
 }
 
 TEST_CASE("validate.nccl_tests.older all_gather layout without redop, timestamps") {
-  const auto log = read_nccl_tests_file(fixture("h100_a3mega_2n_all_gather_perf_ts_noredop.log"));
+  if (!require_data(generated_nccl_log("h100_a3mega_2n_all_gather_perf_ts_noredop.log"))) return;
+  const auto log = read_nccl_tests_file(generated_nccl_log("h100_a3mega_2n_all_gather_perf_ts_noredop.log"));
   REQUIRE(log.runs.size() == 1);
   CHECK(log.unreadable.empty());
   const auto& run = log.runs[0];
@@ -132,7 +141,9 @@ TEST_CASE("validate.nccl_tests.rows without a header use the layout their width 
 }
 
 TEST_CASE("validate.nccl_tests.normalized CSV with provenance sidecar") {
-  const auto log = read_nccl_tests_file(fixture("h100_aws_p5_1n_allreduce.csv"));
+  if (!require_data(shared_data("nccl/h100_aws_p5_1n_allreduce.csv"))) return;
+  if (!require_data(generated_nccl_log("h100_aws_p5_1n_all_reduce_perf.log"))) return;
+  const auto log = read_nccl_tests_file(shared_data("nccl/h100_aws_p5_1n_allreduce.csv"));
   CHECK(log.format == "nccl-tests-csv");
   REQUIRE(log.runs.size() == 1);
   CHECK(log.unreadable.empty());
@@ -142,16 +153,13 @@ TEST_CASE("validate.nccl_tests.normalized CSV with provenance sidecar") {
   CHECK(log.runs[0].nccl_version.empty());  // "not stated; ..." is not a version
   CHECK(log.runs[0].rows.size() == 32);
   // Same numbers as the raw fixture made from it.
-  const auto raw = read_nccl_tests_file(fixture("h100_aws_p5_1n_all_reduce_perf.log"));
+  const auto raw = read_nccl_tests_file(generated_nccl_log("h100_aws_p5_1n_all_reduce_perf.log"));
   for (std::size_t i = 0; i < 32; ++i) CHECK(*log.runs[0].rows[i].oop_time_us == *raw.runs[0].rows[i].oop_time_us);
 }
 
 TEST_CASE("validate.nccl_tests.every shared table reads without an unreported skip") {
-  const std::filesystem::path dir = std::filesystem::path(STEPSIM_SOURCE_DIR) / ".." / "shared" / "data" / "nccl";
-  if (!std::filesystem::is_directory(dir)) {
-    WARN("../shared/data/nccl not present; nothing to check");
-    return;
-  }
+  const std::filesystem::path dir = shared_data("nccl");
+  if (!require_data(dir.string())) return;
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".csv") continue;

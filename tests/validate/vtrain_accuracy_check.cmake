@@ -6,6 +6,9 @@
 # Inputs: STEPSIM, CSV, MAX_MEDIAN_SINGLE, MAX_MEDIAN_MULTI, MAX_MEDIAN_ALL (fractions, 0.05 = 5 %).
 # CMake has no floating-point comparison: a non-negative decimal ("0.3691", "2", "1.5e-05",
 # "3e+02") as an integer number of parts per million.
+# Without the shared dataset: a skip, or a failure under CI=true.
+include(${CMAKE_CURRENT_LIST_DIR}/../support/require_shared.cmake)
+stepsim_require_shared("${CSV}")
 function(to_ppm value out)
   if(NOT value MATCHES "^[0-9]+(\\.[0-9]*)?([eE][-+]?[0-9]+)?$")
     message(FATAL_ERROR "not a non-negative number: '${value}'")

@@ -2,6 +2,9 @@
 # `stepsim accuracy vtrain` on a malformed CSV: exit 2 and one line naming the file, the line,
 # the column, the bad value and what was expected.
 # Inputs: STEPSIM, CSV (the good fixture), WORK_DIR.
+# Without the shared dataset: a skip, or a failure under CI=true.
+include(${CMAKE_CURRENT_LIST_DIR}/../support/require_shared.cmake)
+stepsim_require_shared("${CSV}")
 file(MAKE_DIRECTORY ${WORK_DIR})
 file(STRINGS ${CSV} lines)
 list(GET lines 0 header)

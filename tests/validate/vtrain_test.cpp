@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// vTrain accuracy fixture (tests/fixtures/vtrain/): CSV reader, row → scenario mapping, error
+// vTrain accuracy data (../shared/data/vtrain_dp.csv): CSV reader, row → scenario mapping, error
 // statistics, and malformed input.
 #include "tests/support/catch.hpp"
+#include "tests/support/shared_data.hpp"
 
 #include "sim/support/error.hpp"
 #include "validate/vtrain.hpp"
@@ -16,7 +17,8 @@ using namespace stepsim::validate;
 
 namespace {
 
-std::string fixture() { return std::string(STEPSIM_SOURCE_DIR) + "/tests/fixtures/vtrain/vtrain_dp.csv"; }
+// vTrain's pure-DP rows, read from ../shared/data (never copied into the project).
+std::string fixture() { return stepsim::test::shared_data("vtrain_dp.csv"); }
 
 const char* kHeader =
     "set,source_file,source_row,validation_config,model_params_billion,gpu,num_gpus,nodes,gpus_used_per_node,tp,pp,dp,"
@@ -44,6 +46,7 @@ std::string message_of(const std::string& path) {
 }  // namespace
 
 TEST_CASE("vtrain: the fixture has 122 rows, 2 of them multi-node") {
+  if (!stepsim::test::require_data(fixture())) return;
   const auto rows = read_vtrain_csv(fixture());
   REQUIRE(rows.size() == 122);
   std::size_t multi = 0;
@@ -66,6 +69,7 @@ TEST_CASE("vtrain: the fixture has 122 rows, 2 of them multi-node") {
 }
 
 TEST_CASE("vtrain: a row becomes the documented scenario") {
+  if (!stepsim::test::require_data(fixture())) return;
   const auto rows = read_vtrain_csv(fixture());
   const models::Scenario s = vtrain_scenario(rows.front(), fixture());
   CHECK(s.parallelism.strategy == "ddp");

@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: Apache-2.0
+# Issue 13 item 24: public datasets stay in ../shared/data. Fails when any file of the project
+# (outside build trees and .git) has the same bytes as a file of SHARED (compared by SHA-256).
+# Inputs: SOURCE_DIR, SHARED. Skipped without SHARED (failed under CI=true).
+cmake_policy(SET CMP0057 NEW)  # if(IN_LIST)
+include(${CMAKE_CURRENT_LIST_DIR}/../support/require_shared.cmake)
+stepsim_require_shared("${SHARED}")
+file(GLOB_RECURSE shared_files LIST_DIRECTORIES false "${SHARED}/*")
+set(hashes)
+foreach(f IN LISTS shared_files)
+  file(SIZE "${f}" size)
+  if(size GREATER 64)  # tiny files (empty, one line) match by chance
+    file(SHA256 "${f}" h)
+    list(APPEND hashes "${h}")
+    set(name_${h} "${f}")
+  endif()
+endforeach()
+set(copies 0)
+foreach(dir configs docs hardware models sim tests tools validate bench cmake)
+  file(GLOB_RECURSE files LIST_DIRECTORIES false "${SOURCE_DIR}/${dir}/*")
+  foreach(f IN LISTS files)
+    file(SIZE "${f}" size)
+    if(size GREATER 64)
+      file(SHA256 "${f}" h)
+      if(h IN_LIST hashes)
+        message(SEND_ERROR "${f} is a copy of ${name_${h}}: read it from ../shared/data instead")
+        math(EXPR copies "${copies} + 1")
+      endif()
+    endif()
+  endforeach()
+endforeach()
+list(LENGTH shared_files n)
+message(STATUS "${n} shared files, ${copies} copies in the project")
