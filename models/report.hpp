@@ -100,8 +100,8 @@ struct Report {
 ///         (e.g. a multi-node group on a profile without a network).
 Report run(const Scenario& scenario);
 
-/// Stable JSON rendering (schema "stepsim.report/1"); `wall_time_s` is the only field that
-/// varies between identical runs.
+/// Stable JSON rendering (schema "stepsim.report/1"): the same report gives the same bytes.
+/// `wall_time_s` is not in it (`stepsim run --timing` prints it on stderr).
 std::string report_json(const Report& r);
 /// Human-readable breakdown for the terminal. The "buckets" line appears only when the step
 /// has gradient buckets (DDP); strategies without them (FSDP, HSDP, ZeRO) get no such line.

@@ -94,7 +94,6 @@ std::string report_json(const Report& r) {
   j["warnings"] = r.warnings;
   j["tasks"] = r.tasks;
   j["events"] = r.events;
-  j["wall_time_s"] = r.wall_time_s;
   return j.dump(2) + "\n";
 }
 

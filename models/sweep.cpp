@@ -135,7 +135,7 @@ void flatten(const nlohmann::ordered_json& j, const std::string& prefix,
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string name = prefix.empty() ? it.key() : prefix + "." + it.key();
     const auto& v = it.value();
-    if (prefix.empty() && (it.key() == "scenario" || it.key() == "schema" || it.key() == "wall_time_s")) continue;
+    if (prefix.empty() && (it.key() == "scenario" || it.key() == "schema")) continue;
     if (v.is_object()) {
       flatten(v, name, out);
     } else if (v.is_boolean()) {

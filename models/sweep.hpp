@@ -64,7 +64,7 @@ struct SweepResult {
   std::vector<SweepAxis> axes;
   /// Flattened report fields (JSON paths joined with '.', e.g. "memory.total_bytes") in the
   /// report's own key order, the union over all points in first-appearance order. Skipped:
-  /// "schema", the echoed "scenario", arrays, nulls and "wall_time_s" (not deterministic).
+  /// "schema", the echoed "scenario", arrays and nulls.
   std::vector<std::string> metric_columns;
   std::vector<SweepPoint> points;
 

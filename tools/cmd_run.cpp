@@ -28,6 +28,7 @@ struct RunArgs {
   std::string trace;
   std::string trace_ranks;
   std::string dump_graph;
+  bool timing = false;             // --timing: wall time on stderr (never in the report)
   bool trace_given = false;        // the flags were on the command line (even with an empty value)
   bool trace_ranks_given = false;
 };
@@ -69,6 +70,15 @@ std::vector<std::uint32_t> parse_rank_list(const std::string& text, std::int64_t
   return out;
 }
 
+// The report on stdout; with --timing, the simulation's wall time on stderr (reports stay
+// byte-deterministic: issue 13 item 19).
+void print_report(const RunArgs& a, const models::Report& r) {
+  print(a.format == "json" ? models::report_json(r) : models::report_text(r));
+  if (a.timing)
+    std::fprintf(stderr, "timing: simulated in %.3f ms wall time (%lld events)\n", r.wall_time_s * 1e3,
+                 static_cast<long long>(r.events));
+}
+
 int cmd_run(const RunArgs& a) {
   // Empty output names are refused before any command runs (tools::check_output_flags).
   if (a.trace_ranks_given && !a.trace_given)
@@ -79,8 +89,7 @@ int cmd_run(const RunArgs& a) {
                      "needs sim.rank_mode \"per_rank\" (a symmetric run simulates one rank of each kind; its "
                      "trace holds them all)");
   if (a.trace.empty() && a.dump_graph.empty()) {
-    const models::Report r = models::run(s);
-    print(a.format == "json" ? models::report_json(r) : models::report_text(r));
+    print_report(a, models::run(s));
     return 0;
   }
   const std::int64_t world = s.rank_mode == "per_rank" ? s.parallelism.dp : 1;
@@ -110,7 +119,7 @@ int cmd_run(const RunArgs& a) {
     }
     write_file_atomically(a.trace, sim::chrome_trace_json(kept.step.graph, *kept.timeline, o));
   }
-  print(a.format == "json" ? models::report_json(r) : models::report_text(r));
+  print_report(a, r);
   return 0;
 }
 
@@ -128,6 +137,7 @@ void add_run_command(CLI::App& app, Action& action) {
       "--trace-ranks", a->trace_ranks,
       "ranks to trace in per_rank mode, e.g. 0-7,100 (default: all up to 64 ranks, else 0-7 and the slowest)");
   run->add_option("--dump-graph", a->dump_graph, "write the task graph in Graphviz DOT");
+  run->add_flag("--timing", a->timing, "print the simulation's wall time on stderr (reports stay byte-identical)");
   run->callback([a, &action, trace, trace_ranks] {
     a->trace_given = trace->count() > 0;
     a->trace_ranks_given = trace_ranks->count() > 0;
