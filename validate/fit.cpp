@@ -256,6 +256,13 @@ hardware::CalibrationTable fit_table(std::vector<Measurement> points, const Nomi
                                      std::vector<Measurement>* outliers) {
   if (points.size() < 2)
     throw InputError(source, "", fmt::format("a fit needs at least 2 timed sizes, got {}", points.size()));
+  // Weights are 1/t²: a time near 0 (1e-207 s) or a size past 2^53 makes the sums overflow or
+  // lose every digit (issue 13 item 11). The readers refuse such rows; this guards library callers.
+  for (const auto& p : points)
+    if (!(p.time_s >= kMinMeasuredTimeS && p.time_s <= kMaxMeasuredTimeS) || !(p.bytes >= 0 && p.bytes <= 9.007e15))
+      throw InputError(source, "", fmt::format("a measurement of {:g} bytes in {:g} s is outside what a fit can use "
+                                               "(time in [{:g}, {:g}] s, size in [0, 2^53] bytes)",
+                                               p.bytes, p.time_s, kMinMeasuredTimeS, kMaxMeasuredTimeS));
   if (!(nominal.alpha_s > 0) || !(nominal.seconds_per_byte > 0))
     throw InputError(source, "", fmt::format("the nominal model predicts latency {} s and {} s/byte for this "
                                              "collective; both must be > 0 to express factors over it",

@@ -150,6 +150,13 @@ std::optional<double> parse_double(const std::string& tok, bool& ok) {
   return v;
 }
 
+// Why a measured time of `us` microseconds cannot be used, or nothing (kMinMeasuredTimeS..).
+std::optional<std::string> time_problem(double us) {
+  if (us >= kMinMeasuredTimeS * 1e6 && us <= kMaxMeasuredTimeS * 1e6) return std::nullopt;
+  return fmt::format("time {:g} us is outside [{:g}, {:g}] us (nccl-tests prints microseconds with two decimals)",
+                     us, kMinMeasuredTimeS * 1e6, kMaxMeasuredTimeS * 1e6);
+}
+
 bool parse_integer(const std::string& tok, long long& out) {
   const char* b = tok.data();
   const char* e = b + tok.size();
@@ -204,6 +211,9 @@ std::optional<std::string> read_row(const std::vector<std::string>& toks, const 
       auto v = parse_double(t, ok);
       if (!ok) return fmt::format("time '{}' is not a number of microseconds", t);
       if (v && !(*v > 0)) return fmt::format("time '{}' must be > 0 us", t);
+      if (v) {
+        if (auto why = time_problem(*v)) return why;
+      }
       (time_group == 1 ? row.oop_time_us : row.ip_time_us) = v;
     } else if (c == "algbw" || c == "busbw") {
       auto v = parse_double(t, ok);
@@ -483,6 +493,8 @@ NcclTestsLog parse_nccl_tests_csv(std::string_view text, const std::string& sour
     if (!why && !row.time_us() && !row.oop_busbw_GBps && !row.ip_busbw_GBps)
       why = "neither a time nor a busbw is given";
     if (!why && row.time_us() && !(*row.time_us() > 0)) why = fmt::format("time {} us must be > 0", *row.time_us());
+    for (const auto* t : {&row.oop_time_us, &row.ip_time_us})
+      if (!why && *t) why = time_problem(**t);
     if (why) {
       log.unreadable.push_back({line_no, excerpt(raw), *why});
       continue;

@@ -14,6 +14,13 @@ namespace stepsim::validate {
 
 /// One size row of an nccl-tests table. Times in µs and bandwidths in GB/s (1e9 B/s) as
 /// nccl-tests prints them; a value printed as "N/A" (or a blank CSV cell) is empty.
+/// Range of a measured collective time the readers accept (and fit_table requires), seconds:
+/// nccl-tests prints microseconds with two decimals, so 0.01 µs is the smallest it can show;
+/// 10^4 s is far beyond any single collective. Outside it a row is unreadable (reported with its
+/// line): 1e-207 s once overflowed the fit's 1/t² weights (issue 13 item 11).
+inline constexpr double kMinMeasuredTimeS = 1e-8;
+inline constexpr double kMaxMeasuredTimeS = 1e4;
+
 struct NcclTestsRow {
   int line = 0;                      ///< 1-based line number in the file
   double size_bytes = 0;             ///< S: the total buffer (gathered size for AG/RS/AlltoAll)

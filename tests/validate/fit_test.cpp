@@ -149,6 +149,14 @@ TEST_CASE("validate.fit.recovers known factors and finds the kink") {
   CHECK_THROWS_AS(fit_table({{8, 1e-5, 0}}, nom, FitOptions{}, "one point"), InputError);
 }
 
+TEST_CASE("validate.fit.a library caller's near-zero time is refused, not fitted (issue 13 item 11)") {
+  const NominalLine nominal{5e-6, 1 / 100e9};
+  std::vector<Measurement> pts;
+  for (double v = 1024; v <= 1 << 20; v *= 2) pts.push_back({v, 5e-6 + v / 100e9, 0});
+  pts[0].time_s = 1e-207;
+  CHECK_THROWS_WITH(fit_table(pts, nominal, FitOptions{}, "lib"), Catch::Matchers::Contains("outside what a fit can use"));
+}
+
 TEST_CASE("validate.fit.isolated spikes are left out, step-down plateaus are kept") {
   // Exact α-β data (latency factor 1.5, bandwidth factor 0.9) with the 64 KiB row 3x slower:
   // more than 15 % above both neighbours, so it is left out, reported, and the factors come

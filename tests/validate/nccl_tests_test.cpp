@@ -172,6 +172,26 @@ TEST_CASE("validate.nccl_tests.every shared table reads without an unreported sk
   CHECK(files >= 30);
 }
 
+TEST_CASE("validate.nccl_tests.times outside [0.01 us, 1e4 s] make a row unreadable, never reach the fit (issue 13 item 11)") {
+  // Before: a 1e-201 us row was read, its 1/t² weight overflowed the fit (heap-buffer-overflow
+  // under ASan in fit_once; Release wrote "latency_factor": null).
+  const std::string head =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  const std::string rows =
+      "        1024           256     float     sum      -1   1e-201   52.17   78.25      0    19.90   52.69   79.04      0\n"
+      "        2048           512     float     sum      -1    20.40   68.99  103.48      0    20.40   68.99  103.48      0\n"
+      "        4096          1024     float     sum      -1  2e+300   68.99  103.48      0    20.40   68.99  103.48      0\n";
+  const auto log = parse_nccl_tests(head + rows, "tiny.log");
+  REQUIRE(log.runs.size() == 1);
+  CHECK(log.runs[0].rows.size() == 1);
+  REQUIRE(log.unreadable.size() == 2);
+  CHECK_THAT(log.unreadable[0].reason, Catch::Matchers::Contains("time 1e-201 us is outside [0.01, 1e+10] us"));
+  CHECK_THAT(log.unreadable[1].reason, Catch::Matchers::Contains("time 2e+300 us is outside"));
+  const auto csv = parse_nccl_tests_csv("op,size_bytes,oop_time_us\nall_reduce,1024,1e-201\nall_reduce,2048,20.4\n", "t.csv");
+  REQUIRE(csv.unreadable.size() == 1);
+  CHECK_THAT(csv.unreadable[0].reason, Catch::Matchers::Contains("outside [0.01, 1e+10] us"));
+}
+
 TEST_CASE("validate.nccl_tests.bad input") {
   CHECK_THROWS_AS(read_nccl_tests_file(fixture("no-such.log")), InputError);
   CHECK_THROWS_WITH(parse_nccl_tests_csv("a,b\n1,2\n", "t.csv"), Catch::Matchers::Contains("lacks size_bytes"));
