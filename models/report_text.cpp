@@ -126,7 +126,7 @@ std::string report_text(const Report& r) {
 
   const auto& m = r.memory;
   line("");
-  line("memory per GPU (GB = 1e9 bytes)");
+  line("memory per GPU at its peak (GB = 1e9 bytes; the rows add up to the peak)");
   line(fmt::format("  parameters     {}", gb(m.params_bytes)));
   line(fmt::format("  gradients      {}", gb(m.grads_bytes)));
   line(fmt::format("  optimizer      {}", gb(m.optimizer_bytes)));

@@ -40,6 +40,33 @@ hardware::Contention contention_of(const Scenario& s) {
   return c;
 }
 
+// Why a step does not fit, naming the largest part of its peak first (issue 13 item 6: at
+// seq_len 131072 activations, not model state, are what overflow).
+std::string does_not_fit_message(const Scenario& s, const MemoryBreakdown& m) {
+  const double states = m.params_bytes + m.grads_bytes + m.optimizer_bytes + m.grad_accum_bytes;
+  struct Part {
+    double bytes;
+    std::string what;
+  };
+  const double per_param = states / std::max(1.0, static_cast<double>(s.model.parameter_count()));
+  std::vector<Part> parts = {
+      {states, s.zero_stage() == 0 && s.parallelism.strategy == "ddp"
+                   ? fmt::format("model state ({:.1f} bytes per parameter; pure DP keeps a full copy of parameters, "
+                                 "gradients and optimizer state on every GPU: shard it with zero1-3 or fsdp)",
+                                 per_param)
+                   : fmt::format("model state ({:.2f} bytes per parameter after sharding over {} ranks: more ranks "
+                                 "or offload)", per_param, s.shard_ranks())},
+      {m.activations_bytes,
+       fmt::format("activations ({} tokens per micro-batch: lower batch.micro_batch_size or batch.seq_len{})",
+                   s.tokens_per_micro_batch(),
+                   s.activations.full_recompute ? "; recompute is already full" : ", or set activations.recompute \"full\"")},
+      {m.buffers_bytes, "framework buffers (gradient buckets, unsharded parameters and gradients in flight)"}};
+  std::stable_sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
+  return fmt::format("does not fit: {} per GPU needed at the peak, {} of HBM; the largest part is {} {}, then {} {}",
+                     gb(m.total_bytes), gb(m.capacity_bytes), gb(parts[0].bytes), parts[0].what, gb(parts[1].bytes),
+                     parts[1].what.substr(0, parts[1].what.find(" (")));
+}
+
 sim::RunOptions run_options(const Scenario& s, const sim::TaskGraph& g) {
   std::uint32_t streams = 0;
   for (sim::TaskId v = 0; v < g.size(); ++v) streams = std::max(streams, g.task(v).stream + 1);
@@ -233,7 +260,8 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   const double baseline = r.memory.params_bytes + r.memory.grads_bytes + r.memory.optimizer_bytes +
                           r.memory.grad_accum_bytes + r.memory.buffers_bytes;
   const sim::MemoryPeak peak = sim::memory_peak(g, tl, 0, baseline);
-  r.memory.activations_bytes = activation_bytes(s);
+  // Every row is its value at the peak instant, so the rows add up to the peak (issue 13 item 5).
+  r.memory.activations_bytes = peak.counter_bytes[kActivationCounter];
   r.memory.buffers_bytes += peak.counter_bytes[kBufferCounter];
   r.memory.total_bytes = peak.bytes;
   r.memory.peak_time_s = peak.at.seconds();
@@ -247,13 +275,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   for (std::size_t i = path.size() - tail; i < path.size(); ++i)
     r.critical_path_tail.push_back({g.task(path[i]).name, tl[path[i]].start.seconds(), tl[path[i]].end.seconds()});
 
-  if (!r.memory.fits)
-    r.warnings.push_back(fmt::format(
-        "does not fit: {} per GPU needed, {} of HBM ({:.1f} bytes per parameter of model state "
-        "alone; pure DP keeps a full copy of parameters, gradients and optimizer state on every GPU)",
-        gb(r.memory.total_bytes), gb(r.memory.capacity_bytes),
-        (r.memory.params_bytes + r.memory.grads_bytes + r.memory.optimizer_bytes) /
-            static_cast<double>(s.model.parameter_count())));
+  if (!r.memory.fits) r.warnings.push_back(does_not_fit_message(s, r.memory));
   if (s.sharding.fsdp_version == "fsdp1" && s.sharding.forward_prefetch)
     r.warnings.push_back(
         "forward_prefetch: FSDP1 issues the next AllGather before this unit's forward kernels; with the CPU "

@@ -89,6 +89,19 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
                             (kEagerScoreBytesBwd + recompute * kEagerScoreBytesFwd) * eager_score_elements(s, l);
   const double fixed_bwd = l.bwd_s ? *l.bwd_s + recompute * l.fwd_s.value_or(0.0) : 0.0;
   const double activations = layer_activation_bytes(s, l);
+  // Full recomputation rebuilds the layer's activations (all of them, less the kept input)
+  // when its backward starts; they are freed as it ends (torch.utils.checkpoint: the recomputed
+  // forward's saved tensors live until that segment's backward is done, semantics-parallel.md).
+  const double recomputed =
+      s.activations.full_recompute
+          ? std::max(0.0, (activation_bytes_per_token(l, s.activations.flash_attention, false, s.batch.seq_len) -
+                           l.input_bytes_per_token) * tokens)
+          : 0.0;
+  const auto hold_recomputed = [recomputed](std::vector<BackwardSegment>& segs) {
+    if (recomputed <= 0 || segs.empty()) return;
+    segs.front().task.alloc_bytes[kActivationCounter] += recomputed;
+    segs.back().task.free_bytes[kActivationCounter] += recomputed;
+  };
 
   auto base = [&](std::string name) {
     sim::Task t;
@@ -109,6 +122,7 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
     seg.task.fixed_s = fixed_bwd;
     seg.task.free_bytes[kActivationCounter] = activations;
     out.push_back(std::move(seg));
+    hold_recomputed(out);
     return out;
   }
   for (std::size_t idx : s.model.ready_order(layer)) {
@@ -123,6 +137,7 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
     seg.task.free_bytes[kActivationCounter] = share * activations;
     out.push_back(std::move(seg));
   }
+  hold_recomputed(out);
   return out;
 }
 
