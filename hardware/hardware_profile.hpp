@@ -68,7 +68,10 @@ struct HardwareProfile {
   double gemm_efficiency = 0;        ///< default achieved fraction of peak for large GEMMs
   int sm_count = 0;                  ///< streaming multiprocessors (0 = not given); `compute.sm_count`
   GemmCurve gemm_curve;              ///< `compute.gemm_curve`; absent = flat gemm_efficiency
-  double hbm_bytes = 0;              ///< device memory capacity
+  double hbm_bytes = 0;              ///< device memory capacity, the datasheet's (80 GiB for an "80 GB" H100)
+  /// Memory a training process cannot use for tensors: CUDA context, library workspaces and NCCL
+  /// buffers (`memory.reserved_bytes`, ≥ 0, below hbm_bytes; 0 when the profile omits it).
+  double hbm_reserved_bytes = 0;
   double hbm_bandwidth_bytes_per_s = 0;
   double hbm_efficiency = 0;         ///< achieved fraction of HBM bandwidth for streaming kernels
 
@@ -112,6 +115,8 @@ struct HardwareProfile {
            group_nic_share(ranks_per_node, concurrent_groups);
   }
   bool is_torus() const { return !torus_dims.empty(); }
+  /// What the model's tensors may use: hbm_bytes − hbm_reserved_bytes (what "fits" compares).
+  double usable_hbm_bytes() const { return hbm_bytes - hbm_reserved_bytes; }
 };
 
 }  // namespace stepsim::hardware

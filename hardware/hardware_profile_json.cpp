@@ -74,6 +74,10 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
 
   const JsonReader memory = root.object("memory");
   p.hbm_bytes = memory.number("hbm_bytes", Check::Positive, Dimension::Bytes);
+  p.hbm_reserved_bytes = memory.number_or("reserved_bytes", 0.0, Check::NonNegative, Dimension::Bytes);
+  if (!(p.hbm_reserved_bytes < p.hbm_bytes))
+    memory.fail("reserved_bytes", fmt::format("expected less than hbm_bytes ({:g} bytes), got {:g}", p.hbm_bytes,
+                                              p.hbm_reserved_bytes));
   p.hbm_bandwidth_bytes_per_s =
       memory.number("hbm_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
   p.hbm_efficiency = memory.number_or("hbm_efficiency", 0.85, Check::Fraction);

@@ -62,7 +62,9 @@ MemoryBreakdown static_memory(const Scenario& s) {
     const double bucket_elems = s.sharding.reduce_bucket_size;
     m.buffers_bytes = bucket_elems * s.precision.reduce_bytes(s.precision.param_dtype) * (s.sharding.overlap_comm ? 2.0 : 1.0);
   }
-  m.capacity_bytes = s.hardware.hbm_bytes;
+  m.capacity_bytes = s.hardware.usable_hbm_bytes();
+  m.hbm_bytes = s.hardware.hbm_bytes;
+  m.reserved_bytes = s.hardware.hbm_reserved_bytes;
   return m;
 }
 

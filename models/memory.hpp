@@ -36,8 +36,10 @@ struct MemoryBreakdown {
                                 ///< buffers, FSDP/ZeRO-3 unsharded parameters and gradients
   double total_bytes = 0;       ///< peak over the simulated step
   double peak_time_s = 0;       ///< when the peak is first reached
-  double capacity_bytes = 0;    ///< the profile's HBM
-  bool fits = false;            ///< total ≤ capacity
+  double capacity_bytes = 0;    ///< usable HBM: the profile's hbm_bytes − reserved_bytes
+  double hbm_bytes = 0;         ///< the profile's HBM capacity (datasheet)
+  double reserved_bytes = 0;    ///< CUDA context, workspaces, NCCL buffers (profile memory.reserved_bytes)
+  bool fits = false;            ///< total ≤ capacity_bytes (the usable HBM)
 };
 
 /// Persistent (static) memory of a scenario's strategy: model states sharded by stage,

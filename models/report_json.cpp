@@ -78,6 +78,8 @@ std::string report_json(const Report& r) {
                  {"total_bytes", r.memory.total_bytes},
                  {"peak_time_s", r.memory.peak_time_s},
                  {"capacity_bytes", r.memory.capacity_bytes},
+                 {"hbm_bytes", r.memory.hbm_bytes},
+                 {"reserved_bytes", r.memory.reserved_bytes},
                  {"fits", r.memory.fits}};
   ordered tail = ordered::array();
   for (const auto& p : r.critical_path_tail)

@@ -133,8 +133,10 @@ std::string report_text(const Report& r) {
   if (m.grad_accum_bytes > 0) line(fmt::format("  fp32 grad acc  {}", gb(m.grad_accum_bytes)));
   line(fmt::format("  activations    {}   (one micro-batch)", gb(m.activations_bytes)));
   line(fmt::format("  buffers        {}   ({})", gb(m.buffers_bytes), buffer_note(s)));
-  line(fmt::format("  peak           {} of {} at {:.3f} ms: {}", gb(m.total_bytes), gb(m.capacity_bytes),
+  line(fmt::format("  peak           {} of {} usable at {:.3f} ms: {}", gb(m.total_bytes), gb(m.capacity_bytes),
                    m.peak_time_s * 1e3, m.fits ? "fits" : "DOES NOT FIT"));
+  line(fmt::format("  usable         {} = {} HBM − {} reserved (CUDA context, workspaces, NCCL buffers)",
+                   gb(m.capacity_bytes), gb(m.hbm_bytes), gb(m.reserved_bytes)));
 
   line("");
   std::string tail;

@@ -62,8 +62,10 @@ std::string does_not_fit_message(const Scenario& s, const MemoryBreakdown& m) {
                    s.activations.full_recompute ? "; recompute is already full" : ", or set activations.recompute \"full\"")},
       {m.buffers_bytes, "framework buffers (gradient buckets, unsharded parameters and gradients in flight)"}};
   std::stable_sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
-  return fmt::format("does not fit: {} per GPU needed at the peak, {} of HBM; the largest part is {} {}, then {} {}",
-                     gb(m.total_bytes), gb(m.capacity_bytes), gb(parts[0].bytes), parts[0].what, gb(parts[1].bytes),
+  return fmt::format("does not fit: {} per GPU needed at the peak, {} usable ({} HBM less {} reserved); the largest "
+                     "part is {} {}, then {} {}",
+                     gb(m.total_bytes), gb(m.capacity_bytes), gb(m.hbm_bytes), gb(m.reserved_bytes), gb(parts[0].bytes),
+                     parts[0].what, gb(parts[1].bytes),
                      parts[1].what.substr(0, parts[1].what.find(" (")));
 }
 

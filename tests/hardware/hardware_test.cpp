@@ -43,7 +43,18 @@ TEST_CASE("hardware: every built-in profile loads with DESIGN.md's nominal numbe
   CHECK(h100.node_egress_bytes_per_s() == 400e9);  // 8 NICs × 400 Gb/s
   CHECK(load_profile("h800").intra_node.bandwidth_bytes_per_s == 200e9);
   CHECK(load_profile("a100-sxm").node_egress_bytes_per_s() == 200e9);
-  CHECK(load_profile("h200").hbm_bytes == 141e9);
+  // Issue 13 item 4: capacities in binary units as the hardware has them, less a reserve.
+  CHECK(load_profile("h200").hbm_bytes == 143771.0 * (1 << 20));
+  CHECK(h100.hbm_bytes == 80.0 * (1 << 30));
+  CHECK(h100.usable_hbm_bytes() == Approx(78.5 * (1 << 30)));
+  CHECK(load_profile("a100-sxm").hbm_bytes == 80.0 * (1 << 30));
+  CHECK(load_profile("tpu-v5p").hbm_bytes == 95.0 * (1 << 30));
+  for (const auto& n : names) {
+    const auto p = load_profile(n);
+    CAPTURE(n);
+    CHECK(p.hbm_reserved_bytes < 0.05 * p.hbm_bytes);
+    CHECK(p.usable_hbm_bytes() > 0);
+  }
   const auto tpu = load_profile("tpu-v5p");
   CHECK(tpu.torus_dims == std::vector<int>{16, 20, 28});
   CHECK(tpu.peak_flops_per_s == 459e12);

@@ -296,3 +296,14 @@ TEST_CASE("memory: the out-of-memory warning names the largest part of the peak 
   REQUIRE_FALSE(ddp.memory.fits);
   CHECK_THAT(warning(ddp), Contains("GB model state (16.0 bytes per parameter; pure DP keeps a full copy"));
 }
+
+TEST_CASE("memory: fits compares the usable HBM, datasheet capacity less the reserve (issue 13 item 4)", "[models]") {
+  // Before: an "80 GB" H100 had 80e9 bytes and all of it was usable.
+  const Report r = run(make("llama3.2-1b", "{}"));
+  CHECK(r.memory.hbm_bytes == 80.0 * (1 << 30));
+  CHECK(r.memory.reserved_bytes == 1.5 * (1 << 30));
+  CHECK(r.memory.capacity_bytes == r.memory.hbm_bytes - r.memory.reserved_bytes);
+  CHECK(r.memory.fits == (r.memory.total_bytes <= r.memory.capacity_bytes));
+  CHECK_THAT(report_text(r), Contains("HBM −") && Contains("reserved (CUDA context, workspaces, NCCL buffers)"));
+  CHECK_THAT(report_json(r), Contains("\"reserved_bytes\"") && Contains("\"hbm_bytes\""));
+}
