@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Runs one row of a test table through the real `stepsim` CLI (style.md §3.7 items 3 and 5).
 //   stepsim_cli_check TABLE.json ROW_NAME STEPSIM SOURCE_DIR
-// Every row: name, source, args ("@SRC@" = repository root; commands run in SOURCE_DIR).
+// Every row: name, source, args ("@SRC@" = repository root; commands run in SOURCE_DIR;
+// "@FIFO@" = a named pipe made for the row in a fresh temporary folder, which a FIFO cannot be
+// committed; such a row runs under `timeout`, so a reader that blocks on it fails in seconds).
 // Error rows (tests/errors/errors.json): status (expected exit code) and stderr (a substring
 // of the combined output), e.g. the file, JSON path, bad value and expectation.
 // Figure rows (tests/figures/figures.json): pointer and one check:
@@ -12,10 +14,14 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 using json = nlohmann::json;
 
@@ -33,12 +39,37 @@ struct Result {
   std::string command;
 };
 
+/// A FIFO in a fresh temporary folder, removed with it at the end of the row.
+struct Fifo {
+  std::string dir, path;
+  Fifo() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/stepsim-cli-check-XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("cannot create a folder for @FIFO@");
+    dir = templ;
+    path = dir + "/input.fifo";
+    if (::mkfifo(path.c_str(), 0600) != 0) throw std::runtime_error("cannot make the FIFO " + path);
+  }
+  ~Fifo() {
+    ::unlink(path.c_str());
+    ::rmdir(dir.c_str());
+  }
+};
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (auto pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
+    s.replace(pos, from.size(), to);
+}
+
 Result run_raw(const std::string& stepsim, const std::string& src, const json& args) {
-  std::string cmd = "cd " + shell_quote(src) + " && " + shell_quote(stepsim);
+  std::unique_ptr<Fifo> fifo;
+  for (const auto& a : args)
+    if (!fifo && a.get<std::string>().find("@FIFO@") != std::string::npos) fifo = std::make_unique<Fifo>();
+  std::string cmd = "cd " + shell_quote(src) + " && " + (fifo ? "timeout -k 5 20 " : "") + shell_quote(stepsim);
   for (const auto& a : args) {
     std::string s = a.get<std::string>();
-    for (auto pos = s.find("@SRC@"); pos != std::string::npos; pos = s.find("@SRC@"))
-      s.replace(pos, 5, src);
+    replace_all(s, "@SRC@", src);
+    if (fifo) replace_all(s, "@FIFO@", fifo->path);
     cmd += " " + shell_quote(s);
   }
   cmd += " 2>&1";

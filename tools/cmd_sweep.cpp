@@ -7,10 +7,12 @@
 #include "tools/mpi_partition.hpp"
 #include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
+#include "sim/support/temp_files.hpp"
 
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,28 +191,18 @@ std::string gnuplot_message(const std::string& err) {
 /// @throws InputError "--plot: gnuplot exited with status N: FIRST ERROR LINE" (or "was
 ///         killed by signal N") when it fails or writes nothing.
 std::string render_plot(const models::SweepResult& r, const models::SweepSummary& summary, const std::string& path) {
-  namespace fs = std::filesystem;
   const std::string terminal = extension_of(path) == ".png"
                                    ? "pngcairo size 1000,1400 noenhanced font 'sans,10'"
                                    : "svg size 1000,1400 dynamic noenhanced font 'sans,11' background rgb 'white'";
-  std::error_code ec;
-  std::string dir_template = (fs::temp_directory_path(ec) / "stepsim-plot-XXXXXX").string();
-  if (ec || ::mkdtemp(dir_template.data()) == nullptr)
-    throw InputError("--plot", "", "cannot create a temporary directory for gnuplot (check TMPDIR)");
-  const fs::path dir(dir_template);
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      std::error_code e;
-      fs::remove_all(dir, e);
-    }
-  } cleanup{dir};
-  const std::string image = (dir / ("plot" + extension_of(path))).string();
-  const std::string script_path = (dir / "plot.gp").string(), err_path = (dir / "stderr.txt").string();
+  // Private (mkdtemp, 0700), so the fixed names inside are safe; registered, so a SIGTERM or
+  // SIGINT removes the files and the folder too (stepsim_main.cpp).
+  TempDir dir("stepsim-plot", "--plot");
+  const std::string image = dir.file("plot" + extension_of(path));
+  const std::string script_path = dir.file("plot.gp"), err_path = dir.file("stderr.txt");
   {
     std::ofstream script(script_path, std::ios::binary);
     script << gnuplot_script(r, summary, terminal, image);
-    if (!script.flush()) throw InputError("--plot", "", "cannot write the gnuplot script to " + dir.string());
+    if (!script.flush()) throw InputError("--plot", "", "cannot write the gnuplot script to " + dir.path());
   }
   const std::string gnuplot = find_on_path("gnuplot");
   posix_spawn_file_actions_t actions;
@@ -219,9 +211,18 @@ std::string render_plot(const models::SweepResult& r, const models::SweepSummary
   ::posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   ::posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   std::vector<char*> argv{const_cast<char*>(gnuplot.c_str()), const_cast<char*>(script_path.c_str()), nullptr};
+  // The CLI ignores SIGXFSZ (stepsim_main.cpp); gnuplot gets the default back.
+  posix_spawnattr_t attr;
+  ::posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGXFSZ);
+  ::posix_spawnattr_setsigdefault(&attr, &defaults);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  const int spawn = ::posix_spawn(&pid, gnuplot.c_str(), &actions, nullptr, argv.data(), environ);
+  const int spawn = ::posix_spawn(&pid, gnuplot.c_str(), &actions, &attr, argv.data(), environ);
   ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attr);
   if (spawn != 0) throw InputError("--plot", "", fmt::format("cannot start {}: {}", gnuplot, std::strerror(spawn)));
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -3,11 +3,13 @@
 // to exit codes: 0 ok, 2 bad input, 1 internal error. Subcommands live in cmd_*.cpp.
 #include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
+#include "sim/support/temp_files.hpp"
 #include "tools/commands.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,6 +50,30 @@ void print_error(const char* prefix, const char* what, const char* suffix = "") 
   std::fprintf(stderr, "%s%s%s\n", prefix, printable(what).c_str(), suffix);
 }
 
+// SIGTERM, SIGINT, SIGHUP: remove the temporary files and folders in flight (async-signal-safe:
+// unlink / rmdir on stored paths), then die of the same signal (SA_RESETHAND restored the
+// default action), so the parent sees the usual status.
+void remove_temps_and_die(int sig) {
+  stepsim::remove_registered_temp_paths();
+  ::raise(sig);
+}
+
+void install_signal_handlers() {
+  // Past `ulimit -f` a write fails with EFBIG instead of killing the process: the error is
+  // reported in one line and the temporary file removed like any other failed write.
+  ::signal(SIGXFSZ, SIG_IGN);
+  struct sigaction sa {};
+  sa.sa_handler = remove_temps_and_die;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction old {};
+    // A signal ignored by whoever started us (nohup, a background job) stays ignored.
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +82,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "stepsim 0.1");
   protect_inputs(true);  // no output is written over a file this process read
+  install_signal_handlers();
   tools::Action action;
   tools::add_run_command(app, action);
   tools::add_collective_commands(app, action);

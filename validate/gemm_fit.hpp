@@ -38,7 +38,8 @@ struct GemmMeasurements {
 /// the shapes gemm-sweep uses for the same roles.
 /// @throws InputError naming the file, JSON path, value and expectation: another schema, a
 ///         missing or unknown key, sizes < 1, time_s ≤ 0, flops ≠ 2·m·n·k (relative 1e-6), no
-///         rows, an mlp-step file without GEMM kernels.
+///         rows, an mlp-step file without GEMM kernels; as read_input_file (expecting "a JSON
+///         file", at most 64 MiB) for a missing, non-regular or oversized file.
 GemmMeasurements read_gemm_measurements(const std::string& path);
 
 /// Same, from the file's text; `source` names it in messages.

@@ -4,6 +4,7 @@
 #include "validate/gemm_fit.hpp"
 
 #include "sim/support/error.hpp"
+#include "sim/support/input_file.hpp"
 #include "sim/support/json_reader.hpp"
 #include "validate/measured_timeline.hpp"
 #include "validate/nccl_tests.hpp"
@@ -14,10 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 namespace stepsim::validate {
 
@@ -138,12 +136,7 @@ GemmMeasurements parse_gemm_measurements(const std::string& text, const std::str
 }
 
 GemmMeasurements read_gemm_measurements(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  // A directory opens as a stream on Linux: let the JSON reader say "missing file" / "is a directory".
-  if (!in || std::filesystem::is_directory(path)) (void)read_json_file(path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_gemm_measurements(ss.str(), path);
+  return parse_gemm_measurements(read_input_file(path, "a JSON file", kMaxJsonBytes), path);
 }
 
 }  // namespace stepsim::validate

@@ -91,7 +91,9 @@ NcclTestsLog parse_nccl_tests_csv(std::string_view text, const std::string& sour
 /// Reads a file: CSV when its first line starts with "op,", raw stdout otherwise. For a CSV,
 /// a sidecar `<stem>.json` with `gpu`, `nodes`, `total_ranks`, `nccl_version` (the format of
 /// ../shared/data/nccl/*.json) fills the run provenance when present.
-/// @throws InputError when the file is missing, unreadable, empty, or holds no table at all.
+/// @throws InputError when the file is empty or holds no table at all; as read_input_file
+///         (expecting "an nccl-tests log or CSV", at most 1 GiB) when it is missing, a
+///         directory, not a regular file (FIFO, device, socket), unreadable or larger.
 NcclTestsLog read_nccl_tests_file(const std::string& path);
 
 /// nccl-tests' busbw/algbw factor (semantics.md §D.5): 2(n−1)/n for all_reduce, (n−1)/n for

@@ -3,7 +3,7 @@
 // (../shared/data/nccl/<id>.json: gpu, nodes, total_ranks, nccl_version). The only file in
 // validate/ that sees JSON.
 #include "validate/nccl_tests.hpp"
-#include "sim/support/atomic_file.hpp"
+#include "sim/support/input_file.hpp"
 
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"
@@ -11,8 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace stepsim::validate {
 
@@ -53,20 +51,13 @@ void apply_sidecar(NcclTestsLog& log, const std::string& sidecar) {
 }  // namespace
 
 NcclTestsLog read_nccl_tests_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory, expected an nccl-tests log");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "no such file or not readable (expected an nccl-tests log or CSV)");
-  note_input_file(path);  // outputs never go over it
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_input_file(path, "an nccl-tests log or CSV");
   if (text.empty()) throw InputError(path, "", "file is empty (expected nccl-tests output)");
   const bool csv = text.rfind("op,", 0) == 0 || text.rfind("size_bytes,", 0) == 0;
   NcclTestsLog log = csv ? parse_nccl_tests_csv(text, path) : parse_nccl_tests(text, path);
   if (csv) {
     const std::filesystem::path sidecar = std::filesystem::path(path).replace_extension(".json");
-    if (std::filesystem::is_regular_file(sidecar, ec)) apply_sidecar(log, sidecar.string());
+    if (std::error_code ec; std::filesystem::is_regular_file(sidecar, ec)) apply_sidecar(log, sidecar.string());
   }
   if (log.runs.empty()) {
     std::string why = "no nccl-tests table found (expected rows under a '#  size  count  type ...' header)";

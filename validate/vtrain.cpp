@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/report.hpp"
-#include "sim/support/atomic_file.hpp"
+#include "sim/support/input_file.hpp"
 #include "sim/support/error.hpp"
 
 #include <fmt/format.h>
@@ -18,7 +18,6 @@
 #include <charconv>
 #include <cmath>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -203,9 +202,7 @@ std::string zero_label(const VtrainRow& row) {
 }  // namespace
 
 std::vector<VtrainRow> read_vtrain_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open the file; expected a readable vtrain_dp.csv");
-  note_input_file(path);  // outputs never go over it
+  std::istringstream in(read_input_file(path, "a vTrain CSV (vtrain_dp.csv)"));
   std::map<std::string, std::size_t> index;
   std::vector<VtrainRow> rows;
   std::string line;

@@ -49,7 +49,8 @@ struct VtrainRow {
 /// gpus_used_per_node ≤ 8, global_batch = dp × micro_batch × grad_accum, hidden divisible by
 /// heads, a positive iteration time.
 /// @throws InputError naming `path`, "line L, column C (NAME)", the bad value and what was
-///         expected; or the missing column, or an unreadable file.
+///         expected; or the missing column; or as read_input_file (expecting "a vTrain CSV
+///         (vtrain_dp.csv)", at most 1 GiB) for a missing, non-regular, unreadable or larger file.
 std::vector<VtrainRow> read_vtrain_csv(const std::string& path);
 
 /// Model vocabulary used for every row: GPT-2's 50,257 tokens padded by Megatron to a multiple

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Output files (temp file + rename; DESIGN.md "Interfaces"): symlinks written through,
+// Output files (mkstemp temp file + rename; DESIGN.md "Interfaces"): symlinks written through,
 // devices and FIFOs written through, directories, sockets and inputs refused.
 #include "sim/support/atomic_file.hpp"
 
 #include "sim/support/error.hpp"
+#include "sim/support/temp_files.hpp"
 
 #include <fmt/format.h>
 
@@ -12,9 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <unistd.h>
+#include <sys/stat.h>
 
 namespace stepsim {
 
@@ -135,22 +135,15 @@ void write_file_atomically(const std::string& path, const std::string& content) 
       throw InputError(path, "", std::string("error while writing: ") + std::strerror(ok ? errno : err));
     return;
   }
-  const fs::path tmp = dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path, "", "cannot create output file (check permissions)");
-    out << content;
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      throw InputError(path, "", "error while writing output file");
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw InputError(path, "", "cannot replace output file: " + ec.message());
-  }
+  // A fresh name made by mkstemp (O_EXCL: a link planted at any name in the folder is never
+  // followed), removed on every failure and, through its registration, on SIGTERM/SIGINT.
+  TempFile tmp(dir.string(), target.filename().string(), path);
+  tmp.write(content);
+  // Keep the permissions of the file replaced; a new file gets 0666 less the umask, as a
+  // plain `>` redirection would (mkstemp makes it 0600).
+  struct stat st {};
+  const bool replacing = ::stat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  tmp.rename_over(target.string(), replacing ? (st.st_mode & 07777 & ~unsigned{S_ISUID | S_ISGID}) : default_file_mode());
 }
 
 }  // namespace stepsim

@@ -48,8 +48,15 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
 /// written, flushed and renamed over it, so readers never see a half-written file and a
 /// failure leaves any existing file untouched. A symlink is written through (its target is
 /// replaced, the link stays); an existing regular file is overwritten; a character device or
-/// FIFO is written directly (nothing to replace; /dev/full reports its error).
-/// @throws InputError as check_output_path (with no flag), or when the file cannot be written.
+/// FIFO is written directly (nothing to replace; /dev/full reports its error). The temporary
+/// file is a TempFile (temp_files.hpp): ".NAME.tmp.XXXXXX" made by mkstemp, so a link planted
+/// in the folder is never written through; it is removed on every failure (and, registered, by
+/// the CLI's SIGTERM/SIGINT handler). A replaced file keeps its permission bits (less setuid
+/// and setgid); a new one gets 0666 less the umask.
+/// @throws InputError as check_output_path (with no flag), or when the file cannot be written:
+///         "PATH: cannot create a temporary file in 'DIR': REASON", "PATH: error while writing:
+///         REASON" (e.g. "File too large" past `ulimit -f` with SIGXFSZ ignored, "No space left
+///         on device"), "PATH: cannot replace output file: REASON".
 void write_file_atomically(const std::string& path, const std::string& content);
 
 }  // namespace stepsim

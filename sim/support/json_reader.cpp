@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Path-tracking JSON reader and the JSON file loader.
 #include "sim/support/json_reader.hpp"
-#include "sim/support/atomic_file.hpp"
+#include "sim/support/input_file.hpp"
 
 #include "sim/support/error.hpp"
 #include "sim/support/names.hpp"
@@ -11,9 +11,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace stepsim {
 
@@ -308,25 +305,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
 }
 
 nlohmann::json read_json_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    throw InputError(path, "", "cannot access the file: " + ec.message());
-  if (ec || !fs::exists(status)) throw InputError(path, "", "no such file");
-  if (fs::is_directory(status)) throw InputError(path, "", "is a directory, expected a JSON file");
-  if (!fs::is_regular_file(status))
-    throw InputError(path, "", "is not a regular file (a device, FIFO or socket), expected a JSON file");
-  constexpr std::uintmax_t kMaxBytes = 64u << 20;  // no scenario, profile or model comes close
-  if (fs::file_size(path, ec) > kMaxBytes)
-    throw InputError(path, "", fmt::format("is larger than {} MiB, expected a JSON description", kMaxBytes >> 20));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open file for reading (check permissions)");
-  note_input_file(path);  // outputs never go over it
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) throw InputError(path, "", "error while reading the file");
-  return parse_json_text(buf.str(), path);
+  return parse_json_text(read_input_file(path, "a JSON file", kMaxJsonBytes), path);
 }
 
 void apply_override(nlohmann::json& doc, const std::string& assignment, const std::string& flag) {

@@ -93,9 +93,15 @@ class JsonReader {
 /// Compact one-line rendering of a JSON value for messages, truncated to ~60 characters.
 std::string json_excerpt(const nlohmann::json& value);
 
-/// Reads and parses a JSON file.
-/// @throws InputError when the file is missing, is a directory, cannot be read, is empty, or
-///         is not valid JSON ("FILE:LINE:COL: JSON syntax error: ...").
+/// The most bytes read_json_file reads (64 MiB): no scenario, profile, model or measured
+/// timeline comes close.
+inline constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t{64} << 20;
+
+/// Reads (through read_input_file, expecting "a JSON file", at most kMaxJsonBytes) and parses
+/// a JSON file; the file is noted as an input.
+/// @throws InputError when the file is missing, is a directory or not a regular file (FIFO,
+///         device, socket), cannot be read, is larger than 64 MiB, is empty, or is not valid
+///         JSON ("FILE:LINE:COL: JSON syntax error: ...").
 nlohmann::json read_json_file(const std::string& path);
 
 /// Parses JSON text; `source` names it in errors (same messages as read_json_file).

@@ -2,19 +2,29 @@
 // Tests of sim/support: units, names, the JSON reader, overrides, atomic files.
 #include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
+#include "sim/support/input_file.hpp"
 #include "sim/support/json_reader.hpp"
 #include "sim/support/names.hpp"
+#include "sim/support/temp_files.hpp"
 #include "sim/support/units.hpp"
 #include "tests/support/catch.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 #include <iterator>
+#include <vector>
 
+#include <csignal>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 using namespace stepsim;
 using Catch::Matchers::Contains;
@@ -101,6 +111,14 @@ TEST_CASE("write_file_atomically: replaces content, refuses a missing directory"
 }
 
 namespace {
+/// An empty folder TMPDIR/NAME (emptied when a previous run left it).
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p);
   return std::string((std::istreambuf_iterator<char>(in)), {});
@@ -109,8 +127,7 @@ std::string slurp(const std::filesystem::path& p) {
 
 TEST_CASE("write_file_atomically: symlinks are written through, non-regular targets refused", "[support]") {
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / "stepsim_atomic_links";
-  fs::remove_all(dir);
+  const auto dir = fresh_dir("stepsim_atomic_links");
   fs::create_directories(dir / "sub");
   // A link (relative, through a second link) is followed: the target changes, the links stay.
   write_file_atomically((dir / "sub" / "real.txt").string(), "old");
@@ -159,9 +176,7 @@ TEST_CASE("write_file_atomically: symlinks are written through, non-regular targ
 
 TEST_CASE("write_file_atomically: never over an input; two outputs never the same file", "[support]") {
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / "stepsim_atomic_inputs";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const auto dir = fresh_dir("stepsim_atomic_inputs");
   const auto in = dir / "scenario.json";
   { std::ofstream(in) << "{}"; }
   CHECK_THROWS_WITH(check_output_path(in.string(), "--out", {in.string()}), Contains("is the input"));
@@ -183,5 +198,166 @@ TEST_CASE("write_file_atomically: never over an input; two outputs never the sam
   CHECK_THROWS_WITH(check_distinct_outputs({{"--out", in.string()}, {"--plot", (dir / "alias.json").string()}}),
                     Contains("name the same file"));
   CHECK_NOTHROW(check_distinct_outputs({{"--out", (dir / "a.csv").string()}, {"--plot", (dir / "a.svg").string()}, {"--trace", ""}}));
+  fs::remove_all(dir);
+}
+
+namespace {
+/// The names in `dir` that are not in `keep`: temp files left behind.
+std::vector<std::string> leftovers(const std::filesystem::path& dir, const std::vector<std::string>& keep) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (std::find(keep.begin(), keep.end(), name) == keep.end()) out.push_back(name);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("write_file_atomically: a link planted at a temp name never redirects the write (issue 13 item 14)",
+          "[support]") {
+  namespace fs = std::filesystem;
+  const auto dir = fresh_dir("stepsim_atomic_planted");
+  fs::create_directories(dir / "out");
+  const auto victim = dir / "victim.txt";
+  { std::ofstream(victim) << "precious"; }
+  // The name the old code used (".NAME.tmp.PID"), and names a guess of the new pattern might hit.
+  const std::vector<std::string> planted{".report.json.tmp." + std::to_string(::getpid()), ".report.json.tmp.XXXXXX",
+                                         ".report.json.tmp.000000"};
+  for (const auto& name : planted) fs::create_symlink(victim, dir / "out" / name);
+  const auto out = dir / "out" / "report.json";
+  write_file_atomically(out.string(), "the report");
+  CHECK(slurp(victim) == "precious");
+  CHECK(slurp(out) == "the report");
+  CHECK_FALSE(fs::is_symlink(fs::symlink_status(out)));
+  std::vector<std::string> keep = planted;
+  keep.push_back("report.json");
+  CHECK(leftovers(dir / "out", keep).empty());
+  for (const auto& name : planted) CHECK(fs::is_symlink(fs::symlink_status(dir / "out" / name)));  // left as found
+
+  // Permissions: a new file gets 0666 less the umask (not mkstemp's 0600); a replaced file
+  // keeps its own bits.
+  struct stat st {};
+  REQUIRE(::stat(out.c_str(), &st) == 0);
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  CHECK((st.st_mode & 0777) == (0666 & ~mask));
+  CHECK(default_file_mode() == (0666u & ~static_cast<unsigned>(mask)));
+  fs::permissions(out, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  write_file_atomically(out.string(), "again");
+  REQUIRE(::stat(out.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0640);
+  CHECK(leftovers(dir / "out", keep).empty());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomically: a failed write names the reason and leaves no temp file (issue 13 item 14)",
+          "[support]") {
+  namespace fs = std::filesystem;
+  const auto dir = fresh_dir("stepsim_atomic_efbig");
+  { std::ofstream(dir / "out.csv") << "old"; }
+  // Past the file size limit, with SIGXFSZ ignored (as the CLI does), write() fails with EFBIG.
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  auto* const old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = 4096;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  std::string message;
+  try {
+    write_file_atomically((dir / "out.csv").string(), std::string(1 << 20, 'x'));
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK_THAT(message, Contains("out.csv: error while writing: File too large"));
+  CHECK(slurp(dir / "out.csv") == "old");  // the old file stands
+  CHECK(leftovers(dir, {"out.csv"}).empty());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("TempFile, TempDir: removed on every exit path, and by remove_registered_temp_paths (issue 13 item 14)",
+          "[support]") {
+  namespace fs = std::filesystem;
+  const auto dir = fresh_dir("stepsim_temp_files");
+  std::string tmp_path;
+  try {
+    TempFile t(dir.string(), "x.json", "x.json");
+    tmp_path = t.path();
+    CHECK(fs::path(tmp_path).filename().string().rfind(".x.json.tmp.", 0) == 0);
+    struct stat st {};
+    REQUIRE(::lstat(tmp_path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    t.write("half");
+    throw std::runtime_error("a failure while the temp file is open");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK_FALSE(fs::exists(tmp_path));
+  CHECK(leftovers(dir, {}).empty());
+  // What the CLI's signal handler does: every registered path in flight is removed, files
+  // first, then the emptied folders; nothing else is touched.
+  {
+    TempFile t(dir.string(), "y.csv", "y.csv");
+    TempDir d("stepsim-test", "--plot");
+    const std::string inside = d.file("plot.gp");
+    { std::ofstream(inside) << "plot"; }
+    { std::ofstream(dir / "kept.txt") << "kept"; }
+    remove_registered_temp_paths();
+    CHECK_FALSE(fs::exists(t.path()));
+    CHECK_FALSE(fs::exists(inside));
+    CHECK_FALSE(fs::exists(d.path()));
+    CHECK(fs::exists(dir / "kept.txt"));
+  }
+  {
+    std::string dpath;
+    {
+      TempDir d("stepsim-test", "--plot");
+      dpath = d.path();
+      { std::ofstream(d.file("a")) << "a"; }
+      { std::ofstream(fs::path(d.path()) / "unregistered") << "b"; }
+      struct stat st {};
+      REQUIRE(::stat(dpath.c_str(), &st) == 0);
+      CHECK((st.st_mode & 0777) == 0700);
+    }
+    CHECK_FALSE(fs::exists(dpath));  // the destructor removes it with all it holds
+  }
+  remove_registered_temp_paths();  // nothing registered any more: touches nothing
+  CHECK(fs::exists(dir / "kept.txt"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("read_input_file: regular files only, at most the limit, never blocking (issue 13 item 15)", "[support]") {
+  namespace fs = std::filesystem;
+  const auto dir = fresh_dir("stepsim_input_files");
+  { std::ofstream(dir / "log.txt") << "0123456789"; }
+  CHECK(read_input_file((dir / "log.txt").string(), "a log") == "0123456789");
+  CHECK_THROWS_WITH(read_input_file((dir / "log.txt").string(), "a log", 9),
+                    Contains("log.txt: is larger than 9 bytes (the most stepsim reads), expected a log"));
+  CHECK(read_input_file((dir / "log.txt").string(), "a log", 10) == "0123456789");
+  CHECK_THROWS_WITH(read_input_file((dir / "none.txt").string(), "a log"), Contains("none.txt: no such file (expected a log)"));
+  CHECK_THROWS_WITH(read_input_file(dir.string(), "a log"), Contains("stepsim_input_files: is a directory, expected a log"));
+  // A FIFO with no writer: refused at once (the old readers blocked in open() forever).
+  REQUIRE(::mkfifo((dir / "pipe").c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(read_input_file((dir / "pipe").string(), "a log"),
+                    Contains("pipe: is not a regular file (a FIFO), expected a log"));
+  if (fs::is_character_file("/dev/zero"))
+    CHECK_THROWS_WITH(read_input_file("/dev/zero", "a CSV"),
+                      Contains("/dev/zero: is not a regular file (a character device), expected a CSV"));
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string sock_path = (dir / "sock").string();
+  if (sock >= 0 && sock_path.size() < sizeof addr.sun_path) {
+    std::strcpy(addr.sun_path, sock_path.c_str());
+    REQUIRE(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    CHECK_THROWS_WITH(read_input_file(sock_path, "a log"), Contains("sock: is not a regular file (a socket), expected a log"));
+  }
+  if (sock >= 0) ::close(sock);
+  // The default limit, 1 GiB, on a sparse file one byte past it: refused by its size, unread.
+  fs::resize_file(dir / "log.txt", kMaxInputBytes + 1);
+  CHECK_THROWS_WITH(read_input_file((dir / "log.txt").string(), "an nccl-tests log"),
+                    Contains("log.txt: is larger than 1 GiB (the most stepsim reads), expected an nccl-tests log"));
+  CHECK(format_byte_limit(64u << 20) == "64 MiB");
+  CHECK(format_byte_limit(1536) == "1536 bytes");
   fs::remove_all(dir);
 }

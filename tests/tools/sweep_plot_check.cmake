@@ -29,7 +29,7 @@ foreach(want "<svg" "batch.seq_len=1024" "batch.seq_len=8192" "step time (ms)" "
     message(FATAL_ERROR "the plot does not contain '${want}'")
   endif()
 endforeach()
-file(GLOB leftovers ${WORK_DIR}/sweep_plot.svg.tmp.*)
+file(GLOB leftovers ${WORK_DIR}/.sweep_plot.svg.tmp.* ${WORK_DIR}/.sweep_plot.csv.tmp.*)
 if(leftovers)
   message(FATAL_ERROR "temporary plot files left behind: ${leftovers}")
 endif()

@@ -126,7 +126,7 @@ TEST_CASE("vtrain: malformed CSV names file, line, column, value and expectation
   CHECK(has(message_of(temp_csv("quote", hdr + "\"single,f\n")), "line 2, column 1: unterminated quoted field"));
   CHECK(has(message_of(temp_csv("empty", "")), "empty file"));
   CHECK(has(message_of(temp_csv("norows", hdr)), "no data rows"));
-  CHECK(has(message_of("/nonexistent/vtrain.csv"), "/nonexistent/vtrain.csv: cannot open"));
+  CHECK(has(message_of("/nonexistent/vtrain.csv"), "/nonexistent/vtrain.csv: no such file (expected a vTrain CSV (vtrain_dp.csv))"));
   // Quoted fields and CRLF line ends are accepted.
   const auto rows = read_vtrain_csv(temp_csv("quoted", hdr + "\"single\",\"data/x.csv\"" + good.substr(good.find(",7,")) + "\r\n"));
   REQUIRE(rows.size() == 1);
