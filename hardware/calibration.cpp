@@ -3,6 +3,7 @@
 #include "hardware/calibration.hpp"
 
 #include "hardware/gemm_model.hpp"
+#include "hardware/nccl_model.hpp"
 #include "sim/support/error.hpp"
 
 #include <fmt/format.h>
@@ -22,23 +23,45 @@ CalibrationScope scope_of(const GroupShape& group) {
   return nodes <= 1 ? CalibrationScope::IntraNode : CalibrationScope::InterNode;
 }
 
+namespace {
+
+// Ops whose tables stand in for `op` on the same links, in order of preference.
+std::vector<CollectiveOp> siblings(CollectiveOp op) {
+  if (op == CollectiveOp::AllReduce) return {CollectiveOp::ReduceScatter, CollectiveOp::AllGather};
+  return {CollectiveOp::AllReduce};
+}
+
+double log2_distance(int a, int b) {
+  return std::fabs(std::log2(static_cast<double>(std::max(1, a))) - std::log2(static_cast<double>(std::max(1, b))));
+}
+
+}  // namespace
+
 CalibrationMatch find_calibration(const CalibrationOverlay& overlay, CollectiveOp op,
                                   const GroupShape& group, double bytes) {
   CalibrationMatch m;
   const CalibrationScope scope = scope_of(group);
-  double best_distance = 0;
-  for (const auto& t : overlay.tables) {
-    if (t.op != op || t.scope != scope || t.segments.empty()) continue;
-    const double d = std::fabs(std::log2(static_cast<double>(t.ranks)) - std::log2(static_cast<double>(group.ranks)));
-    const bool better = m.table == nullptr || d < best_distance ||
-                        (d == best_distance && t.ranks > m.table->ranks);
-    if (better) {
-      m.table = &t;
-      best_distance = d;
+  const int rpn = std::max(1, std::min(group.ranks_per_node, group.ranks));
+  auto pick = [&](CollectiveOp want) {
+    const CalibrationTable* best = nullptr;
+    double best_distance = 0;
+    for (const auto& t : overlay.tables) {
+      if (t.op != want || t.scope != scope || t.segments.empty()) continue;
+      const double d = log2_distance(t.ranks, group.ranks) + (t.ranks_per_node > 0 ? log2_distance(t.ranks_per_node, rpn) : 0.0);
+      if (best == nullptr || d < best_distance || (d == best_distance && t.ranks > best->ranks)) {
+        best = &t;
+        best_distance = d;
+      }
     }
+    return best;
+  };
+  m.table = pick(op);
+  for (CollectiveOp other : siblings(op)) {
+    if (m.table != nullptr) break;
+    if ((m.table = pick(other)) != nullptr) m.derived_from = other;
   }
   if (m.table == nullptr) return m;
-  m.ranks_extrapolated = m.table->ranks != group.ranks;
+  m.ranks_extrapolated = m.table->ranks != group.ranks || (m.table->ranks_per_node > 0 && m.table->ranks_per_node != rpn);
   const auto& segs = m.table->segments;
   if (bytes < segs.front().lo_bytes) {
     m.segment = &segs.front();
@@ -65,6 +88,23 @@ CollectiveCost apply_factors(const CollectiveCost& nominal, const CalibrationSeg
   return c;
 }
 
+namespace {
+
+// Latency NCCL's tuner gives `op` on `group` (the α-β latency on profiles without "nccl").
+double reference_latency_s(const HardwareProfile& hw, CollectiveOp op, double bytes, const GroupShape& group,
+                           CollectiveAlgorithm algorithm) {
+  if (!hw.nccl.arch.empty()) {
+    try {
+      return nccl_collective_cost(hw, op, bytes, group, algorithm).latency_s;
+    } catch (const InputError&) {
+      // No NCCL algorithm for that restriction: fall back to the α-β latency.
+    }
+  }
+  return collective_cost(hw, op, bytes, group, algorithm).latency_s;
+}
+
+}  // namespace
+
 CollectiveCost calibrated_collective_cost(const HardwareProfile& hw, const CalibrationOverlay* overlay,
                                           CollectiveOp op, double bytes, const GroupShape& group,
                                           CollectiveAlgorithm algorithm) {
@@ -75,14 +115,29 @@ CollectiveCost calibrated_collective_cost(const HardwareProfile& hw, const Calib
     CollectiveCost c = nominal;
     c.calibration = fmt::format("none for {} {} (nominal)", collective_op_label(op),
                                 calibration_scope_name(scope_of(group)));
+    c.calibration_uncovered = true;
     return c;
   }
   CollectiveCost c = apply_factors(nominal, *m.segment);
-  c.calibration = fmt::format("{} {} n={} [{:.0f}, {:.0f}) B: latency x{:.4g}, bandwidth x{:.4g}",
-                              collective_op_label(op), calibration_scope_name(m.table->scope), m.table->ranks,
-                              m.segment->lo_bytes, m.segment->hi_bytes, m.segment->latency_factor,
-                              m.segment->bandwidth_factor);
+  std::string how;
+  if (m.ranks_extrapolated) {
+    GroupShape fitted = group;
+    fitted.ranks = m.table->ranks;
+    fitted.ranks_per_node = m.table->ranks_per_node > 0 ? m.table->ranks_per_node : group.ranks_per_node;
+    const double at_fit = collective_cost(hw, op, bytes, fitted, algorithm).latency_s * m.segment->latency_factor;
+    const double moved = reference_latency_s(hw, op, bytes, group, algorithm) -
+                         reference_latency_s(hw, op, bytes, fitted, algorithm);
+    c.latency_s = std::max(0.0, at_fit + moved);
+    how = fmt::format("; from n={} ({}/node): fitted latency {:.4g} us {:+.4g} us (NCCL's latency change), fitted "
+                      "bandwidth", m.table->ranks, fitted.ranks_per_node, at_fit * 1e6, moved * 1e6);
+  }
+  c.calibration = fmt::format("{}{} {} n={} [{:.0f}, {:.0f}) B: latency x{:.4g}, bandwidth x{:.4g}{}",
+                              collective_op_label(m.table->op),
+                              m.derived_from ? " (standing in for " + collective_op_label(op) + ")" : "",
+                              calibration_scope_name(m.table->scope), m.table->ranks, m.segment->lo_bytes,
+                              m.segment->hi_bytes, m.segment->latency_factor, m.segment->bandwidth_factor, how);
   c.calibration_extrapolated = m.size_extrapolated || m.ranks_extrapolated;
+  if (m.derived_from) c.calibration_derived_from = collective_op_label(*m.derived_from);
   return c;
 }
 
@@ -100,6 +155,13 @@ std::string describe_overlay(const CalibrationOverlay& overlay) {
   // A GEMM-only overlay leaves collectives to the nominal model: do not name one.
   out += overlay.tables.empty() ? fmt::format(" (over {}", overlay.hardware)
                                 : fmt::format(" (over {} {}", overlay.hardware, overlay.cost_model);
+  if (!overlay.tables.empty()) {
+    std::string covers;
+    for (const auto& t : overlay.tables)
+      covers += fmt::format("{}{} {} n={}", covers.empty() ? "" : ", ", collective_op_label(t.op),
+                            calibration_scope_name(t.scope), t.ranks);
+    out += "; covers " + covers;
+  }
   if (!srcs.empty()) out += "; fitted on " + srcs;
   if (overlay.gemm) {
     const auto& g = *overlay.gemm;

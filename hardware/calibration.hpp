@@ -76,6 +76,9 @@ struct CalibrationOverlay {
   std::string name;                  ///< file it was read from, or the -o path when fitted
   std::string hardware;              ///< nominal profile name the factors are relative to
   std::string cost_model = "alpha-beta";  ///< nominal model the factors are relative to
+  /// Nominal algorithm family the factors are relative to (JSON `algorithm`: "auto", "ring" or
+  /// "hierarchical"; "auto" for overlays written before it was recorded). A scenario must use it.
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
   std::vector<CalibrationSource> sources;
   std::vector<CalibrationTable> tables;  ///< collective factors (may be empty with a gemm section)
   std::optional<GemmCalibration> gemm;  ///< GEMM curve, or none (JSON section `gemm`)
@@ -90,12 +93,19 @@ struct CalibrationMatch {
   const CalibrationTable* table = nullptr;      ///< nullptr when the overlay has no table for the op and scope
   const CalibrationSegment* segment = nullptr;
   bool size_extrapolated = false;   ///< V outside the table's measured range: nearest segment used
-  bool ranks_extrapolated = false;  ///< no table at this rank count: nearest rank count used
+  bool ranks_extrapolated = false;  ///< no table at this (ranks, ranks_per_node): the nearest used
+  /// Set when the overlay has no table for the op in this scope and the table of another op
+  /// over the same links stands in (AllReduce = ReduceScatter + AllGather over the same ring:
+  /// same bus bandwidth, same per-step latency): that op.
+  std::optional<CollectiveOp> derived_from;
 };
 
 /// Lookup rule (one rule, unit-tested at lo−1, lo, hi−1, hi):
-///  * tables of the same op and scope; the one with equal `ranks`, else the one whose ranks
-///    are nearest in log2 (ties: the larger), flagged ranks_extrapolated;
+///  * tables of the same op and scope, else (derived_from) of the op's sibling on the same
+///    links: AllReduce's for ReduceScatter and AllGather; ReduceScatter's, then AllGather's, for
+///    AllReduce;
+///  * among them the one with equal ranks and ranks_per_node, else the nearest by
+///    |Δlog2 ranks| + |Δlog2 ranks_per_node| (ties: the larger ranks), flagged ranks_extrapolated;
 ///  * in it, the segment with lo ≤ V < hi; V below the first lo uses the first segment and V
 ///    at or above the last hi uses the last, flagged size_extrapolated.
 CalibrationMatch find_calibration(const CalibrationOverlay& overlay, CollectiveOp op,
@@ -106,15 +116,22 @@ CalibrationMatch find_calibration(const CalibrationOverlay& overlay, CollectiveO
 CollectiveCost apply_factors(const CollectiveCost& nominal, const CalibrationSegment& segment);
 
 /// The nominal collective_cost() with the overlay's matching segment applied on top
-/// (SimGrid's factor mechanism). With `overlay` == nullptr or no matching table, returns the
-/// nominal cost unchanged. Sets CollectiveCost::calibration and ::calibration_extrapolated.
+/// (SimGrid's factor mechanism). With `overlay` == nullptr returns the nominal cost; with no
+/// table for the scope at all, the nominal cost with CollectiveCost::calibration_uncovered set.
+/// Sets CollectiveCost::calibration, ::calibration_extrapolated and ::calibration_derived_from.
+///
+/// Other communicator shapes (issue 13 item 9): a table fitted at n_fit ranks (g_fit per node)
+/// applied to n ranks keeps its fitted bandwidth (bandwidth_s_nom(n) ÷ bandwidth_factor) and its
+/// fitted latency at n_fit, moved by how NCCL's latency changes between the two shapes:
+///   latency = latency_factor · α_nom(n_fit) + L_nccl(n) − L_nccl(n_fit)   (≥ 0),
+/// L_nccl = nccl_collective_cost()'s latency (the α-β latency on profiles without "nccl").
 /// @throws InputError as collective_cost().
 CollectiveCost calibrated_collective_cost(const HardwareProfile& hw, const CalibrationOverlay* overlay,
                                           CollectiveOp op, double bytes, const GroupShape& group,
                                           CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
 
-/// One-line description of an overlay for reports: "NAME (fitted on FILE sha256 PREFIX…, GPU,
-/// N ranks / M nodes, NCCL V)".
+/// One-line description of an overlay for reports: "NAME (over HW MODEL; covers AllReduce
+/// intra_node n=8, ...; fitted on FILE sha256 PREFIX…, GPU, N ranks / M nodes, NCCL V)".
 std::string describe_overlay(const CalibrationOverlay& overlay);
 
 /// Checks the invariants above; `source` names the overlay in the message.

@@ -33,6 +33,10 @@ CalibrationOverlay parse_calibration(const nlohmann::json& doc, const std::strin
   root.choice_or("schema", SCHEMA, {SCHEMA});
   o.hardware = root.string("hardware");
   o.cost_model = root.choice_or("cost_model", "alpha-beta", {"alpha-beta"});
+  const std::string algorithm = root.choice_or("algorithm", "auto", {"auto", "ring", "hierarchical"});
+  o.algorithm = algorithm == "ring"           ? CollectiveAlgorithm::Ring
+                : algorithm == "hierarchical" ? CollectiveAlgorithm::Hierarchical
+                                              : CollectiveAlgorithm::Auto;
   if (root.has("sources")) {
     for (const auto& s : root.objects("sources", false)) {
       CalibrationSource src;
@@ -103,6 +107,7 @@ std::string calibration_json(const CalibrationOverlay& overlay) {
   j["schema"] = SCHEMA;
   j["hardware"] = overlay.hardware;
   j["cost_model"] = overlay.cost_model;
+  j["algorithm"] = collective_algorithm_name(overlay.algorithm);
   ordered sources = ordered::array();
   for (const auto& s : overlay.sources)
     sources.push_back({{"file", s.file},

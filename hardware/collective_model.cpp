@@ -27,6 +27,15 @@ std::string collective_op_label(CollectiveOp op) {
   return "?";
 }
 
+std::string collective_algorithm_name(CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+    case CollectiveAlgorithm::Auto: return "auto";
+    case CollectiveAlgorithm::Ring: return "ring";
+    case CollectiveAlgorithm::Hierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
 namespace {
 
 // AllReduce = ReduceScatter + AllGather: twice the steps and twice the bytes per rank.

@@ -27,6 +27,9 @@ enum class CollectiveAlgorithm {
   Hierarchical,  ///< intra-node ring + inter-node ring, the slower segment sets the time
 };
 
+/// "auto", "ring", "hierarchical" (the JSON and CLI spelling).
+std::string collective_algorithm_name(CollectiveAlgorithm algorithm);
+
 /// Shape of a communicator.
 struct GroupShape {
   int ranks = 1;           ///< N ≥ 1
@@ -48,6 +51,10 @@ struct CollectiveCost {
   /// "" for the nominal model; else which calibration segment was applied (calibration.hpp).
   std::string calibration;
   bool calibration_extrapolated = false;  ///< size or rank count outside the fitted range
+  /// The overlay has no table of this op on these links; the named op's stood in ("" = none).
+  std::string calibration_derived_from;
+  /// An overlay was given but has no table in this scope (intra/inter node): nominal cost.
+  bool calibration_uncovered = false;
   /// Fraction of one rank's intra-node link (NVLink; ICI on a torus) and of its share of the
   /// node's network egress that the bandwidth term keeps busy, each in [0, 1]: the bottleneck
   /// segment's is 1, a hierarchical collective's other segment's is its time over the

@@ -232,6 +232,18 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
         r.warnings.push_back(fmt::format("calibration_extrapolated: {} of {:.0f} B over {} ranks is outside what "
                                          "'{}' measured; used {}", op, t.bytes, step.groups[t.group].ranks,
                                          s.calibration_ref, c.calibration));
+      // Once per op and scope: what the overlay does not cover (issue 13 item 8, 10).
+      const std::string scope = shape.ranks > shape.ranks_per_node ? "inter_node" : "intra_node";
+      auto once = [&](const std::string& w) {
+        if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) r.warnings.push_back(w);
+      };
+      if (!c.calibration_derived_from.empty())
+        once(fmt::format("calibration_derived: '{}' has no {} {} table; {} takes its {} fit over the same links "
+                         "(AllReduce = ReduceScatter + AllGather: same bus bandwidth, same per-step latency)",
+                         s.calibration_ref, op, scope, op, c.calibration_derived_from));
+      if (c.calibration_uncovered)
+        once(fmt::format("calibration_uncovered: '{}' has no {} table for any op; {} {} is priced by the nominal "
+                         "alpha-beta model", s.calibration_ref, scope, op, scope));
       cs.ranks = shape.ranks;
       cs.spans_nodes = shape.ranks > shape.ranks_per_node;
       r.collectives.push_back(cs);

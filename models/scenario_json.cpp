@@ -47,8 +47,11 @@ namespace {
 constexpr std::int64_t kMaxRanks = 100'000'000;
 
 // A relative file path in a scenario is relative to the scenario's directory (then to the
-// working directory, for --set values typed at a shell). Catalog names pass through.
-std::string resolve_path(const std::string& ref, const std::string& source, const std::string& pointer) {
+// working directory, for --set values typed at a shell). Catalog names pass through. When
+// neither exists: an error naming both places, or with `missing_ok` the path as typed (its
+// reader then names the missing file itself).
+std::string resolve_path(const std::string& ref, const std::string& source, const std::string& pointer,
+                         bool missing_ok = false) {
   namespace fs = std::filesystem;
   const bool is_path = ref.find('/') != std::string::npos ||
                        (ref.size() > 5 && ref.substr(ref.size() - 5) == ".json");
@@ -56,7 +59,7 @@ std::string resolve_path(const std::string& ref, const std::string& source, cons
   std::error_code ec;
   const fs::path beside = fs::path(source).parent_path() / ref;
   if (fs::exists(beside, ec)) return beside.lexically_normal().string();
-  if (fs::exists(ref, ec)) return ref;
+  if (fs::exists(ref, ec) || missing_ok) return ref;
   throw InputError(source, pointer,
                    fmt::format("no such file '{}' (looked in '{}' and in the working directory)", ref,
                                fs::path(source).parent_path().string().empty() ? "." : fs::path(source).parent_path().string()));
@@ -188,7 +191,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
         return hardware::parse_profile(j, src, ptr);
       });
   if (root.has("calibration")) {  // overlay on top of the profile (stepsim calibrate nccl-tests -o)
-    s.calibration_ref = root.string("calibration");
+    // Relative to the scenario's folder, like the model and hardware files (issue 13 item 10).
+    s.calibration_ref = resolve_path(root.string("calibration"), root.source(), root.path("calibration"), true);
     auto overlay = hardware::read_calibration(s.calibration_ref);
     if (overlay.hardware != s.hardware.name)
       root.fail("calibration", fmt::format("overlay '{}' was fitted over profile '{}', but the scenario uses '{}'; "
@@ -316,8 +320,15 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     s.algorithm = algo == "ring"           ? hardware::CollectiveAlgorithm::Ring
                   : algo == "hierarchical" ? hardware::CollectiveAlgorithm::Hierarchical
                                            : hardware::CollectiveAlgorithm::Auto;
+    // An overlay's factors are relative to the algorithm it was fitted over (issue 13 item 10).
+    if (collective_overlay && s.algorithm != s.calibration->algorithm)
+      coll->fail("algorithm", fmt::format("\"{}\" differs from the \"{}\" that calibration '{}' was fitted over; "
+                                          "its factors are relative to that algorithm", algo,
+                                          hardware::collective_algorithm_name(s.calibration->algorithm),
+                                          s.calibration_ref));
     coll->finish();
   }
+  if (collective_overlay && !root.has("collectives")) s.algorithm = s.calibration->algorithm;
   if (const auto simcfg = root.optional_object("sim")) {
     s.rank_mode = simcfg->choice_or("rank_mode", "symmetric", {"symmetric", "per_rank"});
     auto& var = s.variation;

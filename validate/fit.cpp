@@ -9,8 +9,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
+#include <tuple>
 #include <stdexcept>
 
 namespace stepsim::validate {
@@ -352,19 +356,114 @@ std::string segment_label(const hardware::CalibrationMatch& m) {
 
 }  // namespace
 
+std::optional<std::string> gpu_profile_mismatch(const std::string& gpu, const hardware::HardwareProfile& hw) {
+  // Accelerator model names, longest first so "H200" is not read as "H20".
+  static const char* const kModels[] = {"GB200", "GB300", "MI300X", "MI325X", "MI355X", "H100", "H200", "H800",
+                                        "A100", "A800", "B200", "B300", "V100", "L40S", "H20", "L40", "L4"};
+  auto model_in = [](std::string text) -> std::string {
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    for (const char* m : kModels)
+      if (text.find(m) != std::string::npos) return m;
+    return "";
+  };
+  const std::string measured = model_in(gpu);
+  const std::string profile = model_in(hw.name).empty() ? model_in(hw.description) : model_in(hw.name);
+  if (measured.empty() || profile.empty() || measured == profile) return std::nullopt;
+  return fmt::format("measured on {} ({}), fitted over profile '{}' ({}): the factors will carry the difference "
+                     "between the two GPUs; fit over the measured GPU's profile", measured, gpu, hw.name, profile);
+}
+
+std::vector<Measurement> pool_sizes(std::vector<Measurement> points, std::size_t max_sizes) {
+  std::stable_sort(points.begin(), points.end(), [](const Measurement& x, const Measurement& y) { return x.bytes < y.bytes; });
+  // Median of a run of points (by time); its line is the first point's.
+  auto median_of = [](std::vector<Measurement> run) {
+    std::vector<double> t, b;
+    for (const auto& p : run) {
+      t.push_back(p.time_s);
+      b.push_back(p.bytes);
+    }
+    auto med = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      const std::size_t n = v.size();
+      return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    };
+    return Measurement{med(b), med(t), run.front().line};
+  };
+  std::vector<Measurement> by_size;
+  for (std::size_t i = 0; i < points.size();) {
+    std::size_t j = i;
+    while (j < points.size() && points[j].bytes == points[i].bytes) ++j;
+    by_size.push_back(j - i == 1 ? points[i] : median_of({points.begin() + static_cast<std::ptrdiff_t>(i),
+                                                         points.begin() + static_cast<std::ptrdiff_t>(j)}));
+    i = j;
+  }
+  if (max_sizes < 2 || by_size.size() <= max_sizes) return by_size;
+  // Too many distinct sizes for the O(n²·K) segmentation: bins equal in log size.
+  const double lo = std::log(std::max(1.0, by_size.front().bytes)), hi = std::log(std::max(1.0, by_size.back().bytes));
+  const double width = (hi - lo) / static_cast<double>(max_sizes);
+  std::vector<Measurement> binned;
+  std::vector<Measurement> bin;
+  std::size_t current = 0;
+  for (const auto& p : by_size) {
+    const auto k = width > 0 ? std::min(max_sizes - 1, static_cast<std::size_t>((std::log(std::max(1.0, p.bytes)) - lo) / width))
+                             : std::size_t{0};
+    if (!bin.empty() && k != current) {
+      binned.push_back(median_of(bin));
+      bin.clear();
+    }
+    current = k;
+    bin.push_back(p);
+  }
+  if (!bin.empty()) binned.push_back(median_of(bin));
+  return binned;
+}
+
 CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardware::HardwareProfile& hw,
                             const CalibrateOptions& options, const std::string& overlay_name) {
   CalibrationResult result;
   result.overlay.name = overlay_name;
   result.overlay.hardware = hw.name;
-  for (const auto& log : logs) {
+  result.overlay.algorithm = options.algorithm;
+  // Repeated runs of one table (same op, ranks and hosts; in one file or several) are pooled
+  // into the first: a size measured several times takes the median (issue 13 item 10).
+  std::vector<NcclTestsLog> pooled_logs = logs;
+  std::set<std::pair<std::size_t, std::size_t>> pooled_away;
+  {
+    std::map<std::tuple<std::string, int, int>, std::pair<std::size_t, std::size_t>> first;
+    for (std::size_t li = 0; li < pooled_logs.size(); ++li)
+      for (std::size_t ri = 0; ri < pooled_logs[li].runs.size(); ++ri) {
+        const auto& run = pooled_logs[li].runs[ri];
+        const auto key = std::make_tuple(options.op.empty() ? run.op : options.op,
+                                         options.ranks > 0 ? options.ranks : run.ranks, run.nodes);
+        const auto [it, fresh] = first.emplace(key, std::make_pair(li, ri));
+        if (fresh || std::get<0>(key).empty()) continue;
+        auto& into = pooled_logs[it->second.first].runs[it->second.second];
+        into.rows.insert(into.rows.end(), run.rows.begin(), run.rows.end());
+        pooled_away.insert({li, ri});
+        result.warnings.push_back(fmt::format("{}:{}: a repeated {} table at {} ranks is pooled with {}:{} (median time "
+                                              "per size)", pooled_logs[li].source, run.first_line, std::get<0>(key),
+                                              std::get<1>(key), pooled_logs[it->second.first].source, into.first_line));
+      }
+  }
+  for (std::size_t li = 0; li < pooled_logs.size(); ++li) {
+    const auto& log = pooled_logs[li];
     for (const auto& u : log.unreadable)
       result.warnings.push_back(fmt::format("{}:{}: unreadable line skipped: {} ('{}')", log.source, u.line, u.reason, u.text));
     hardware::CalibrationSource src;
     src.file = log.source;
     src.sha256 = log.sha256;
     src.format = log.format;
-    for (const auto& run : log.runs) {
+    for (std::size_t ri = 0; ri < log.runs.size(); ++ri) {
+      const auto& run = log.runs[ri];
+      if (pooled_away.count({li, ri})) {
+        if (src.ranks == 0) {
+          src.ranks = run.ranks;
+          src.nodes = run.nodes;
+          src.gpu = run.gpu;
+          src.nccl_version = run.nccl_version;
+        }
+        continue;
+      }
       const std::string where = fmt::format("line {}", run.first_line);
       const std::string op_name = options.op.empty() ? run.op : options.op;
       if (op_name.empty())
@@ -403,6 +502,8 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
         src.gpu = run.gpu;
         src.nccl_version = run.nccl_version;
       }
+      if (const auto mismatch = gpu_profile_mismatch(run.gpu, hw))
+        result.warnings.push_back(fmt::format("{}:{}: {}", log.source, run.first_line, *mismatch));
 
       std::vector<Measurement> points;
       const double factor = bus_factor(op_name, ranks);
@@ -425,7 +526,7 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
         result.warnings.push_back(fmt::format("{}:{}: {} rows give busbw only; their time is S x {:.4g} / busbw "
                                               "(rounded busbw makes small sizes imprecise)",
                                               log.source, run.first_line, derived, factor));
-      std::stable_sort(points.begin(), points.end(), [](const Measurement& x, const Measurement& y) { return x.bytes < y.bytes; });
+      points = pool_sizes(std::move(points), kMaxFitSizes);
       const NominalLine nom = nominal_line(hw, *op, group, options.algorithm);
       TableReport rep;
       rep.source = log.source;

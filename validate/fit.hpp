@@ -77,6 +77,19 @@ hardware::CalibrationTable fit_table(std::vector<Measurement> points, const Nomi
                                      const FitOptions& options, const std::string& source,
                                      std::vector<Measurement>* outliers = nullptr);
 
+/// A warning when the GPU a log names (e.g. "NVIDIA H200") is another model than the profile's
+/// (name, else description: "h100-sxm"), or nothing when they agree or either is unknown.
+std::optional<std::string> gpu_profile_mismatch(const std::string& gpu, const hardware::HardwareProfile& hw);
+
+/// Most distinct sizes one table is fitted on: beyond it calibrate() bins sizes (pool_sizes).
+inline constexpr std::size_t kMaxFitSizes = 2048;
+
+/// Sorts `points` by size and pools them: a size measured several times (repeated runs) takes
+/// the median time; when more than `max_sizes` distinct sizes remain, they are merged into
+/// `max_sizes` bins of equal width in log size, each the median size and median time of its
+/// points (the segmented fit is O(n²·K): 10,000 sizes took 8 s). `max_sizes` < 2 = no binning.
+std::vector<Measurement> pool_sizes(std::vector<Measurement> points, std::size_t max_sizes);
+
 /// Leaves out rows more than `tolerance` slower than both neighbouring sizes (the next size
 /// only, for the smallest): the spike rule of fit_table (FitOptions::monotone_tolerance).
 /// `sorted` is sorted by size; spikes are appended to `*spikes` when given. When fewer than 2

@@ -6,6 +6,7 @@
 #include "hardware/calibration.hpp"
 #include "hardware/calibration_json.hpp"
 #include "hardware/hardware_profile_json.hpp"
+#include "hardware/nccl_model.hpp"
 #include "hardware/task_cost.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
@@ -64,13 +65,60 @@ TEST_CASE("hardware.calibration.lookup is half-open (lo inclusive, hi exclusive)
   CHECK_FALSE(seg(8999).size_extrapolated);
   CHECK(seg(9000).segment == &o.tables[0].segments[1]);
   CHECK(seg(9000).size_extrapolated);
-  // Other scope or op: no table.
+  // Other scope: no table.
   CHECK(find_calibration(o, CollectiveOp::AllReduce, GroupShape{16, 8, 0}, 2000).table == nullptr);
-  CHECK(find_calibration(o, CollectiveOp::AllGather, g, 2000).table == nullptr);
+  // Other op on the same links: AllReduce's table stands in (issue 13 item 8), flagged.
+  const auto ag = find_calibration(o, CollectiveOp::AllGather, g, 2000);
+  CHECK(ag.table == &o.tables[0]);
+  REQUIRE(ag.derived_from);
+  CHECK(*ag.derived_from == CollectiveOp::AllReduce);
+  CHECK_FALSE(seg(2000).derived_from);
   // Other rank count in the same scope: nearest table, flagged.
   const auto m4 = find_calibration(o, CollectiveOp::AllReduce, GroupShape{4, 8, 0}, 2000);
   CHECK(m4.table == &o.tables[0]);
   CHECK(m4.ranks_extrapolated);
+}
+
+TEST_CASE("hardware.calibration.an overlay says what it covers; uncovered ops take a sibling's fit, uncovered scopes are flagged (issue 13 item 8)") {
+  // Before: an AllReduce-only overlay priced FSDP's AllGathers and ReduceScatters silently with
+  // the plain alpha-beta model (llama3.1-8b FSDP: comm 155.5 -> 105.1 ms, no warning).
+  const auto hw = load_profile("h100-sxm");
+  const auto o = two_segment_overlay();
+  const GroupShape g{8, 8, 0};
+  CHECK_THAT(describe_overlay(o), Catch::Matchers::Contains("covers AllReduce intra_node n=8"));
+  const auto rs = calibrated_collective_cost(hw, &o, CollectiveOp::ReduceScatter, 2000, g);
+  const auto rs_nom = collective_cost(hw, CollectiveOp::ReduceScatter, 2000, g);
+  CHECK(rs.calibration_derived_from == "AllReduce");
+  CHECK(rs.latency_s == Approx(2.0 * rs_nom.latency_s));     // the AllReduce fit's factors
+  CHECK(rs.bandwidth_s == Approx(rs_nom.bandwidth_s / 0.5));
+  CHECK_THAT(rs.calibration, Catch::Matchers::Contains("standing in for ReduceScatter"));
+  const auto inter = calibrated_collective_cost(hw, &o, CollectiveOp::AllReduce, 2000, GroupShape{16, 8, 0});
+  CHECK(inter.calibration_uncovered);
+  CHECK(inter.time_s() == collective_cost(hw, CollectiveOp::AllReduce, 2000, GroupShape{16, 8, 0}).time_s());
+}
+
+TEST_CASE("hardware.calibration.a table extends to other rank counts with its fitted bandwidth and NCCL's latency change (issue 13 item 9)") {
+  // Before: a 2-node fit applied at 8 nodes multiplied the α-β latency, which grows with every
+  // node, by the fitted factor (33.5 MB AllReduce 0.457 -> 1.005 ms).
+  const auto hw = load_profile("h100-sxm");
+  CalibrationOverlay o = two_segment_overlay();
+  o.tables[0].scope = CalibrationScope::InterNode;
+  o.tables[0].ranks = 16;
+  o.tables[0].segments = {{1, 1e12, 3.0, 0.8, 10, 0.01}};
+  const GroupShape fit{16, 8, 0}, big{64, 8, 0};
+  const double v = 33.5e6;
+  const auto at_fit = calibrated_collective_cost(hw, &o, CollectiveOp::AllReduce, v, fit);
+  const auto at_big = calibrated_collective_cost(hw, &o, CollectiveOp::AllReduce, v, big);
+  CHECK_FALSE(at_fit.calibration_extrapolated);
+  CHECK(at_big.calibration_extrapolated);
+  CHECK(at_big.bandwidth_s == Approx(collective_cost(hw, CollectiveOp::AllReduce, v, big).bandwidth_s / 0.8));
+  const double nccl_moved = nccl_collective_cost(hw, CollectiveOp::AllReduce, v, big).latency_s -
+                            nccl_collective_cost(hw, CollectiveOp::AllReduce, v, fit).latency_s;
+  CHECK(at_big.latency_s == Approx(at_fit.latency_s + nccl_moved));
+  // Far less than the fitted factor times the α-β latency at 8 nodes.
+  CHECK(at_big.latency_s < 3.0 * collective_cost(hw, CollectiveOp::AllReduce, v, big).latency_s);
+  // Ranks per node count in the lookup: a table at 16 ranks x 8 is an extrapolation for 16 x 2.
+  CHECK(find_calibration(o, CollectiveOp::AllReduce, GroupShape{16, 2, 0}, v).ranks_extrapolated);
 }
 
 TEST_CASE("hardware.calibration.factors scale latency and bandwidth terms of the nominal cost") {
@@ -526,4 +574,75 @@ TEST_CASE("validate.fit.overlay provenance and warnings") {
   }
   CHECK(unreadable == 2);
   CHECK(skipped == 1);
+}
+
+TEST_CASE("validate.fit.repeated runs are pooled by median per size; too many sizes are binned (issue 13 item 10)") {
+  // Before: a second run of the same table was dropped with a warning, and 10,000 distinct
+  // sizes made the O(n²·K) segmentation take 8 s.
+  std::vector<Measurement> pts = {{1024, 3e-6, 1}, {1024, 9e-6, 2}, {1024, 4e-6, 3}, {2048, 5e-6, 4}};
+  const auto pooled = pool_sizes(pts, kMaxFitSizes);
+  REQUIRE(pooled.size() == 2);
+  CHECK(pooled[0].bytes == 1024);
+  CHECK(pooled[0].time_s == 4e-6);  // median of 3, 9, 4 us
+  std::vector<Measurement> many;
+  for (int i = 0; i < 10000; ++i) {
+    const double v = 1024.0 * std::pow(2.0, i / 500.0);
+    many.push_back({std::round(v), 5e-6 + v / 100e9, i});
+  }
+  const auto binned = pool_sizes(many, kMaxFitSizes);
+  CHECK(binned.size() <= kMaxFitSizes);
+  CHECK(binned.size() > kMaxFitSizes / 2);
+  CHECK(std::is_sorted(binned.begin(), binned.end(), [](const Measurement& a, const Measurement& b) { return a.bytes < b.bytes; }));
+  // Two runs of one table in two files: one table, pooled, and said so.
+  const std::string table =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "     1048576        262144     float     sum      -1    20.00   52.17   78.25      0    20.00   52.69   79.04      0\n"
+      "     2097152        524288     float     sum      -1    30.00   68.99  103.48      0    30.00   68.99  103.48      0\n"
+      "     4194304       1048576     float     sum      -1    50.00   68.99  103.48      0    50.00   68.99  103.48      0\n";
+  auto a = parse_nccl_tests(table, "a.log");
+  auto b = parse_nccl_tests(table, "b.log");
+  for (auto* l : {&a, &b}) {
+    l->runs[0].op = "all_reduce";
+    l->runs[0].ranks = 8;
+    l->runs[0].nodes = 1;
+    l->runs[0].gpu = "NVIDIA H200";
+  }
+  const auto hw = load_profile("h100-sxm");
+  const auto r = calibrate({a, b}, hw, CalibrateOptions{}, "out.json");
+  CHECK(r.overlay.tables.size() == 1);
+  CHECK(r.tables.at(0).rows.size() == 3);
+  auto has = [&](const std::string& part) {
+    return std::any_of(r.warnings.begin(), r.warnings.end(), [&](const std::string& w) { return w.find(part) != std::string::npos; });
+  };
+  CHECK(has("b.log:1: a repeated all_reduce table at 8 ranks is pooled with a.log:1"));
+  // The log's GPU is not the profile's (issue 13 item 10): said, not silent.
+  CHECK(has("measured on H200 (NVIDIA H200), fitted over profile 'h100-sxm' (H100)"));
+  CHECK_FALSE(gpu_profile_mismatch("NVIDIA H100 80GB HBM3", hw));
+  CHECK_FALSE(gpu_profile_mismatch("", hw));
+  // The overlay records the algorithm its factors are relative to.
+  CHECK(r.overlay.algorithm == CollectiveAlgorithm::Auto);
+  CHECK_THAT(calibration_json(r.overlay), Catch::Matchers::Contains("\"algorithm\": \"auto\""));
+}
+
+TEST_CASE("validate.fit.a scenario's calibration path is relative to its folder; the algorithm must match the overlay's (issue 13 item 10)") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "stepsim_calibration_relative_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  auto o = two_segment_overlay();
+  o.algorithm = CollectiveAlgorithm::Ring;
+  write_file_atomically((dir / "sub" / "fit.json").string(), calibration_json(o));
+  write_file_atomically((dir / "sub" / "s.json").string(),
+                        R"({"model": "llama3.2-1b", "hardware": "h100-sxm", "parallelism": {"dp": 8},
+                            "calibration": "fit.json"})");
+  // Run from another working directory: the overlay is found beside the scenario.
+  const auto s = models::load_scenario((dir / "sub" / "s.json").string(), {});
+  REQUIRE(s.calibration);
+  CHECK(s.algorithm == CollectiveAlgorithm::Ring);  // the overlay's, when the scenario names none
+  CHECK_THROWS_WITH(models::load_scenario((dir / "sub" / "s.json").string(), {"collectives.algorithm=\"hierarchical\""}),
+                    Catch::Matchers::Contains("/collectives/algorithm") &&
+                        Catch::Matchers::Contains("differs from the \"ring\" that calibration"));
+  // The report's JSON names the cost model even when it is alpha-beta.
+  CHECK_THAT(models::report_json(models::run(s)), Catch::Matchers::Contains("\"cost_model\": \"alpha-beta\""));
+  fs::remove_all(dir);
 }
