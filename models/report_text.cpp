@@ -75,6 +75,9 @@ std::string report_text(const Report& r) {
   line(fmt::format("  framework ops  {}   (bucket copies, copy-outs, waits)", ms(r.overhead_time_s)));
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
+  if (r.per_rank.present)  // the rows above add up to the step time (issue 13 item 20)
+    line(fmt::format("  waiting        {}   (rank 0 idle: other ranks late to its collectives, then the slowest "
+                     "rank's end)", ms(r.wait_time_s)));
   line(fmt::format("communication    {}   ({:.1f} % hidden behind compute)", ms(r.comm_time_s),
                    100 * r.overlap_fraction));
   if (r.overlap_slowdown_s > 0 || r.link_sharing_stretch_s > 0)
