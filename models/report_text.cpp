@@ -57,6 +57,13 @@ std::string report_text(const Report& r) {
   line(s.collective_model == hardware::CollectiveModel::Nccl
            ? "  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen, + launch overhead)"
            : "  collectives cost model alpha-beta (seeds' ring / hierarchical / torus formulas)");
+  if (s.parallelism.torus_axes > 0) {  // torus profiles (issue 13 item 21)
+    std::string rings;
+    for (int d : hardware::torus_ring_lengths(s.hardware, static_cast<int>(s.parallelism.dp), s.parallelism.torus_axes))
+      rings += (rings.empty() ? "" : " x ") + std::to_string(d);
+    line(fmt::format("  torus     DP rings over {} of the {} torus axes (parallelism.torus_axes): {} chips",
+                     s.parallelism.torus_axes, s.hardware.torus_dims.size(), rings));
+  }
   line(fmt::format("  model     {} parameters ({} trainable), {} layers, {}", count(static_cast<double>(s.model.parameter_count())),
                    count(static_cast<double>(s.model.trainable_parameter_count())), s.model.layers.size(), s.model.kind));
   line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/GPU/step, {} tokens/step in all",
