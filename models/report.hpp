@@ -57,6 +57,11 @@ struct Report {
   double overhead_time_s = 0;    ///< framework kernels (bucket copy-back)
   double comm_time_s = 0;        ///< communication stream busy
   double exposed_comm_s = 0;     ///< communication not overlapped by compute
+  /// per_rank mode: time rank 0 is idle waiting for other ranks (at collectives whose last
+  /// member arrives later, and after its last task until the slowest rank ends the step):
+  /// step_time_s − compute_time_s − exposed_comm_s. 0 in symmetric mode, where compute and
+  /// exposed communication make up the step.
+  double wait_time_s = 0;
   /// Time compute tasks of rank 0 lasted beyond their time alone because collectives ran
   /// beside them (sim.overlap_model, semantics.md §E rules 95–96); summed over tasks.
   double overlap_slowdown_s = 0;

@@ -39,6 +39,7 @@ std::string report_json(const Report& r) {
   j["overhead_time_s"] = r.overhead_time_s;
   j["comm_time_s"] = r.comm_time_s;
   j["exposed_comm_s"] = r.exposed_comm_s;
+  j["wait_time_s"] = r.wait_time_s;
   j["overlap_slowdown_s"] = r.overlap_slowdown_s;
   j["link_sharing_stretch_s"] = r.link_sharing_stretch_s;
   j["overlap_fraction"] = r.overlap_fraction;

@@ -57,6 +57,13 @@ std::string report_text(const Report& r) {
   line(s.collective_model == hardware::CollectiveModel::Nccl
            ? "  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen, + launch overhead)"
            : "  collectives cost model alpha-beta (seeds' ring / hierarchical / torus formulas)");
+  if (s.parallelism.torus_axes > 0) {  // torus profiles (issue 13 item 21)
+    std::string rings;
+    for (int d : hardware::torus_ring_lengths(s.hardware, static_cast<int>(s.parallelism.dp), s.parallelism.torus_axes))
+      rings += (rings.empty() ? "" : " x ") + std::to_string(d);
+    line(fmt::format("  torus     DP rings over {} of the {} torus axes (parallelism.torus_axes): {} chips",
+                     s.parallelism.torus_axes, s.hardware.torus_dims.size(), rings));
+  }
   line(fmt::format("  model     {} parameters ({} trainable), {} layers, {}", count(static_cast<double>(s.model.parameter_count())),
                    count(static_cast<double>(s.model.trainable_parameter_count())), s.model.layers.size(), s.model.kind));
   line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/GPU/step, {} tokens/step in all",
@@ -75,6 +82,9 @@ std::string report_text(const Report& r) {
   line(fmt::format("  framework ops  {}   (bucket copies, copy-outs, waits)", ms(r.overhead_time_s)));
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
+  if (r.per_rank.present)  // the rows above add up to the step time (issue 13 item 20)
+    line(fmt::format("  waiting        {}   (rank 0 idle: other ranks late to its collectives, then the slowest "
+                     "rank's end)", ms(r.wait_time_s)));
   line(fmt::format("communication    {}   ({:.1f} % hidden behind compute)", ms(r.comm_time_s),
                    100 * r.overlap_fraction));
   if (r.overlap_slowdown_s > 0 || r.link_sharing_stretch_s > 0)

@@ -199,6 +199,10 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   r.comm_time_s = sim::total_length(comm).seconds();
   r.exposed_comm_s = sim::uncovered_length(comm, compute).seconds();
   r.overlap_fraction = r.comm_time_s > 0 ? 1.0 - r.exposed_comm_s / r.comm_time_s : 1.0;
+  // per_rank: rank 0 is idle while it waits at a collective for ranks that reach it later, and
+  // from its last task until the slowest rank ends the step; that wait is the rest of the step
+  // (issue 13 item 20). Symmetric mode: every rank is rank 0, the step is compute ∪ comm.
+  if (r.per_rank.present) r.wait_time_s = std::max(0.0, r.step_time_s - r.compute_time_s - r.exposed_comm_s);
 
   for (sim::TaskId id = 0; id < g.size(); ++id) {
     const sim::Task& t = g.task(id);

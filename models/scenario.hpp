@@ -34,6 +34,10 @@ struct ParallelismConfig {
   double first_bucket_mb = 1;        ///< MiB; reducer.hpp kDefaultFirstBucketBytes (1 MiB)
   bool sync_every_micro_batch = false;  ///< false = no_sync() on all but the last micro-batch
   bool gradient_as_bucket_view = false; ///< distributed.py default False (semantics §A.6 r23)
+  /// Torus profiles: how many torus axes the DP communicators' rings use at once (1–3; the
+  /// profile's axis count when not given; seed 000 §7.2: 850 vs 2550 tokens/chip on v5p for 3
+  /// vs 1). 0 on profiles that are not a torus.
+  int torus_axes = 0;
 };
 
 /// How FSDP/HSDP reshard a unit after its forward (FSDP2 `reshard_after_forward`,

@@ -211,6 +211,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   p.first_bucket_mb = par->number_or("first_bucket_mb", p.first_bucket_mb, Check::Positive);
   p.sync_every_micro_batch = par->boolean_or("sync_every_micro_batch", false);
   p.gradient_as_bucket_view = par->boolean_or("gradient_as_bucket_view", false);
+  p.torus_axes = static_cast<int>(par->integer_or("torus_axes", 0, 1, 3));
   read_sharding(*par, s);
   par->finish();
 
@@ -246,6 +247,15 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                        fmt::format("dp ({}) is larger than the {} torus ({} chips); multi-slice (DCN) data "
                                    "parallelism is not modelled", p.dp, s.hardware.name, pod));
   }
+  // Issue 13 item 21: the torus axes the DP rings use (default: all of the profile's).
+  const int profile_axes = s.hardware.is_torus() ? static_cast<int>(s.hardware.torus_dims.size()) : 0;
+  if (par->has("torus_axes") && profile_axes == 0)
+    par->fail("torus_axes", fmt::format("{} given, but profile '{}' is not a torus (torus_axes applies to TPU "
+                                        "profiles such as tpu-v5p)", p.torus_axes, s.hardware.name));
+  if (p.torus_axes > profile_axes)
+    par->fail("torus_axes", fmt::format("{} axes asked for, but the {} torus has {}: expected 1 to {}", p.torus_axes,
+                                        s.hardware.name, profile_axes, profile_axes));
+  if (!par->has("torus_axes")) p.torus_axes = profile_axes;
 
   const auto batch = root.optional_object("batch");
   if (batch) {
@@ -412,6 +422,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   // Echo: the input with defaults filled in, so a report names everything it used.
   nlohmann::json resolved = doc;
   nlohmann::json par_echo = {{"strategy", p.strategy}, {"dp", p.dp}};
+  if (p.torus_axes > 0) par_echo["torus_axes"] = p.torus_axes;
   const auto& z = s.sharding;
   if (p.strategy == "ddp") {
     par_echo["bucket_cap_mb"] = p.bucket_cap_mb;

@@ -37,7 +37,7 @@ struct GradRef {
 
 LoweredStep lower_ddp(const Scenario& s) {
   LoweredStep out;
-  out.groups.push_back({static_cast<int>(s.parallelism.dp), s.ranks_per_node(), 0});
+  out.groups.push_back(group_shape(s, static_cast<int>(s.parallelism.dp), s.ranks_per_node()));
   const ModelSpec& m = s.model;
 
   // Gradient-ready order of the trainable tensors: layers in reverse, tensors in each

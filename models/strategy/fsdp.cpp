@@ -103,16 +103,16 @@ LoweredStep lower_fsdp(const Scenario& s) {
   const bool fsdp2 = z.fsdp_version == "fsdp2";
   const int gpn = s.cluster.gpus_per_node;
   const int shard = static_cast<int>(s.shard_ranks());
-  out.groups.push_back({shard, std::min(shard, gpn), 0});
+  out.groups.push_back(group_shape(s, shard, std::min(shard, gpn)));
   const int k = z.reshard_after_forward == ReshardMode::Group ? static_cast<int>(z.reshard_group) : 1;
-  out.groups.push_back({k, std::min(k, gpn), 0});
+  out.groups.push_back(group_shape(s, k, std::min(k, gpn)));
   if (hsdp) {
     // One replica group per position in the shard group; the shard group's ranks on one node
     // each run their own replica AllReduce at once, sharing the node's NICs.
     const int replicas = static_cast<int>(s.parallelism.dp / shard);
     const int shard_ranks_per_node = std::min(shard, gpn);
     const int replica_ranks_per_node = shard < gpn ? gpn / shard : 1;
-    hardware::GroupShape replica{replicas, replica_ranks_per_node, 0};
+    hardware::GroupShape replica = group_shape(s, replicas, replica_ranks_per_node);
     replica.concurrent_groups_per_node = shard_ranks_per_node;
     out.groups.push_back(replica);
   }

@@ -2,9 +2,19 @@
 // The strategy registry: an explicit table, one row per family.
 #include "models/strategy/strategy.hpp"
 
+#include "models/scenario.hpp"
+
 #include "sim/support/error.hpp"
 
 namespace stepsim::models {
+
+hardware::GroupShape group_shape(const Scenario& s, int ranks, int ranks_per_node) {
+  hardware::GroupShape shape;
+  shape.ranks = ranks;
+  shape.ranks_per_node = ranks_per_node;
+  shape.torus_axes = s.parallelism.torus_axes;
+  return shape;
+}
 
 const std::vector<StrategyEntry>& strategy_registry() {
   static const std::vector<StrategyEntry> table = {

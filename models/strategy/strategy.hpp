@@ -35,6 +35,11 @@ struct LoweredStep {
   std::vector<BucketInfo> buckets;
 };
 
+/// The communicator shape of `ranks` ranks, `ranks_per_node` of them per node, for `scenario`:
+/// on a torus its rings use parallelism.torus_axes axes (issue 13 item 21). Every strategy
+/// builds its LoweredStep::groups with it.
+hardware::GroupShape group_shape(const Scenario& scenario, int ranks, int ranks_per_node);
+
 /// A registry row: name as written in `parallelism.strategy`, a one-line description, and
 /// the function that lowers a scenario.
 struct StrategyEntry {

@@ -93,7 +93,7 @@ double total_param_bytes(const ModelSpec& m) {
 LoweredStep lower_zero12(const Scenario& s) {
   const int stage = s.zero_stage();
   LoweredStep out;
-  out.groups.push_back({static_cast<int>(s.parallelism.dp), s.ranks_per_node(), 0});
+  out.groups.push_back(group_shape(s, static_cast<int>(s.parallelism.dp), s.ranks_per_node()));
   sim::TaskGraph& g = out.graph;
   const ModelSpec& m = s.model;
   const bool overlap = s.sharding.overlap_comm;
@@ -175,7 +175,7 @@ LoweredStep lower_zero12(const Scenario& s) {
 
 LoweredStep lower_zero3(const Scenario& s) {
   LoweredStep out;
-  out.groups.push_back({static_cast<int>(s.parallelism.dp), s.ranks_per_node(), 0});
+  out.groups.push_back(group_shape(s, static_cast<int>(s.parallelism.dp), s.ranks_per_node()));
   sim::TaskGraph& g = out.graph;
   const ModelSpec& m = s.model;
   const auto& z = s.sharding;

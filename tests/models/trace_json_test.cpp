@@ -91,6 +91,34 @@ TEST_CASE("per_rank: one rank 20 % slower holds every collective back", "[per_ra
   CHECK(bound_to_slow == collectives);  // rank 3 arrives last at every collective
 }
 
+TEST_CASE("per_rank: rank 0's rows add up to the step, its wait for a slow rank included", "[per_rank]") {
+  // Issue 13 item 20: README's per_rank example (64 H100, rank 3 1.2x slower). Rank 0's
+  // forward, backward, optimizer, framework ops and exposed communication left its wait for
+  // rank 3 in no row, so they summed to less than the step.
+  const auto rows = [](const Report& r) {
+    return r.forward_time_s + r.backward_time_s + r.optimizer_time_s + r.overhead_time_s + r.exposed_comm_s +
+           r.wait_time_s;
+  };
+  for (const std::string strategy : {"ddp", "fsdp"}) {
+    CAPTURE(strategy);
+    const Report slow = run(load({"parallelism.strategy=" + strategy, "sim.rank_mode=per_rank",
+                                  R"(sim.slow_ranks=[{"rank": 3, "compute_factor": 1.2}])"}));
+    const Report none = run(load({"parallelism.strategy=" + strategy, "sim.rank_mode=per_rank"}));
+    const Report sym = run(load({"parallelism.strategy=" + strategy}));
+    CHECK(rows(slow) == Approx(slow.step_time_s).epsilon(1e-9));
+    CHECK(rows(none) == Approx(none.step_time_s).epsilon(1e-9));
+    CHECK(rows(sym) == Approx(sym.step_time_s).epsilon(1e-9));
+    // Rank 0 waits about what rank 3's extra 20 % of compute costs; nobody waits without variation.
+    CHECK(slow.wait_time_s > 0.05 * none.compute_time_s);
+    CHECK(none.wait_time_s == Approx(0).margin(1e-12));
+    CHECK(sym.wait_time_s == 0);
+    const std::string text = report_text(slow);
+    CHECK_THAT(text, Contains("  waiting   "));
+    CHECK_THAT(report_json(slow), Contains("\"wait_time_s\": "));
+    CHECK_THAT(report_text(sym), !Contains("  waiting   "));
+  }
+}
+
 TEST_CASE("per_rank: a degraded node slows every collective that crosses it (sim.degraded_links)", "[per_rank]") {
   // DDP on 8 nodes, one 4 GiB bucket: its AllReduce runs after the whole backward, fully
   // exposed, so the step grows by exactly its extra bandwidth time. Node 5's network at half

@@ -7,6 +7,11 @@
 #include "validate/cuda/errors.hpp"
 #include "validate/cuda/options.hpp"
 
+#include <filesystem>
+#include <string>
+
+#include <unistd.h>
+
 using namespace stepsim;
 
 TEST_CASE("stepsim-validate: bucket plan equals stepsim's DDP buckets", "[validate][cuda]") {
@@ -63,4 +68,32 @@ TEST_CASE("stepsim-validate: argument checking", "[validate][cuda]") {
   CHECK_THROWS_AS(validate::parse_gemm_sweep({"--hidden", "1024,2048", "--ffn", "1"}), UsageError);
   CHECK_THROWS_AS(validate::parse_collective_sweep({"--ops", "alltoall"}), UsageError);
   CHECK_THROWS_AS(validate::parse_collective_sweep({"--min-bytes", "2G", "--max-bytes", "1G"}), UsageError);
+}
+
+TEST_CASE("stepsim-validate: a bad --out is refused when parsed, before any device", "[validate][cuda]") {
+  // Issue 13 item 23: the output path was checked only when writing, after the GPU probe and
+  // the whole run.
+  using validate::UsageError;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("stepsim-validate-out-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string missing = (dir / "no-such-folder" / "m.json").string();
+  CHECK_THROWS_WITH(validate::check_output_path("--out", dir.string()),
+                    Catch::Contains("is a directory; expected a writable file path"));
+  CHECK_THROWS_WITH(validate::check_output_path("--out", missing),
+                    Catch::Contains("--out: '" + missing + "': folder '"));
+  CHECK_THROWS_WITH(validate::check_output_path("--out", "/dev/null"), Catch::Contains("is not a regular file"));
+  CHECK_THROWS_WITH(validate::check_output_path("--out", ""), Catch::Contains("empty"));
+  CHECK_NOTHROW(validate::check_output_path("--out", (dir / "m.json").string()));
+  // Every subcommand's --out goes through the check as it is parsed.
+  CHECK_THROWS_WITH(validate::parse_mlp_step({"--layers", "2", "--out", missing}), Catch::Contains("--out: '"));
+  CHECK_THROWS_WITH(validate::parse_mlp_step({"--plan-only", "--out", dir.string()}), Catch::Contains("is a directory"));
+  CHECK_THROWS_WITH(validate::parse_gemm_sweep({"--out", missing}), Catch::Contains("--out: '"));
+  CHECK_THROWS_WITH(validate::parse_collective_sweep({"--out", dir.string()}), Catch::Contains("is a directory"));
+  // write_file_atomic (plain C++ now, used by --plan-only --out) leaves the text and no temp file.
+  const fs::path plan = dir / "plan.json";
+  validate::write_file_atomic(plan.string(), "{}\n");
+  CHECK(fs::file_size(plan) == 3);
+  CHECK_FALSE(fs::exists(plan.string() + ".tmp"));
+  fs::remove_all(dir);
 }

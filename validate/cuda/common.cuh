@@ -80,10 +80,6 @@ std::vector<ncclComm_t> init_all_comms(int world);
 void run_on_every_gpu(std::vector<ncclComm_t>& comms, HostBarrier& barrier,
                       const std::function<void(int)>& body);
 
-/// Writes `text` to `path` through a temporary file and a rename (never half-written).
-/// @throws UsageError when the file cannot be written.
-void write_file_atomic(const std::string& path, const std::string& text);
-
 /// Host name for the output files.
 std::string host_name();
 

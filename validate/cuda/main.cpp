@@ -5,6 +5,7 @@
 //   stepsim-validate mlp-step --layers L --hidden D --ffn F --tokens B --bucket-mb X
 //       [--first-bucket-mb 1] --grad-accum G --iters N --warmup W [--gpus N]
 //       [--gradient-as-bucket-view] [--plan-only] --out MEASURED.json
+//       (--plan-only: the bucket plan as JSON, no GPU; written to --out when given, else stdout)
 //   stepsim-validate gemm-sweep [--hidden D,...] [--ffn F,...] [--tokens B,...] [--iters N]
 //       [--warmup W] [--out FILE.json]
 //   stepsim-validate collective-sweep [--ops all_reduce,reduce_scatter,all_gather]
@@ -13,7 +14,7 @@
 //
 // Exit status: 0 ok; 2 bad arguments or no CUDA device ("no CUDA device found: <CUDA error>");
 // 1 a failed CUDA / NCCL / cuBLAS call (host, rank, file:line, call and library error text).
-// Arguments are checked before any device is touched. Standalone: standard library, CUDA
+// Arguments, output paths included, are checked before any device is touched. Standalone: standard library, CUDA
 // runtime, NCCL and cuBLAS only, so it builds on a bare GPU machine (tools/validate-on-gpu).
 #include "check.cuh"
 #include "common.cuh"
@@ -40,8 +41,13 @@ int run(const std::string& command, const std::vector<std::string>& args) {
   if (command == "mlp-step") {
     const MlpStepOptions o = parse_mlp_step(args);
     const BucketPlan plan = make_bucket_plan(o);
-    if (o.plan_only) {
-      std::fputs(bucket_plan_json(o, plan).c_str(), stdout);
+    if (o.plan_only) {  // no GPU: the plan to --out when given, else to stdout
+      if (o.out.empty()) {
+        std::fputs(bucket_plan_json(o, plan).c_str(), stdout);
+      } else {
+        write_file_atomic(o.out, bucket_plan_json(o, plan));
+        std::printf("mlp-step: bucket plan, %zu buckets -> %s\n", plan.buckets.size(), o.out.c_str());
+      }
       return 0;
     }
     const int world = probe_devices(o.gpus);

@@ -7,10 +7,15 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <sstream>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace stepsim::validate {
 
@@ -95,7 +100,49 @@ std::vector<std::int64_t> parse_int_list(const std::string& flag, const std::str
 
 constexpr std::int64_t kMaxDim = 1 << 20;
 
+/// --out FILE: checked when parsed (before any device is touched), stored in `target`.
+Flag output_flag(std::string& target) {
+  return {true, [&target](const std::string& v) {
+            check_output_path("--out", v);
+            target = v;
+          }};
+}
+
 }  // namespace
+
+void check_output_path(const std::string& flag, const std::string& path) {
+  const auto refuse = [&](const std::string& why) {
+    throw UsageError(flag + ": '" + path + "': " + why + "; expected a writable file path");
+  };
+  if (path.empty()) refuse("empty");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) refuse("is a directory");
+    if (!S_ISREG(st.st_mode)) refuse("is not a regular file");
+  } else if (errno != ENOENT) {
+    refuse(std::strerror(errno));
+  }
+  const auto slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0) refuse("folder '" + dir + "': " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) refuse("'" + dir + "' is not a folder");
+  if (::access(dir.c_str(), W_OK) != 0) refuse("folder '" + dir + "' is not writable: " + std::strerror(errno));
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) throw UsageError(path + ": cannot write: " + std::strerror(errno));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) {
+    std::remove(tmp.c_str());
+    throw UsageError(path + ": cannot write: " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw UsageError(path + ": cannot rename from " + tmp + ": " + std::strerror(errno));
+  }
+}
 
 std::int64_t parse_size(const std::string& flag, const std::string& text) {
   if (text.empty()) throw UsageError(flag + ": expected a size in bytes (suffix K, M or G allowed), got ''");
@@ -133,7 +180,7 @@ MlpStepOptions parse_mlp_step(const std::vector<std::string>& args) {
                {"--gpus", {true, [&](const std::string& v) { o.gpus = static_cast<int>(parse_int("--gpus", v, 0, 1024)); }}},
                {"--gradient-as-bucket-view", {false, [&](const std::string&) { o.gradient_as_bucket_view = true; }}},
                {"--plan-only", {false, [&](const std::string&) { o.plan_only = true; }}},
-               {"--out", {true, [&](const std::string& v) { o.out = v; }}}});
+               {"--out", output_flag(o.out)}});
   // Parameters, gradients, buckets, fp32 master + Adam moments: 2+2+2+12 bytes per parameter.
   const double params = 2.0 * static_cast<double>(o.layers) * static_cast<double>(o.hidden) * static_cast<double>(o.ffn);
   if (params * 18 > 4e12)
@@ -155,7 +202,7 @@ GemmSweepOptions parse_gemm_sweep(const std::vector<std::string>& args) {
                {"--tokens", {true, [&](const std::string& v) { o.tokens = parse_int_list("--tokens", v, 1, kMaxDim); }}},
                {"--iters", {true, [&](const std::string& v) { o.iters = parse_int("--iters", v, 1, 100000); }}},
                {"--warmup", {true, [&](const std::string& v) { o.warmup = parse_int("--warmup", v, 0, 100000); }}},
-               {"--out", {true, [&](const std::string& v) { o.out = v; }}}});
+               {"--out", output_flag(o.out)}});
   if (!ffn_given) {
     o.ffn.clear();
     for (const auto d : o.hidden) o.ffn.push_back(4 * d);
@@ -187,7 +234,7 @@ CollectiveSweepOptions parse_collective_sweep(const std::vector<std::string>& ar
                               o.dtype = v;
                             }}},
                {"--gpus", {true, [&](const std::string& v) { o.gpus = static_cast<int>(parse_int("--gpus", v, 0, 1024)); }}},
-               {"--out", {true, [&](const std::string& v) { o.out = v; }}}});
+               {"--out", output_flag(o.out)}});
   if (o.min_bytes > o.max_bytes)
     throw UsageError("--min-bytes (" + std::to_string(o.min_bytes) + ") must not exceed --max-bytes (" +
                      std::to_string(o.max_bytes) + ")");

@@ -22,8 +22,8 @@ struct MlpStepOptions {
   std::int64_t warmup = 3;        ///< --warmup W (steps run before recording)
   int gpus = 0;                   ///< --gpus N (0: every visible device)
   bool gradient_as_bucket_view = false;  ///< --gradient-as-bucket-view
-  bool plan_only = false;         ///< --plan-only: print the bucket plan as JSON, no GPU
-  std::string out;                ///< --out MEASURED.json (required unless --plan-only)
+  bool plan_only = false;         ///< --plan-only: the bucket plan as JSON (to --out, else stdout), no GPU
+  std::string out;                ///< --out MEASURED.json (required unless --plan-only; with it, the plan)
 };
 
 /// `gemm-sweep`: the GEMMs of the MLP layer (forward, dgrad, wgrad) per (D, F, B).
@@ -49,11 +49,22 @@ struct CollectiveSweepOptions {
   std::string out;                          ///< --out FILE.log (also printed to stdout)
 };
 
-/// Parses `args` (the words after the subcommand).
+/// Parses `args` (the words after the subcommand). A given --out is checked with
+/// check_output_path() here, so a bad output path is refused before any CUDA call.
 /// @throws UsageError naming the flag, the bad value and the expectation.
 MlpStepOptions parse_mlp_step(const std::vector<std::string>& args);
 GemmSweepOptions parse_gemm_sweep(const std::vector<std::string>& args);
 CollectiveSweepOptions parse_collective_sweep(const std::vector<std::string>& args);
+
+/// Refuses an output path that cannot be written: empty, a directory or another non-regular
+/// file (device, FIFO, socket), or one whose parent folder is missing, not a folder or not
+/// writable. Only looks (stat/access); creates nothing.
+/// @throws UsageError "FLAG: 'PATH': <why>; expected a writable file path".
+void check_output_path(const std::string& flag, const std::string& path);
+
+/// Writes `text` to `path` through `path`.tmp renamed over it (never half-written).
+/// @throws UsageError naming the path and the system error.
+void write_file_atomic(const std::string& path, const std::string& text);
 
 /// Parses a size as nccl-tests does: an integer with an optional K, M or G suffix (powers of 2).
 /// @throws UsageError mentioning `flag`.
