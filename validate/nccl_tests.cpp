@@ -84,7 +84,7 @@ std::size_t timestamp_length(std::string_view s) {
 
 // Removes launcher prefixes: "[1,0]<stdout>:", "0: " (srun --label), timestamps, "[...]" with a
 // time in it, "host: " (pdsh). Repeats until none is left.
-std::string_view strip_prefixes(std::string_view s) {
+std::string_view strip_prefixes(std::string_view s, long long* mpi_rank = nullptr) {
   for (;;) {
     s = trim(s);
     if (s.empty()) return s;
@@ -95,6 +95,12 @@ std::string_view strip_prefixes(std::string_view s) {
         const std::string_view inside = s.substr(1, close - 1);
         const std::string_view after = s.substr(close + 1);
         if (starts_with(after, "<stdout>:") || starts_with(after, "<stderr>:")) {
+          // [job,rank]: the rank that printed the line.
+          if (const auto comma = inside.find(','); mpi_rank != nullptr && comma != std::string_view::npos) {
+            long long r = 0;
+            const std::string_view digits = inside.substr(comma + 1);
+            if (std::from_chars(digits.data(), digits.data() + digits.size(), r).ec == std::errc()) *mpi_rank = r;
+          }
           s = after.substr(9);
           continue;
         }
@@ -231,7 +237,7 @@ std::optional<std::string> read_row(const std::vector<std::string>& toks, const 
 
 void infer_provenance(NcclTestsRun& run, const std::string& source) {
   if (run.op.empty()) run.op = normalize_op_name(source);
-  if ((run.ranks > 1 && !run.op.empty()) || run.rows.empty()) return;
+  if (run.rows.empty()) return;
   // Ranks from busbw/algbw of the row with the largest algbw (the least rounded).
   const NcclTestsRow* best = nullptr;
   for (const auto& r : run.rows)
@@ -243,9 +249,24 @@ void infer_provenance(NcclTestsRun& run, const std::string& source) {
     if (ratio > 1.01) run.op = "all_reduce";
     else if (ratio < 0.99) run.op = best->redop == "none" || best->redop.empty() ? "all_gather" : "reduce_scatter";
   }
-  if (!run.op.empty() && run.ranks <= 1) {
+  if (!run.op.empty()) {
     const int n = ranks_from_bandwidths(run.op, *best->oop_algbw_GBps, *best->oop_busbw_GBps);
-    if (n > 1) run.ranks = n;
+    if (run.ranks <= 1 && n > 1) run.ranks = n;
+    // busbw = algbw × the op's bus factor of the ranks that ran it (nccl-tests, semantics.md
+    // §D.5): a listed rank count that contradicts it means the wrong rank lines or op.
+    const double listed = run.ranks;
+    const double factor = run.op == "all_reduce" ? 2 * (listed - 1) / listed
+                          : (run.op == "all_gather" || run.op == "reduce_scatter" || run.op == "alltoall")
+                              ? (listed - 1) / listed
+                              : 1.0;
+    // Off by more than the printed rounding (two decimals) and 1 %: a contradiction.
+    const double expected = *best->oop_algbw_GBps * factor;
+    if (run.ranks > 1 && n > 1 && n != run.ranks &&
+        std::fabs(*best->oop_busbw_GBps - expected) > 0.01 + 0.01 * expected)
+      throw InputError(source, fmt::format("line {}", best->line),
+                       fmt::format("{} ranks listed ('#  Rank' lines or the sidecar's total_ranks), but busbw/algbw "
+                                   "= {:.4g} at {:.0f} B says {} ranks for {}; the rank list or the op is wrong",
+                                   run.ranks, ratio, best->size_bytes, n, run.op));
   }
 }
 
@@ -302,6 +323,7 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& source) 
   std::set<long long> rank_ids;
   std::set<std::string> hosts;
   bool in_table = false;
+  long long table_printer = -1;  // MPI rank whose lines hold the current run's rows
   auto finish_run = [&] {
     if (!run.rows.empty()) {
       if (!rank_ids.empty()) run.ranks = static_cast<int>(rank_ids.size());
@@ -313,6 +335,7 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& source) 
     rank_ids.clear();
     hosts.clear();
     in_table = false;
+    table_printer = -1;
   };
   // A run header line: starts a new run if the current one already has rows.
   auto header_line = [&](int line_no) {
@@ -327,7 +350,8 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& source) 
     const std::string_view raw = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
     ++line_no;
-    const std::string_view s = strip_prefixes(raw);
+    long long printer = -1;  // MPI rank that printed the line, when OpenMPI tags it
+    const std::string_view s = strip_prefixes(raw, &printer);
     if (s.empty()) continue;
 
     if (s.find("NCCL INFO") != std::string_view::npos || s.find("NCCL WARN") != std::string_view::npos) {
@@ -407,6 +431,15 @@ NcclTestsLog parse_nccl_tests(std::string_view text, const std::string& source) 
         continue;
       }
       if (run.first_line == 0) run.first_line = line_no;
+      // Every MPI rank printing its own table (nccl-tests run with -t/-g per process and output
+      // from all ranks) interleaves rows of several tables: refuse rather than fit a mixture.
+      if (printer >= 0) {
+        if (table_printer < 0) table_printer = printer;
+        if (printer != table_printer)
+          throw InputError(source, fmt::format("line {}", line_no),
+                           fmt::format("table rows printed by MPI ranks {} and {} interleave; keep one rank's output "
+                                       "(e.g. grep '^\\[1,{}\\]')", table_printer, printer, table_printer));
+      }
       run.rows.push_back(std::move(row));
       continue;
     }

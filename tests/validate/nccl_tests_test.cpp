@@ -4,6 +4,8 @@
 #include "tests/support/catch.hpp"
 #include "tests/support/shared_data.hpp"
 
+#include <fmt/format.h>
+
 #include "sim/support/error.hpp"
 #include "validate/nccl_tests.hpp"
 
@@ -190,6 +192,31 @@ TEST_CASE("validate.nccl_tests.times outside [0.01 us, 1e4 s] make a row unreada
   const auto csv = parse_nccl_tests_csv("op,size_bytes,oop_time_us\nall_reduce,1024,1e-201\nall_reduce,2048,20.4\n", "t.csv");
   REQUIRE(csv.unreadable.size() == 1);
   CHECK_THAT(csv.unreadable[0].reason, Catch::Matchers::Contains("outside [0.01, 1e+10] us"));
+}
+
+TEST_CASE("validate.nccl_tests.interleaved MPI-rank tables and rank counts that contradict busbw/algbw are refused (issue 13 item 10)") {
+  // Before: both were read, and the fit saw a mixture of two tables or the wrong bus factor.
+  const std::string head =
+      "[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  const std::string r0 =
+      "[1,0]<stdout>:     1048576        262144     float     sum      -1    20.00   52.43   91.75      0    20.00   52.43   91.75      0\n";
+  const std::string r1 =
+      "[1,1]<stdout>:     1048576        262144     float     sum      -1    21.00   49.93   87.38      0    21.00   49.93   87.38      0\n";
+  CHECK_THROWS_WITH(parse_nccl_tests(head + r0 + r1, "mixed.log"),
+                    Catch::Matchers::Contains("mixed.log: line 3: table rows printed by MPI ranks 0 and 1 interleave"));
+  CHECK_NOTHROW(parse_nccl_tests(head + r0, "one.log"));
+  // 8 rank lines, but busbw/algbw = 1.75 is 2(n−1)/n for n = 8 ... and 1.5 for n = 4.
+  std::string ranks;
+  for (int i = 0; i < 8; ++i) ranks += fmt::format("#  Rank  {} Group  0 Pid  1 on host device  {} [0x18] NVIDIA H100\n", i, i);
+  const std::string ar_head =
+      "# Collective test starting: all_reduce_perf\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  const std::string ok_row = "     1048576        262144     float     sum      -1    20.00   52.43   91.75      0    20.00   52.43   91.75      0\n";
+  const std::string bad_row = "     1048576        262144     float     sum      -1    20.00   52.43   78.65      0    20.00   52.43   78.65      0\n";
+  CHECK(parse_nccl_tests(ranks + ar_head + ok_row, "ok.log").runs.at(0).ranks == 8);
+  CHECK_THROWS_WITH(parse_nccl_tests(ranks + ar_head + bad_row, "bad.log"),
+                    Catch::Matchers::Contains("8 ranks listed ('#  Rank' lines or the sidecar's total_ranks), but busbw/algbw = 1.5") &&
+                        Catch::Matchers::Contains("says 4 ranks for all_reduce"));
 }
 
 TEST_CASE("validate.nccl_tests.bad input") {
