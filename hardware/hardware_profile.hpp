@@ -2,6 +2,7 @@
 // HardwareProfile: nominal datasheet numbers of one accelerator and its cluster fabric.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -118,5 +119,14 @@ struct HardwareProfile {
   /// What the model's tensors may use: hbm_bytes − hbm_reserved_bytes (what "fits" compares).
   double usable_hbm_bytes() const { return hbm_bytes - hbm_reserved_bytes; }
 };
+
+/// Largest node (scale-up domain: GPUs on one NVLink / NVSwitch fabric) a profile, a scenario
+/// or a CLI flag may describe: NVL576, the largest such domain announced. A larger cluster is
+/// several nodes.
+inline constexpr std::int64_t kMaxGpusPerNode = 576;
+
+/// "" when `gpus_per_node` is in [1, kMaxGpusPerNode], else what is wrong ("expected 1 to 576
+/// GPUs ..., got N"): the one message the profile, scenario and CLI readers use.
+std::string gpus_per_node_problem(std::int64_t gpus_per_node);
 
 }  // namespace stepsim::hardware

@@ -11,6 +11,13 @@
 
 namespace stepsim::hardware {
 
+std::string gpus_per_node_problem(std::int64_t gpus_per_node) {
+  if (gpus_per_node >= 1 && gpus_per_node <= kMaxGpusPerNode) return "";
+  return fmt::format("expected 1 to {} GPUs in one node (its NVLink / NVSwitch scale-up domain; NVL{} is the "
+                     "largest built, a larger cluster is more nodes), got {}",
+                     kMaxGpusPerNode, kMaxGpusPerNode, gpus_per_node);
+}
+
 namespace detail {
 const std::vector<EmbeddedFile>& builtin_profiles();  // generated from hardware/profiles/
 }
@@ -84,7 +91,9 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   memory.finish();
 
   const JsonReader node = root.object("node");
-  p.gpus_per_node = static_cast<int>(node.integer("gpus_per_node", 1, 1 << 20));
+  const std::int64_t gpn = node.integer("gpus_per_node", 1, INT64_MAX);
+  if (const std::string why = gpus_per_node_problem(gpn); !why.empty()) node.fail("gpus_per_node", why);
+  p.gpus_per_node = static_cast<int>(gpn);
   node.finish();
 
   const JsonReader intra = root.object("intra_node");

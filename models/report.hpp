@@ -102,7 +102,9 @@ struct Report {
 /// engine with the profile's cost model, and derives the report. The single entry point used
 /// by the CLI, sweeps and compare.
 /// @throws InputError when the scenario describes something the models cannot price
-///         (e.g. a multi-node group on a profile without a network).
+///         (e.g. a multi-node group on a profile without a network), or a per_rank run that
+///         holds more than kMaxPerRankTasks tasks or needs more memory than the process may
+///         use (tasks × kPerRankBytesPerTask, × kPerRankTraceBytesPerTask with a trace).
 Report run(const Scenario& scenario);
 
 /// Stable JSON rendering (schema "stepsim.report/1"): the same report gives the same bytes.

@@ -10,11 +10,14 @@
 #include "sim/engine.hpp"
 #include "sim/replicate.hpp"
 #include "sim/support/error.hpp"
+#include "sim/support/resources.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <utility>
 #include <optional>
 #include <unordered_map>
 
@@ -105,6 +108,9 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
     throw InputError(s.source, "/sim/rank_mode",
                      fmt::format("per_rank: {} ranks × {} tasks = {:.3g} tasks; the limit is {:.3g} (use \"symmetric\", "
                                  "fewer ranks or fewer micro-batches)", copies, g.size(), tasks, kMaxPerRankTasks));
+  check_memory_need(tasks * (keep_all ? kPerRankTraceBytesPerTask : kPerRankBytesPerTask), s.source, "/sim/rank_mode",
+                    fmt::format("per_rank{}: {} ranks × {} tasks", keep_all ? " with a trace" : "", copies, g.size()),
+                    keep_all ? "drop --trace, or use \"symmetric\" or fewer ranks" : "use \"symmetric\" or fewer ranks");
   // A collective meets the ranks of its communicator: consecutive blocks, or every
   // (dp / ranks)-th rank for groups that run side by side on each node (HSDP's replicas).
   std::vector<sim::RendezvousSpan> spans;
@@ -167,6 +173,41 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   return std::move(*rank0);
 }
 
+// The simulator's clock is int64 picoseconds (about 9.2e6 s in all): a step of compute beyond
+// this is refused before it plays, naming the model field that made it so long.
+constexpr double kMaxStepComputeSeconds = 1e6;
+
+// Where layer `layer` of the scenario's model was written: the model file (or the catalog
+// file) with /layers/N, or the scenario's /model/layers/N when it is inline.
+std::pair<std::string, std::string> layer_location(const Scenario& s, std::int32_t layer) {
+  const std::string tail = layer >= 0 ? fmt::format("/layers/{}", layer) : std::string();
+  if (s.model_ref == "inline") return {s.source, "/model" + tail};
+  const bool file = s.model_ref.size() > 5 && s.model_ref.substr(s.model_ref.size() - 5) == ".json";
+  return {file ? s.model_ref : "models/catalog/" + s.model_ref + ".json", tail.empty() ? "/" : tail};
+}
+
+// Prices every compute task once (rank 0's copy is every rank's in the lowered graph) and
+// refuses a task or a step too long for sim::Time, naming the layer's file and JSON path
+// (fwd_s / bwd_s, or FLOPs and bytes per token over the profile's rates).
+void check_compute_durations(const Scenario& s, const sim::TaskGraph& g, const hardware::StepCostModel& cost) {
+  double total = 0;
+  for (sim::TaskId id = 0; id < g.size(); ++id) {
+    const sim::Task& t = g.task(id);
+    if (t.kind != sim::TaskKind::Compute || t.rank != 0) continue;
+    const double d = cost.seconds(t);
+    total += std::isfinite(d) ? d : kMaxStepComputeSeconds * 2;
+    if (!(d <= kMaxStepComputeSeconds) || total > kMaxStepComputeSeconds) {
+      const auto [file, path] = layer_location(s, t.layer);
+      const std::string layer = t.layer >= 0 ? fmt::format("layer '{}'", s.model.layers[t.layer].name) : "the model";
+      throw InputError(file, path,
+                       fmt::format("{} makes task '{}' take {:.3g} s on '{}' ({:.3g} s of compute so far this step); "
+                                   "expected at most {:g} s of compute per step (check fwd_s / bwd_s, or the FLOPs and "
+                                   "bytes per token against the profile's rates)",
+                                   layer, t.name, d, s.hardware.name, total, kMaxStepComputeSeconds));
+    }
+  }
+}
+
 Report run_impl(const Scenario& s, SimulatedStep* keep) {
   const auto wall_start = std::chrono::steady_clock::now();
   Report r;
@@ -181,6 +222,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
                      fmt::format("{} is fewer connections than this step has streams: launches are ordered across "
                                  "streams, which rank_mode \"per_rank\" does not replay (use \"symmetric\")",
                                  s.contention.cuda_device_max_connections));
+  check_compute_durations(s, step.graph, cost);
   sim::Timeline tl = sim::run(step.graph, cost, options);
   const sim::TaskGraph& g = step.graph;
   for (sim::TaskId id = 0; id < g.size(); ++id) {
@@ -294,11 +336,6 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     r.critical_path_tail.push_back({g.task(path[i]).name, tl[path[i]].start.seconds(), tl[path[i]].end.seconds()});
 
   if (!r.memory.fits) r.warnings.push_back(does_not_fit_message(s, r.memory));
-  if (s.sharding.fsdp_version == "fsdp1" && s.sharding.forward_prefetch)
-    r.warnings.push_back(
-        "forward_prefetch: FSDP1 issues the next AllGather before this unit's forward kernels; with the CPU "
-        "running ahead of the GPU it is already queued either way, so GPU timing is unchanged here (it "
-        "matters when the CPU is the bottleneck, which stepsim does not model)");
   if (!s.variation.degraded_links.empty() && r.inter_node_collective_bytes == 0)
     r.warnings.push_back(
         "degraded_links: no collective of this step crosses the network (every communicator stays inside a "

@@ -169,9 +169,19 @@ void check_sharding(const JsonReader& par, const Scenario& s) {
                fmt::format("an integer reshard_after_forward must be a non-trivial divisor of the shard "
                            "group size ({}), got {}", n, z.reshard_group));
   }
-  if (z.fsdp_version == "fsdp2" && (par.has("forward_prefetch") || par.has("limit_all_gathers")))
-    par.fail(par.has("forward_prefetch") ? "forward_prefetch" : "limit_all_gathers",
-             "is an FSDP1 option; set \"fsdp_version\": \"fsdp1\" (FSDP2 prefetches implicitly)");
+  for (const char* key : {"backward_prefetch", "limit_all_gathers"})
+    if (z.fsdp_version == "fsdp2" && par.has(key))
+      par.fail(key, "is an FSDP1 option; set \"fsdp_version\": \"fsdp1\" (FSDP2 prefetches implicitly: the "
+                    "next unit's AllGather is issued one unit ahead in forward and backward)");
+  // FSDP1's forward_prefetch issues the next AllGather before this unit's forward kernels; with
+  // the CPU running ahead of the GPU it is queued either way, so only a CPU-bound step (which
+  // stepsim does not model) would change: a knob with no effect is refused, not ignored.
+  if (par.has("forward_prefetch") && (z.fsdp_version == "fsdp2" || z.forward_prefetch))
+    par.fail("forward_prefetch",
+             z.fsdp_version == "fsdp2"
+                 ? "is an FSDP1 option; set \"fsdp_version\": \"fsdp1\" (FSDP2 prefetches implicitly)"
+                 : "has no effect on GPU timing in stepsim: it helps only when the CPU cannot launch ahead of the "
+                   "GPU, a case stepsim does not model; remove it (or set it false)");
 }
 
 }  // namespace
@@ -214,10 +224,20 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   p.torus_axes = static_cast<int>(par->integer_or("torus_axes", 0, 1, 3));
   read_sharding(*par, s);
   par->finish();
+  if (s.model.trainable_parameter_count() == 0)
+    throw InputError(source, "/model",
+                     fmt::format("model '{}' has no trainable parameter (every tensor is \"trainable\": false): "
+                                 "strategy '{}' would have no gradient to synchronise and no optimizer step (PyTorch's "
+                                 "DDP refuses such a module); expected at least one trainable tensor",
+                                 s.model.name, p.strategy));
 
   const auto cluster = root.optional_object("cluster");
   s.cluster.gpus_per_node = s.hardware.gpus_per_node;
-  if (cluster) s.cluster.gpus_per_node = static_cast<int>(cluster->integer_or("gpus_per_node", s.hardware.gpus_per_node, 1, 1 << 20));
+  if (cluster && cluster->has("gpus_per_node")) {
+    const std::int64_t g = cluster->integer("gpus_per_node", 1, INT64_MAX);
+    if (const std::string why = hardware::gpus_per_node_problem(g); !why.empty()) cluster->fail("gpus_per_node", why);
+    s.cluster.gpus_per_node = static_cast<int>(g);
+  }
   const std::int64_t gpn = s.cluster.gpus_per_node;
   const std::int64_t default_nodes = (p.dp + gpn - 1) / gpn;
   s.cluster.nodes = static_cast<int>(cluster ? cluster->integer_or("nodes", default_nodes, 1, kMaxRanks) : default_nodes);
@@ -274,6 +294,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     if (prec->has("reduce_dtype"))
       s.precision.reduce_dtype = parse_dtype(prec->string("reduce_dtype"), source, prec->path("reduce_dtype"));
     s.precision.fp32_grad_accum = prec->boolean_or("fp32_grad_accum", false);
+    // Only DDP prices the accumulation adds (models/strategy/compute_tasks grad_accumulation_bytes);
+    // elsewhere the knob would change memory but not time: refused rather than half applied.
+    if (s.precision.fp32_grad_accum && p.strategy != "ddp")
+      prec->fail("fp32_grad_accum", fmt::format("applies to strategy 'ddp' only (the one whose gradient-accumulation "
+                                                "adds stepsim prices); this scenario has '{}'", p.strategy));
     prec->finish();
   }
   if (const auto act = root.optional_object("activations")) {

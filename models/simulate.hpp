@@ -32,5 +32,9 @@ hardware::StepCostModel step_cost_model(const Scenario& scenario, const LoweredS
 
 /// Largest number of tasks a per_rank run may hold (graph tasks × dp): about 30 bytes each.
 inline constexpr double kMaxPerRankTasks = 1.5e8;
+/// Memory per task of a per_rank run: the summary play (makespans and rank 0) and the play that
+/// keeps every rank's records for a trace (seven times as much).
+inline constexpr double kPerRankBytesPerTask = 30;
+inline constexpr double kPerRankTraceBytesPerTask = 7 * kPerRankBytesPerTask;
 
 }  // namespace stepsim::models

@@ -5,6 +5,7 @@
 #include "models/report.hpp"
 #include "models/scenario.hpp"
 #include "sim/support/error.hpp"
+#include "sim/support/resources.hpp"
 #include "sim/support/json_reader.hpp"
 
 #include <fmt/format.h>
@@ -163,6 +164,8 @@ PointOutcome run_point(const nlohmann::json& base, const std::string& source,
     flatten(nlohmann::ordered_json::parse(report_json(report)), "", out.metrics);
   } catch (const InputError& e) {
     out.error = e.what();
+  } catch (const std::bad_alloc&) {
+    throw;  // the machine, not the point: stops the sweep (run_on_threads rethrows it)
   } catch (const std::exception& e) {
     out.error = fmt::format("internal error (please report): {}", e.what());
   }
@@ -256,15 +259,12 @@ SweepAxis parse_vary(const std::string& spec) {
   if (auto range = parse_range(spec, path, text)) return *range;
   SweepAxis axis{path, split_list(spec, text), false};
   for (const auto& v : axis.values) {
-    // A value is JSON where it parses (as apply_override reads it); a number JSON cannot hold
-    // (1e400, or one inside an object or array) is a grammar error, not a failed point.
+    // A value is read as apply_override reads it; one it refuses (a number JSON cannot hold,
+    // invalid UTF-8, absurd nesting, a duplicate key) is a grammar error, not a failed point.
     try {
-      const nlohmann::json parsed = nlohmann::json::parse(v);
-      (void)parsed;
-    } catch (const nlohmann::json::parse_error&) {
-      // not JSON: a plain string
-    } catch (const nlohmann::json::exception&) {
-      vary_error(spec, fmt::format("'{}' holds a number outside the range of a double (numbers must be finite)", v));
+      (void)parse_override_value(path, v, "--vary");
+    } catch (const InputError& e) {
+      vary_error(spec, e.detail());
     }
   }
   return axis;
@@ -316,6 +316,11 @@ std::vector<PointOutcome> run_sweep_points(const std::string& scenario_path, con
     throw InputError("", "", fmt::format("sweep part {} of {} does not exist", part.index, part.parts));
   check_axis_paths(axes);
   const std::size_t grid = grid_size(axes);
+  // Every point's row stays in memory until the CSV is written (and rank 0 of an MPI sweep
+  // gathers them all): refuse a grid this process cannot hold, before running any of it.
+  check_memory_need(static_cast<double>(grid) * kSweepBytesPerPoint, "--vary", "",
+                    fmt::format("a sweep of {} points (about {} kB of results each)", grid, kSweepBytesPerPoint / 1000),
+                    "sweep fewer values");
   const nlohmann::json base = read_json_file(scenario_path);
   check_base(base, scenario_path, options.sets);
 
@@ -325,8 +330,8 @@ std::vector<PointOutcome> run_sweep_points(const std::string& scenario_path, con
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::mutex progress_mutex;
-  auto worker = [&] {
-    for (std::size_t k; (k = next.fetch_add(1)) < total;) {
+  auto worker = [&](const std::function<bool()>& stop) {
+    for (std::size_t k; !stop() && (k = next.fetch_add(1)) < total;) {
       const std::size_t i = part.index + k * part.parts;
       outcomes[k] = run_point(base, scenario_path, axes, grid_indices(axes, i), options.sets);
       outcomes[k].index = i;
@@ -337,14 +342,8 @@ std::vector<PointOutcome> run_sweep_points(const std::string& scenario_path, con
     }
   };
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, total));
-  if (threads <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (auto& t : pool) t.join();
-  }
+  threads = static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(threads, total)));
+  run_on_threads(threads, worker, "-j");
   return outcomes;
 }
 

@@ -6,9 +6,11 @@
 #include "sim/support/error.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 
@@ -16,28 +18,49 @@ namespace stepsim::tools {
 
 void print(const std::string& s) { std::fwrite(s.data(), 1, s.size(), stdout); }
 
+CLI::Validator given_positive() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        long long v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc() || ptr != end || v >= 1) return "";  // not an integer: CLI11's conversion says so
+        return fmt::format("expected a positive integer, got {}", text);
+      },
+      "POSITIVE");
+}
+
 void add_cluster_flags(CLI::App& cmd, ClusterFlags& f, bool required) {
   auto* hw = cmd.add_option("--hardware", f.hardware, "profile name or JSON file");
-  auto* ranks = cmd.add_option("--ranks", f.ranks, "DP degree (GPUs)");
+  auto* ranks = cmd.add_option("--ranks", f.ranks, "DP degree (GPUs)")->check(given_positive());
   if (required) {
     hw->required();
     ranks->required();
   }
-  cmd.add_option("--gpus-per-node", f.gpus_per_node, "GPUs per node (default: the profile's)");
-  cmd.add_option("--axes", f.axes, "TPU: torus axes used for DP (1-3; default all)");
-  cmd.add_option("--moe-experts", f.moe_experts, "MoE: experts per layer E");
-  cmd.add_option("--moe-topk", f.moe_topk, "MoE: experts per token k");
+  cmd.add_option("--gpus-per-node", f.gpus_per_node, "GPUs per node (default: the profile's)")->check(given_positive());
+  cmd.add_option("--axes", f.axes, "TPU: torus axes used for DP (1-3; default all)")->check(given_positive());
+  cmd.add_option("--moe-experts", f.moe_experts, "MoE: experts per layer E")->check(given_positive());
+  cmd.add_option("--moe-topk", f.moe_topk, "MoE: experts per token k")->check(given_positive());
 }
 
 hardware::GroupShape group_shape(const hardware::HardwareProfile& hw, long long ranks,
                                  long long gpus_per_node, int axes) {
   if (ranks < 1 || ranks > 100'000'000)
     throw InputError("--ranks", "", fmt::format("expected an integer in [1, 100000000], got {}", ranks));
-  if (gpus_per_node < 0 || gpus_per_node > (1 << 20))
-    throw InputError("--gpus-per-node", "", fmt::format("expected a positive integer, got {}", gpus_per_node));
+  if (gpus_per_node != 0)  // 0: not given, the profile's
+    if (const std::string why = hardware::gpus_per_node_problem(gpus_per_node); !why.empty())
+      throw InputError("--gpus-per-node", "", why);
   if (axes != 0 && !hw.is_torus())
     throw InputError("--axes", "", fmt::format("profile '{}' has no torus; --axes applies to TPU profiles", hw.name));
   if (axes < 0 || axes > 3) throw InputError("--axes", "", fmt::format("expected 1, 2 or 3 torus axes, got {}", axes));
+  if (hw.is_torus()) {
+    long long pod = 1;
+    for (const int d : hw.torus_dims) pod *= d;
+    if (ranks > pod)
+      throw InputError("--ranks", "", fmt::format("{} ranks is more than one {} pod holds: at most {} chips ({} torus); "
+                                                  "DP across pods (DCN) is not modelled", ranks, hw.name, pod,
+                                                  fmt::join(hw.torus_dims, "x")));
+  }
   const int g = gpus_per_node > 0 ? static_cast<int>(gpus_per_node) : hw.gpus_per_node;
   const long long ranks_per_node = std::min<long long>(g, ranks);
   if (ranks > g && ranks % g != 0 && !hw.is_torus())

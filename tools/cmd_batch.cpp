@@ -161,9 +161,11 @@ void add_batch_command(CLI::App& app, Action& action) {
   auto* batch = app.add_subcommand("batch", "global batch arithmetic: batch N GPUs need, most GPUs a batch can use, grad_accum");
   add_cluster_flags(*batch, *a, false);
   batch->add_option("--global-batch-tokens", a->global_batch_tokens, "global batch in tokens: 16384, 4M (4e6), 8Mi");
-  batch->add_option("--global-batch-samples", a->global_batch_samples, "global batch in sequences (gbs)");
-  batch->add_option("--seq-len", a->seq_len, "tokens per sequence");
-  batch->add_option("--micro-batch-size", a->micro_batch_size, "sequences per GPU per micro-batch (mbs)");
+  batch->add_option("--global-batch-samples", a->global_batch_samples, "global batch in sequences (gbs)")
+      ->check(given_positive());
+  batch->add_option("--seq-len", a->seq_len, "tokens per sequence")->check(given_positive());
+  batch->add_option("--micro-batch-size", a->micro_batch_size, "sequences per GPU per micro-batch (mbs)")
+      ->check(given_positive());
   batch->add_flag("--no-round", a->no_round, "tokens → sequences: nearest integer instead of the nearest power of two");
   batch->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
   batch->callback([a, &action] { action = [a] { return cmd_batch(*a); }; });

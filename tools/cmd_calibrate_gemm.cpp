@@ -103,6 +103,9 @@ int cmd_calibrate_gemm(const GemmArgs& a) {
     std::fprintf(stderr, "warning: %s was measured on '%s' (profile '%s'), fitted over --hardware '%s'\n",
                  a.measured.c_str(), m.device.c_str(), from_file.c_str(), hw.name.c_str());
   if (a.sms < 0 || a.sms > 4096) throw InputError("--sms", "", fmt::format("expected an SM count in [1, 4096], got {}", a.sms));
+  if (a.sms > 0 && hw.sm_count > 0 && a.sms > hw.sm_count)
+    throw InputError("--sms", "", fmt::format("expected at most the {} SMs of profile '{}' (a GEMM's waves run on the "
+                                              "GPU's SMs), got {}", hw.sm_count, hw.name, a.sms));
   const int sms = a.sms > 0 ? a.sms : hw.sm_count;
   if (sms == 0)
     throw InputError("--sms", "", fmt::format("profile '{}' has no compute.sm_count; expected --sms N (the GPU's SM count)", hw.name));
@@ -131,7 +134,7 @@ void add_calibrate_gemm_command(CLI::App& calibrate, Action& action) {
   gemm->add_option("--hardware", a->hardware, "nominal profile (name or JSON file; default: from the measured device)");
   gemm->add_option("-o,--output", a->output, "write the overlay (JSON) here");
   gemm->add_option("--merge", a->merge, "start from this overlay (e.g. the nccl-tests fit) and add the gemm section");
-  gemm->add_option("--sms", a->sms, "SM count of the GPU (default: the profile's compute.sm_count)");
+  gemm->add_option("--sms", a->sms, "SM count of the GPU (default: the profile's compute.sm_count)")->check(given_positive());
   gemm->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
   gemm->callback([a, &action] { action = [a] { return cmd_calibrate_gemm(*a); }; });
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include "hardware/calibration.hpp"
 #include "hardware/calibration_json.hpp"
@@ -47,8 +48,11 @@ int cmd_collective(const CollectiveArgs& a) {
   } catch (const UnitError& e) {
     throw InputError("--size", "", e.what());
   }
-  if (!(bytes >= 0) || bytes > 1e18)
-    throw InputError("--size", "", fmt::format("expected a size in [0, 1e18] bytes, got '{}'", a.size));
+  // A buffer is a whole number of bytes; "-0" is a sign error, not an empty buffer.
+  if (!(bytes >= 0) || std::signbit(bytes) || bytes > 1e18 || bytes != std::floor(bytes))
+    throw InputError("--size", "", fmt::format("expected a whole number of bytes in [0, 1e18] (e.g. 1024, '25MiB'), "
+                                               "got '{}'{}", a.size, bytes >= 0 && bytes != std::floor(bytes)
+                                               ? fmt::format(" = {:g} bytes", bytes) : ""));
   const auto group = group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
   const hardware::CollectiveOp op = a.op == "allreduce"       ? hardware::CollectiveOp::AllReduce
                                     : a.op == "reducescatter" ? hardware::CollectiveOp::ReduceScatter
@@ -178,8 +182,9 @@ void add_collective_commands(CLI::App& app, Action& action) {
   collective->add_option("--hardware", coll->hardware, "profile name or JSON file")->required();
   collective->add_option("--ranks", coll->ranks, "ranks in the communicator")->required();
   collective->add_option("--size", coll->size, "buffer size as nccl-tests counts it: bytes or '16GB', '25MiB'")->required();
-  collective->add_option("--gpus-per-node", coll->gpus_per_node, "GPUs per node (default: the profile's)");
-  collective->add_option("--axes", coll->axes, "TPU: torus axes used at once (1-3; default all)");
+  collective->add_option("--gpus-per-node", coll->gpus_per_node, "GPUs per node (default: the profile's)")
+      ->check(given_positive());
+  collective->add_option("--axes", coll->axes, "TPU: torus axes used at once (1-3; default all)")->check(given_positive());
   collective->add_option("--cost-model", coll->cost_model, "collective cost model")->check(CLI::IsMember({"alpha-beta", "nccl"}));
   collective->add_option("--algorithm", coll->algorithm, "auto | ring | hierarchical")
       ->check(CLI::IsMember({"auto", "ring", "hierarchical"}));

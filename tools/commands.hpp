@@ -50,6 +50,10 @@ struct ClusterFlags {
   long long moe_topk = 0;       ///< --moe-topk k
 };
 
+/// A CLI11 check for a flag whose unset value is 0 ("not given"): a given value must be an
+/// integer ≥ 1, so `--ranks 0` is refused instead of read as absent (parse error, exit 2).
+CLI::Validator given_positive();
+
 /// Adds --hardware, --ranks, --gpus-per-node, --axes, --moe-experts and --moe-topk to `cmd`,
 /// bound to `f` (which must outlive parsing); `required` makes --hardware and --ranks required.
 /// Validation is group_shape's and moe_shape's.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The stepsim CLI: parse arguments, call the library, print. The only place that maps errors
-// to exit codes: 0 ok, 2 bad input, 1 internal error. Subcommands live in cmd_*.cpp.
+// to exit codes: 0 ok, 2 bad input (and a request larger than the machine allows: out of
+// memory, a thread the system refused to start), 1 internal error. Subcommands live in cmd_*.cpp.
 #include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/temp_files.hpp"
@@ -15,7 +16,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
+#include <system_error>
 
 namespace {
 
@@ -27,13 +30,8 @@ std::string printable(const char* text) {
   const std::size_t n = std::strlen(text);
   for (std::size_t i = 0; i < n;) {
     const unsigned char c = p[i];
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = len > 0 && i + len <= n && (len > 1 || c >= 0x20 || c == '\t') && c != 0x7F;
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xC0) == 0x80;
-    if (ok && len == 2) ok = c >= 0xC2;                                      // overlong
-    if (ok && len == 3) ok = !(c == 0xE0 && p[i + 1] < 0xA0) && !(c == 0xED && p[i + 1] >= 0xA0);
-    if (ok && len == 4) ok = c <= 0xF4 && !(c == 0xF0 && p[i + 1] < 0x90) && !(c == 0xF4 && p[i + 1] >= 0x90);
-    if (ok) {
+    const std::size_t len = stepsim::utf8_sequence_length(p + i, n - i);
+    if (len > 0 && (len > 1 || c >= 0x20 || c == '\t') && c != 0x7F) {
       out.append(text + i, len);
       i += len;
     } else {
@@ -46,8 +44,11 @@ std::string printable(const char* text) {
   return out;
 }
 
+// InputError caps its own echoes; CLI11's parse errors quote whole arguments, so the line is
+// capped here too (a megabyte argument must not come back as a megabyte error line).
 void print_error(const char* prefix, const char* what, const char* suffix = "") {
-  std::fprintf(stderr, "%s%s%s\n", prefix, printable(what).c_str(), suffix);
+  const std::string line = stepsim::excerpt(printable(what), 8 * stepsim::kMaxEchoBytes);
+  std::fprintf(stderr, "%s%s%s\n", prefix, line.c_str(), suffix);
 }
 
 // SIGTERM, SIGINT, SIGHUP: remove the temporary files and folders in flight (async-signal-safe:
@@ -127,6 +128,15 @@ int main(int argc, char** argv) {
   } catch (const InternalError& e) {
     print_error("internal error (please report): ", e.what());
     status = 1;
+  } catch (const std::bad_alloc&) {
+    // Not a bug and not a crash: the input asked for more memory than this process may use.
+    print_error("error: ", "out of memory: this run needs more memory than the process may use (RAM, "
+                           "ulimit -v); sweep fewer points, simulate fewer ranks per_rank, or use a smaller -j");
+    status = 2;
+  } catch (const std::system_error& e) {
+    // std::thread and friends: the system refused a resource (a thread, a lock).
+    print_error("error: the system refused a resource (", e.what(), "); use a smaller -j or raise the limit");
+    status = 2;
   } catch (const std::exception& e) {
     print_error("error: ", e.what());
     status = 1;

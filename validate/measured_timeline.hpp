@@ -91,7 +91,8 @@ struct MeasuredTimeline {
 ///         JSON, a schema other than "stepsim.measured/1", unknown keys, a missing field, an
 ///         unknown phase or stream, end_s < start_s, negative times, a kernel outside its
 ///         task, rank lists that are not 0..ranks-1, duplicate task names on a rank, no
-///         iterations.
+///         iterations, two iterations with one iteration number, a rank whose every task
+///         ends at 0 s (nothing timed).
 MeasuredTimeline read_measured_timeline(const std::string& path);
 
 /// Same, from JSON text; `source` names it in messages.

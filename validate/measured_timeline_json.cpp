@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <set>
 
 namespace stepsim::validate {
@@ -119,6 +120,10 @@ MeasuredTimeline from_document(const nlohmann::json& doc, const std::string& sou
   for (const JsonReader& it : r.objects("iterations", true)) {
     MeasuredIteration mi;
     mi.iteration = it.integer("iteration", 0, 1 << 30);
+    for (std::size_t k = 0; k < m.iterations.size(); ++k)
+      if (m.iterations[k].iteration == mi.iteration)
+        it.fail("iteration", fmt::format("iteration {} is listed twice (also /iterations/{}); each measured "
+                                         "iteration has its own number", mi.iteration, k));
     const auto ranks = it.objects("ranks", true);
     if (static_cast<std::int64_t>(ranks.size()) != m.config.ranks)
       it.fail("ranks", fmt::format("expected {} ranks (/config/ranks), got {}", m.config.ranks, ranks.size()));
@@ -135,6 +140,10 @@ MeasuredTimeline from_document(const nlohmann::json& doc, const std::string& sou
         if (!names.insert(task.name).second) t.fail("name", fmt::format("duplicate task name '{}' on this rank", task.name));
         mr.tasks.push_back(std::move(task));
       }
+      // A rank whose every task starts and ends at 0 s measured nothing (timer never read).
+      if (std::all_of(mr.tasks.begin(), mr.tasks.end(), [](const MeasuredTask& t) { return t.end_s == 0; }))
+        rk.fail("tasks", fmt::format("every one of the {} tasks of rank {} is at 0 s (end_s = 0): nothing was "
+                                     "timed; expected measured start_s/end_s", mr.tasks.size(), mr.rank));
       rk.finish();
       mi.ranks.push_back(std::move(mr));
     }

@@ -9,6 +9,7 @@
 #include "models/report.hpp"
 #include "sim/support/input_file.hpp"
 #include "sim/support/error.hpp"
+#include "sim/support/resources.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -316,12 +317,12 @@ VtrainAccuracy vtrain_accuracy(const std::string& csv_path, unsigned threads) {
 
   a.rows.resize(rows.size());
   unsigned n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  n = std::min<unsigned>(n, static_cast<unsigned>(rows.size()));
+  n = std::max(1u, std::min<unsigned>(n, static_cast<unsigned>(rows.size())));
   std::atomic<std::size_t> next{0};
   std::mutex error_mutex;
   std::exception_ptr first_error;
   std::size_t first_error_index = rows.size();
-  auto work = [&] {
+  auto work = [&](const std::function<bool()>& /*stop: every row runs, the first bad one is reported*/) {
     for (std::size_t i = next++; i < rows.size(); i = next++) {
       try {
         const models::Report rep = models::run(scenarios[i]);
@@ -343,10 +344,7 @@ VtrainAccuracy vtrain_accuracy(const std::string& csv_path, unsigned threads) {
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  run_on_threads(n, work, "-j");
   if (first_error) std::rethrow_exception(first_error);
 
   std::vector<VtrainResult> single, multi;

@@ -69,9 +69,16 @@ sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& 
   return t;
 }
 
+double grad_accumulation_bytes(const Scenario& s, DType dtype, std::int64_t micro_batch) {
+  const double b = dtype_bytes(dtype);
+  if (s.precision.fp32_grad_accum && s.batch.grad_accum > 1 && b < 4) return b + (micro_batch > 0 ? 8.0 : 4.0);
+  return micro_batch > 0 ? 3.0 * b : 0.0;
+}
+
 std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t layer,
                                                const std::string& prefix,
-                                               double grad_copy_bytes_per_grad_byte) {
+                                               double grad_copy_bytes_per_grad_byte,
+                                               std::int64_t micro_batch) {
   const LayerSpec& l = s.model.layers[layer];
   const double tokens = static_cast<double>(s.tokens_per_micro_batch());
   double numel_total = 0, numel_frozen = 0;
@@ -132,7 +139,10 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
     seg.task.flops = share * (bwd_gemm + bwd_attn);
     seg.task.work_share = share;
     const double grad_bytes = p.trainable ? static_cast<double>(p.numel) * dtype_bytes(p.dtype) : 0.0;
-    seg.task.bytes = share * bwd_stream + grad_copy_bytes_per_grad_byte * grad_bytes;
+    const double accumulate = p.trainable && micro_batch >= 0
+                                  ? grad_accumulation_bytes(s, p.dtype, micro_batch) * static_cast<double>(p.numel)
+                                  : 0.0;
+    seg.task.bytes = share * bwd_stream + grad_copy_bytes_per_grad_byte * grad_bytes + accumulate;
     seg.task.fixed_s = share * fixed_bwd;
     seg.task.free_bytes[kActivationCounter] = share * activations;
     out.push_back(std::move(seg));

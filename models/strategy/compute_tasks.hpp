@@ -56,11 +56,23 @@ struct BackwardSegment {
 /// layer's backward work (dgrad + wgrad = 2 × forward GEMM FLOPs, minus the wgrad of frozen
 /// tensors; 2 × attention and streaming) is divided in proportion to tensor sizes.
 /// @param grad_copy_bytes_per_grad_byte  extra HBM bytes per gradient byte (DDP's copy into
-///        the bucket, read + write = 2; + 3 for the in-place add into .grad from the second
-///        micro-batch of gradient accumulation on; 0 when nothing runs)
+///        the bucket, read + write = 2; 0 when nothing runs)
+/// @param micro_batch  the micro-batch this backward belongs to, when the strategy prices the
+///        gradient-accumulation add (grad_accumulation_bytes, per gradient element); -1: not priced
 std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t layer,
                                                const std::string& prefix,
-                                               double grad_copy_bytes_per_grad_byte);
+                                               double grad_copy_bytes_per_grad_byte,
+                                               std::int64_t micro_batch = -1);
+
+/// HBM bytes per gradient element of a trainable tensor stored in `dtype` that gradient
+/// accumulation moves in micro-batch `micro_batch` (0-based) of a step of s.batch.grad_accum:
+///  * into .grad (the default): nothing in the first micro-batch; from the second on
+///    AccumulateGrad adds in place: read both, write one = 3 × dtype bytes;
+///  * with precision.fp32_grad_accum (and a dtype narrower than fp32, grad_accum > 1): every
+///    micro-batch adds the fresh gradient into the fp32 buffer: the first reads it and writes
+///    the buffer (dtype + 4 bytes), later ones also read the buffer (dtype + 8 bytes).
+/// @pre 0 ≤ micro_batch < s.batch.grad_accum
+double grad_accumulation_bytes(const Scenario& s, DType dtype, std::int64_t micro_batch);
 
 /// Adam step over `params` parameters held on this rank, as one HBM-bound kernel: reads fp32
 /// master weights, m, v and the gradient, writes master, m, v and the low-precision copy:

@@ -74,9 +74,9 @@ LoweredStep lower_ddp(const Scenario& s) {
 
     // The bucket copy (or in-place div_ with gradient_as_bucket_view) reads and writes each
     // gradient once, only when hooks are armed (not under no_sync).
-    // From the second micro-batch on, AccumulateGrad adds each new gradient into .grad in place
-    // (read both, write one: 3 bytes per gradient byte) before any hook sees it.
-    const double copy = (sync ? 2.0 : 0.0) + (mb > 0 ? 3.0 : 0.0);
+    // Gradient accumulation adds each new gradient into .grad (or the fp32 buffer) before any
+    // hook sees it: grad_accumulation_bytes, priced per micro-batch by backward_segments.
+    const double copy = sync ? 2.0 : 0.0;
     std::vector<sim::TaskId> last_grad_task(assignment.size(), sim::kNoTask);
     std::vector<std::size_t> left(assignment.size());  // gradients each bucket still waits for
     for (std::size_t b = 0; b < assignment.size(); ++b) left[b] = assignment[b].tensors.size();
@@ -86,7 +86,7 @@ LoweredStep lower_ddp(const Scenario& s) {
     // bucket's AllReduce is launched from the hook of its last gradient, right after the
     // kernel producing it, once every earlier bucket is launched (rule 18).
     for (std::size_t l = m.layers.size(); l-- > 0;) {
-      for (auto& seg : backward_segments(s, l, prefix, copy)) {
+      for (auto& seg : backward_segments(s, l, prefix, copy, mb)) {
         const sim::TaskId id = g.add_task(std::move(seg.task));
         if (!sync || !seg.produces_grad) continue;
         const std::size_t b = bucket_of[l][seg.param];

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <mutex>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace stepsim {
 
@@ -95,6 +96,15 @@ void check_output_path(const std::string& path, const std::string& flag, const s
   if (fs::exists(st) && !fs::is_regular_file(st) && !fs::is_character_file(st) && !fs::is_fifo(st))
     throw InputError(path, "", "is not a regular file, a character device or a FIFO; stepsim writes outputs to "
                                "those only");
+  // /dev/stdout (or any name of the file standard output is redirected to) would be replaced
+  // or interleaved with the report printed there. A terminal or /dev/null is written through.
+  struct stat out_st {}, target_st {};
+  // stat() follows links, so /dev/stdout -> /proc/self/fd/1 -> a pipe is seen as that pipe.
+  if (::fstat(STDOUT_FILENO, &out_st) == 0 && !S_ISCHR(out_st.st_mode) && ::stat(path.c_str(), &target_st) == 0 &&
+      out_st.st_dev == target_st.st_dev && out_st.st_ino == target_st.st_ino)
+    throw InputError(path, "", fmt::format("is this process's standard output ({}), where the report is printed "
+                                           "as well; give {} a file of its own", S_ISREG(out_st.st_mode) ? "a file"
+                                           : "a pipe", flag));
   std::vector<std::string> all = inputs;
   {
     const std::lock_guard<std::mutex> lock(inputs_mutex());

@@ -29,11 +29,13 @@ void note_input_file(const std::string& path);
 /// resolve_output_path) directory exists, and the resolved target is absent, a character
 /// device or FIFO (/dev/null, a shell pipe: written through), or a regular file that is neither
 /// one of `inputs` nor a file noted with note_input_file (compared with
-/// std::filesystem::equivalent). An existing regular file is allowed: it will be overwritten.
+/// std::filesystem::equivalent), nor the file or pipe standard output goes to (the report is
+/// printed there: `--trace /dev/stdout > out.txt`). An existing regular file is allowed: it
+/// will be overwritten.
 /// @param flag  the flag that named the path, for the empty-value message
 /// @throws InputError "PATH: is a directory; ..."; "PATH: is not a regular file, a character
 ///         device or a FIFO; ..." for a socket or block device; "PATH: is the input FILE; ..."
-///         for an input; "output directory '...' does not exist"; "FLAG: expected a file name,
+///         for an input; "PATH: is this process's standard output ..."; "output directory '...' does not exist"; "FLAG: expected a file name,
 ///         got an empty value".
 void check_output_path(const std::string& path, const std::string& flag,
                        const std::vector<std::string>& inputs = {});

@@ -48,9 +48,7 @@ std::string check_text(Check check) {
 }  // namespace
 
 std::string json_excerpt(const nlohmann::json& value) {
-  std::string s = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
+  return excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 60);
 }
 
 JsonReader::JsonReader(const nlohmann::json& node, std::string source, std::string pointer)
@@ -114,6 +112,9 @@ double JsonReader::number(std::string_view key, Check check, std::optional<Dimen
                   (check != Check::NonNegative || x >= 0) &&
                   (check != Check::Fraction || (x > 0 && x <= 1));
   if (!ok) fail(key, fmt::format("expected {}{}, got {}", check_text(check), unit_hint, json_excerpt(v)));
+  if (std::fabs(x) > kMaxMagnitude)  // a 300-digit figure: finite, but beyond anything modelled
+    fail(key, fmt::format("expected {}{} of at most {:g} in magnitude, got {}", check_text(check), unit_hint,
+                          kMaxMagnitude, json_excerpt(v)));
   return x + 0.0;  // -0 becomes 0, so reports never print "-0"
 }
 
@@ -225,6 +226,8 @@ void JsonReader::finish() const {
 
 namespace {
 
+constexpr std::size_t kMaxNesting = 256;
+
 // Deepest nesting of arrays/objects in `text` (strings skipped). nlohmann's parser and dump()
 // recurse, so absurd nesting must be refused before either runs.
 std::size_t nesting_depth(const std::string& text) {
@@ -246,7 +249,30 @@ std::size_t nesting_depth(const std::string& text) {
   return max_depth;
 }
 
-constexpr std::size_t kMaxNesting = 256;
+
+// Parses `text`, refusing duplicate keys (nlohmann keeps the last one silently, which would
+// hide a typo). Syntax errors escape as nlohmann::json::parse_error; the caller checked the
+// nesting depth.
+nlohmann::json parse_unique_keys(const std::string& text, const std::string& source) {
+  std::vector<std::vector<std::string>> keys;
+  std::string duplicate;
+  const auto check_keys = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) keys.emplace_back();
+    else if (event == E::object_end && !keys.empty()) keys.pop_back();
+    else if (event == E::key && !keys.empty() && duplicate.empty()) {
+      const std::string k = parsed.get<std::string>();
+      auto& seen = keys.back();
+      if (std::find(seen.begin(), seen.end(), k) != seen.end()) duplicate = k;
+      seen.push_back(k);
+    }
+    return true;
+  };
+  nlohmann::json doc = nlohmann::json::parse(text, check_keys);
+  if (!duplicate.empty())
+    throw InputError(source, "", fmt::format("duplicate key '{}' in one JSON object (which one was meant?)", duplicate));
+  return doc;
+}
 
 }  // namespace
 
@@ -257,25 +283,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
     throw InputError(source, "", fmt::format("JSON nested deeper than {} levels; expected a scenario, "
                                              "profile or model description", kMaxNesting));
   try {
-    // Reject duplicate keys: nlohmann keeps the last one silently, which would hide a typo.
-    std::vector<std::vector<std::string>> keys;
-    std::string duplicate;
-    const auto check_keys = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-      using E = nlohmann::json::parse_event_t;
-      if (event == E::object_start) keys.emplace_back();
-      else if (event == E::object_end && !keys.empty()) keys.pop_back();
-      else if (event == E::key && !keys.empty() && duplicate.empty()) {
-        const std::string k = parsed.get<std::string>();
-        auto& seen = keys.back();
-        if (std::find(seen.begin(), seen.end(), k) != seen.end()) duplicate = k;
-        seen.push_back(k);
-      }
-      return true;
-    };
-    nlohmann::json doc = nlohmann::json::parse(text, check_keys);
-    if (!duplicate.empty())
-      throw InputError(source, "", fmt::format("duplicate key '{}' in one JSON object (which one was meant?)", duplicate));
-    return doc;
+    return parse_unique_keys(text, source);
   } catch (const nlohmann::json::parse_error& e) {
     // Convert nlohmann's byte offset into line:column for the message.
     const std::size_t offset = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
@@ -308,22 +316,38 @@ nlohmann::json read_json_file(const std::string& path) {
   return parse_json_text(read_input_file(path, "a JSON file", kMaxJsonBytes), path);
 }
 
+nlohmann::json parse_override_value(const std::string& dotted, const std::string& text,
+                                    const std::string& flag) {
+  // A value that is not valid UTF-8 would pass as a plain string and break every later dump.
+  if (const std::size_t bad = invalid_utf8_offset(text); bad != std::string_view::npos)
+    throw InputError(flag, "",
+                     fmt::format("byte {} of the value of '{}' is 0x{:02X}, which is not valid UTF-8; expected "
+                                 "UTF-8 text", bad, dotted, static_cast<unsigned char>(text[bad])));
+  // nlohmann's parser and dump() recurse: the same depth limit as files, before either runs.
+  if (nesting_depth(text) > kMaxNesting)
+    throw InputError(flag, "", fmt::format("the value of '{}' is nested deeper than {} levels (the limit for "
+                                           "files too); expected a scenario value", dotted, kMaxNesting));
+  try {
+    return parse_unique_keys(text, flag);  // duplicate keys: refused, as in files
+  } catch (const nlohmann::json::parse_error&) {
+    return text;  // not JSON: a plain string
+  } catch (const nlohmann::json::exception&) {
+    // out_of_range 406: "number overflow parsing '1e999'"
+    throw InputError(flag, "", fmt::format("cannot read the value: '{}' holds a number outside the range of a "
+                                           "double (numbers must be finite)", text));
+  }
+}
+
 void apply_override(nlohmann::json& doc, const std::string& assignment, const std::string& flag) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw InputError(flag, "",
                      fmt::format("expected PATH=VALUE (e.g. parallelism.dp=64), got '{}'", assignment));
   const std::string dotted = assignment.substr(0, eq);
-  const std::string text = assignment.substr(eq + 1);
-  nlohmann::json value;
-  try {
-    value = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error&) {
-    value = text;  // not JSON: a plain string
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(flag, "", fmt::format("cannot read the value '{}': {}", text,
-                                           std::string(e.what()).substr(std::string(e.what()).find("] ") + 2)));
-  }
+  if (const std::size_t bad = invalid_utf8_offset(dotted); bad != std::string_view::npos)
+    throw InputError(flag, "", fmt::format("byte {} of the path is 0x{:02X}, which is not valid UTF-8; expected "
+                                           "UTF-8 text", bad, static_cast<unsigned char>(dotted[bad])));
+  const nlohmann::json value = parse_override_value(dotted, assignment.substr(eq + 1), flag);
   if (!doc.is_object())
     throw InputError(flag, "", "the scenario document is not a JSON object");
   nlohmann::json* node = &doc;

@@ -44,7 +44,8 @@ class JsonReader {
   bool has(std::string_view key) const;
 
   /// Required / defaulted number. With a dimension, strings with units are accepted
-  /// ("25MiB", "400GB/s"); a bare number is in the field's SI unit.
+  /// ("25MiB", "400GB/s"); a bare number is in the field's SI unit. Numbers beyond
+  /// kMaxMagnitude (1e24) are refused whatever the check.
   double number(std::string_view key, Check check = Check::Any,
                 std::optional<Dimension> dim = std::nullopt) const;
   double number_or(std::string_view key, double fallback, Check check = Check::Any,
@@ -107,12 +108,23 @@ nlohmann::json read_json_file(const std::string& path);
 /// Parses JSON text; `source` names it in errors (same messages as read_json_file).
 nlohmann::json parse_json_text(const std::string& text, const std::string& source);
 
+/// Reads the VALUE of an override "PATH=VALUE" (--set, --vary) as apply_override does: JSON
+/// where it parses (numbers, booleans, arrays, objects, quoted strings), else a plain string.
+/// @param dotted  the PATH, for messages
+/// @param flag    the flag for messages ("--set", "--vary")
+/// @throws InputError when VALUE is not valid UTF-8, is nested deeper than files may be
+///         (256 levels), has a duplicate key in one object, or holds a number outside the
+///         range of a double.
+nlohmann::json parse_override_value(const std::string& dotted, const std::string& text,
+                                    const std::string& flag);
+
 /// Applies an override "a.b.c=VALUE" to `doc` before validation. VALUE is read as JSON where
 /// it parses (numbers, booleans, arrays, objects, quoted strings), else as a plain string.
 /// Intermediate objects are created as needed.
 /// @param flag  the flag name for messages ("--set")
-/// @throws InputError when the assignment has no '=' or an empty path, or a path component
-///         crosses a non-object value.
+/// @throws InputError when the assignment has no '=' or an empty path, a path component
+///         crosses a non-object value, the path is not valid UTF-8, or VALUE is refused by
+///         parse_override_value.
 void apply_override(nlohmann::json& doc, const std::string& assignment, const std::string& flag);
 
 }  // namespace stepsim

@@ -2,6 +2,8 @@
 // Unit parsing: the one place where unit strings become SI numbers.
 #include "sim/support/units.hpp"
 
+#include "sim/support/error.hpp"
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -86,6 +88,17 @@ std::optional<Unit> parse_unit(std::string_view u) {
 
 }  // namespace
 
+namespace {
+
+double check_magnitude(double value, std::string_view text) {
+  if (std::fabs(value) > kMaxMagnitude)
+    throw UnitError(fmt::format("'{}' = {:.3g} is beyond any quantity stepsim models (expected a magnitude of at most "
+                                "{:g})", excerpt(text), value, kMaxMagnitude));
+  return value;
+}
+
+}  // namespace
+
 double parse_quantity(std::string_view text, Dimension expected) {
   std::string_view t = text;
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
@@ -99,7 +112,7 @@ double parse_quantity(std::string_view text, Dimension expected) {
   while (!unit_text.empty() && unit_text.front() == ' ') unit_text.remove_prefix(1);
   if (!std::isfinite(value))
     throw UnitError(fmt::format("expected a finite number, got '{}'", text));
-  if (unit_text.empty()) return value;
+  if (unit_text.empty()) return check_magnitude(value, text);
   const auto unit = parse_unit(unit_text);
   if (!unit)
     throw UnitError(fmt::format("unknown unit '{}' in '{}' (expected {})", unit_text, text,
@@ -113,7 +126,7 @@ double parse_quantity(std::string_view text, Dimension expected) {
   const double scaled = value * unit->scale;
   if (!std::isfinite(scaled))
     throw UnitError(fmt::format("'{}' is too large (it overflows a double)", text));
-  return scaled;
+  return check_magnitude(scaled, text);
 }
 
 }  // namespace stepsim

@@ -140,3 +140,42 @@ TEST_CASE("ddp: gradient accumulation adds each new gradient into .grad from the
   CHECK(bytes("mb1." + t) - bytes("mb0." + t) == Approx(3 * grad).epsilon(1e-9));
   CHECK(bytes("mb2." + t) - bytes("mb0." + t) == Approx(5 * grad).epsilon(1e-9));
 }
+
+TEST_CASE("ddp: precision.fp32_grad_accum prices the fp32 accumulation buffer's traffic (issue 13 item 18)") {
+  // With an fp32 buffer every micro-batch adds the bf16 gradient into it: the first reads the
+  // gradient and writes the buffer (2 + 4 bytes per element), later ones also read the buffer
+  // (2 + 8); the step time follows (it was unchanged before: memory only).
+  const Scenario plain = scenario(R"({"batch": {"grad_accum": 3}})");
+  const Scenario fp32 = scenario(R"({"batch": {"grad_accum": 3}, "precision": {"fp32_grad_accum": true}})");
+  const LoweredStep a = find_strategy("ddp").lower(plain), b = find_strategy("ddp").lower(fp32);
+  auto bytes = [](const LoweredStep& step, const std::string& name) {
+    for (sim::TaskId id = 0; id < step.graph.size(); ++id)
+      if (step.graph.task(id).name == name) return step.graph.task(id).bytes;
+    FAIL("no task " << name);
+    return 0.0;
+  };
+  const std::string t = "bwd.layers.3.mlp.down_proj.weight";
+  const double numel = 2048.0 * 8192;
+  CHECK(bytes(b, "mb0." + t) - bytes(a, "mb0." + t) == Approx(6 * numel).epsilon(1e-9));
+  CHECK(bytes(b, "mb1." + t) - bytes(a, "mb1." + t) == Approx((10 - 6) * numel).epsilon(1e-9));
+  CHECK(run(fp32).backward_time_s > run(plain).backward_time_s);
+  // One micro-batch: nothing to accumulate, the same time.
+  CHECK(run(scenario(R"({"precision": {"fp32_grad_accum": true}})")).step_time_s == run(scenario("{}")).step_time_s);
+}
+
+TEST_CASE("scenario: a model with no trainable parameter is refused (issue 13 item 16)", "[models]") {
+  auto doc = nlohmann::json::parse(R"({"hardware": "h100-sxm", "parallelism": {"dp": 8},
+    "model": {"name": "frozen", "kind": "layers", "layers": [
+      {"name": "l", "params": [{"name": "w", "numel": 1000, "trainable": false}], "fwd_flops_per_token": 2e3}]}})");
+  CHECK_THROWS_WITH(parse_scenario(doc, "test.json"),
+                    Catch::Matchers::Contains("test.json: /model: model 'frozen' has no trainable parameter"));
+}
+
+TEST_CASE("run: a step too long for the simulator's clock names the model field (issue 13 item 17)", "[models]") {
+  auto doc = nlohmann::json::parse(R"({"hardware": "h100-sxm", "parallelism": {"dp": 8},
+    "model": {"name": "slow", "kind": "layers", "layers": [
+      {"name": "l0", "params": [{"name": "w", "numel": 1000}], "fwd_s": 1e-3, "bwd_s": 1e-3},
+      {"name": "l1", "params": [{"name": "w", "numel": 1000}], "fwd_s": 2e6, "bwd_s": 1e-3}]}})");
+  CHECK_THROWS_WITH(run(parse_scenario(doc, "test.json")),
+                    Catch::Matchers::Contains("test.json: /model/layers/1: layer 'l1' makes task 'fwd.l1' take 2e+06 s"));
+}

@@ -157,6 +157,16 @@ TEST_CASE("scenario: sharding knobs are validated against the strategy", "[model
                     Contains("the shard group (48 ranks) must divide dp (64)"));
   CHECK_THROWS_WITH(make("llama3.2-1b", R"({"parallelism": {"strategy": "fsdp", "forward_prefetch": true}})"),
                     Contains("is an FSDP1 option"));
+  // Issue 13 item 18: knobs that would be ignored are refused.
+  CHECK_THROWS_WITH(make("llama3.2-1b", R"({"parallelism": {"strategy": "fsdp", "backward_prefetch": "BACKWARD_POST"}})"),
+                    Contains("/parallelism/backward_prefetch: is an FSDP1 option"));
+  CHECK_THROWS_WITH(make("llama3.2-1b", R"({"parallelism": {"strategy": "fsdp", "fsdp_version": "fsdp1",
+                                            "forward_prefetch": true}})"),
+                    Contains("/parallelism/forward_prefetch: has no effect on GPU timing in stepsim"));
+  CHECK_NOTHROW(make("llama3.2-1b", R"({"parallelism": {"strategy": "fsdp", "fsdp_version": "fsdp1",
+                                        "forward_prefetch": false, "backward_prefetch": "BACKWARD_POST"}})"));
+  CHECK_THROWS_WITH(make("llama3.2-1b", R"({"parallelism": {"strategy": "zero2"}, "precision": {"fp32_grad_accum": true}})"),
+                    Contains("/precision/fp32_grad_accum: applies to strategy 'ddp' only"));
 }
 
 // ---- contention: link sharing, compute slowdown, launch queues (issue 7 items 2–3) ----

@@ -5,6 +5,7 @@
 #include "sim/support/input_file.hpp"
 #include "sim/support/json_reader.hpp"
 #include "sim/support/names.hpp"
+#include "sim/support/resources.hpp"
 #include "sim/support/temp_files.hpp"
 #include "sim/support/units.hpp"
 #include "tests/support/catch.hpp"
@@ -12,6 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
+#include <new>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -360,4 +364,71 @@ TEST_CASE("read_input_file: regular files only, at most the limit, never blockin
   CHECK(format_byte_limit(64u << 20) == "64 MiB");
   CHECK(format_byte_limit(1536) == "1536 bytes");
   fs::remove_all(dir);
+}
+
+// ---- issue 13 items 12, 13, 16, 17: --set values, echoes, magnitudes, threads, memory ----
+
+TEST_CASE("apply_override: values get the file limits: nesting, duplicate keys, UTF-8", "[support]") {
+  nlohmann::json doc = nlohmann::json::parse(R"({"parallelism": {"dp": 8}})");
+  const std::string deep = std::string(65000, '[') + std::string(65000, ']');
+  CHECK_THROWS_WITH(apply_override(doc, "parallelism=" + deep, "--set"),
+                    Contains("--set: the value of 'parallelism' is nested deeper than 256 levels"));
+  const std::string ok_depth = std::string(256, '[') + std::string(256, ']');
+  CHECK_NOTHROW(apply_override(doc, "x=" + ok_depth, "--set"));
+  CHECK_THROWS_WITH(apply_override(doc, R"(parallelism={"dp": 8, "dp": 16})", "--set"),
+                    Contains("--set: duplicate key 'dp' in one JSON object"));
+  CHECK_THROWS_WITH(apply_override(doc, "name=ab\xFF", "--set"),
+                    Contains("byte 2 of the value of 'name' is 0xFF, which is not valid UTF-8"));
+  CHECK_THROWS_WITH(apply_override(doc, "na\xC0me=x", "--set"), Contains("byte 2 of the path is 0xC0"));
+  CHECK_NOTHROW(apply_override(doc, "name=caf\xC3\xA9", "--set"));  // valid UTF-8 passes
+  CHECK(doc["name"].get<std::string>() == "caf\xC3\xA9");
+  CHECK_THROWS_WITH(parse_override_value("x", "1e999", "--vary"), Contains("'1e999' holds a number outside the range"));
+}
+
+TEST_CASE("InputError: echoed values are capped in one place (source, path, message)", "[support]") {
+  const std::string huge(1 << 20, 'x');
+  const InputError e("--set model=" + huge, "/" + huge, "unknown model '" + huge + "'; valid values: a, b");
+  CHECK(std::strlen(e.what()) < 1000);
+  CHECK(e.source().size() <= kMaxEchoBytes);
+  CHECK(e.path().size() <= kMaxEchoBytes);
+  CHECK(e.detail().find("valid values: a, b") != std::string::npos);  // the expectation survives
+  CHECK(e.detail().find("unknown model '" + std::string(117, 'x') + "...'; valid") == 0);  // the value: 120 bytes
+  const std::string prose = "the profile's rates " + std::string(200, 'p') + " and 'short' stays whole";
+  CHECK(InputError("f", "", prose).detail() == prose);  // an apostrophe opens no quote
+  CHECK(excerpt("abc", 10) == "abc");
+  CHECK(excerpt(std::string(200, 'y')) == std::string(117, 'y') + "...");
+  CHECK(excerpt("\xC3\xA9\xC3\xA9\xC3\xA9", 5) == "\xC3\xA9...");  // never splits a character
+  CHECK(invalid_utf8_offset("ok \xE2\x82\xAC") == std::string_view::npos);
+  CHECK(invalid_utf8_offset("a\xED\xA0\x80") == 1);  // a surrogate
+}
+
+TEST_CASE("numbers of absurd magnitude are refused where read (units and JSON)", "[support]") {
+  CHECK_THROWS_WITH(parse_quantity("1e300B", Dimension::Bytes), Contains("'1e300B' = 1e+300 is beyond any quantity"));
+  CHECK_THROWS_WITH(parse_quantity("1e30", Dimension::Seconds), Contains("beyond any quantity"));
+  CHECK(parse_quantity("1e18B", Dimension::Bytes) == 1e18);
+  const auto doc = nlohmann::json::parse(R"({"a": 1e300, "b": -1e25, "c": 1e24})");
+  const JsonReader r(doc, "f.json", "");
+  CHECK_THROWS_WITH(r.number("a", Check::Positive), Contains("f.json: /a: expected a positive number of at most 1e+24"));
+  CHECK_THROWS_AS(r.number("b"), InputError);
+  CHECK(r.number("c") == 1e24);
+}
+
+TEST_CASE("run_on_threads: a worker's exception and bad_alloc come back joined", "[support]") {
+  std::atomic<int> started{0};
+  CHECK_THROWS_AS(run_on_threads(4, [&](const std::function<bool()>& stop) {
+                    if (started++ == 0) throw std::bad_alloc();
+                    while (!stop()) std::this_thread::yield();  // the others wind down
+                  }, "-j"),
+                  std::bad_alloc);
+  CHECK(started == 4);
+  int ran = 0;
+  run_on_threads(1, [&](const std::function<bool()>&) { ++ran; }, "-j");
+  CHECK(ran == 1);
+}
+
+TEST_CASE("check_memory_need: refuses an estimate above what the process may use", "[support]") {
+  REQUIRE(memory_limit_bytes().has_value());  // Linux: the physical RAM at least
+  CHECK_THROWS_WITH(check_memory_need(1e30, "--vary", "", "a sweep of 1 points", "sweep fewer values"),
+                    Contains("--vary: a sweep of 1 points needs about 1e+21 GB of memory, more than the"));
+  CHECK_NOTHROW(check_memory_need(1e3, "--vary", "", "a sweep", "x"));
 }

@@ -5,6 +5,7 @@
 #  2. SIGTERM while `sweep --plot` waits for gnuplot (a stand-in that sleeps) removes
 #     gnuplot's private temporary folder, and stepsim dies of SIGTERM (status 143).
 #   cmake -DSTEPSIM=... -DSOURCE_DIR=... -DWORK_DIR=... -P temp_files_check.cmake
+include(${CMAKE_CURRENT_LIST_DIR}/expect_one_line.cmake)
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR}/out ${WORK_DIR}/tmp ${WORK_DIR}/bin)
 
@@ -13,12 +14,7 @@ execute_process(
   COMMAND sh -c "ulimit -f 1; exec \"$0\" \"$@\"" ${STEPSIM} run ${SOURCE_DIR}/configs/examples/default.json
           --trace ${WORK_DIR}/out/trace.json
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc STREQUAL "2")
-  message(FATAL_ERROR "ulimit -f: expected exit 2, got '${rc}': ${err}")
-endif()
-if(NOT err MATCHES "^error: [^\n]*/out/trace\\.json: error while writing: File too large\n$")
-  message(FATAL_ERROR "ulimit -f: expected one line naming the file and 'File too large', got: '${err}'")
-endif()
+expect_one_line("ulimit -f" "${rc}" "${err}" "/out/trace\\.json: error while writing: File too large")
 file(GLOB left LIST_DIRECTORIES true ${WORK_DIR}/out/* ${WORK_DIR}/out/.*)
 if(left)
   message(FATAL_ERROR "ulimit -f: files left behind: ${left}")
