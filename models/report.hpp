@@ -94,6 +94,9 @@ struct Report {
   std::vector<PathEntry> critical_path_tail;  ///< the last few tasks of the critical path
   std::size_t critical_path_tasks = 0;
   std::vector<std::string> warnings;
+  /// Some collective used a calibration segment outside what was measured (size or shape), so a
+  /// sweep's CSV shows it per point (JSON `calibration_extrapolated`; issue 13 item 10).
+  bool calibration_extrapolated = false;
   RankSpread per_rank;           ///< per_rank mode: spread over ranks, straggler cost
   double wall_time_s = 0;
 };

@@ -93,6 +93,7 @@ std::string report_json(const Report& r) {
                      {"slowest_rank", r.per_rank.slowest_rank},
                      {"no_variation_step_time_s", r.per_rank.no_variation_step_time_s},
                      {"straggler_cost_s", r.per_rank.straggler_cost_s}};
+  j["calibration_extrapolated"] = r.calibration_extrapolated;
   j["warnings"] = r.warnings;
   j["tasks"] = r.tasks;
   j["events"] = r.events;

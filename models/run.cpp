@@ -274,6 +274,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
       cs.protocol = c.protocol;
       cs.algbw_bytes_per_s = cs.time_s > 0 ? t.bytes / cs.time_s : 0;
       cs.busbw_bytes_per_s = cs.algbw_bytes_per_s * bus_factor(op, step.groups[t.group].ranks);
+      r.calibration_extrapolated = r.calibration_extrapolated || c.calibration_extrapolated;
       if (c.calibration_extrapolated)
         r.warnings.push_back(fmt::format("calibration_extrapolated: {} of {:.0f} B over {} ranks is outside what "
                                          "'{}' measured; used {}", op, t.bytes, step.groups[t.group].ranks,

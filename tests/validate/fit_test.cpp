@@ -10,6 +10,7 @@
 #include "hardware/task_cost.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
+#include "models/sweep.hpp"
 #include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
 #include "validate/fit.hpp"
@@ -644,5 +645,30 @@ TEST_CASE("validate.fit.a scenario's calibration path is relative to its folder;
                         Catch::Matchers::Contains("differs from the \"ring\" that calibration"));
   // The report's JSON names the cost model even when it is alpha-beta.
   CHECK_THAT(models::report_json(models::run(s)), Catch::Matchers::Contains("\"cost_model\": \"alpha-beta\""));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("validate.fit.a sweep shows per point whether calibration was extrapolated (issue 13 item 10)") {
+  // Before: extrapolation was only a warning string, and sweeps drop arrays: the CSV hid it.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "stepsim_sweep_extrapolated_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto o = two_segment_overlay();
+  o.tables[0].segments = {{1, 1e12, 1.5, 0.9, 10, 0.01}};
+  write_file_atomically((dir / "fit.json").string(), calibration_json(o));
+  write_file_atomically((dir / "s.json").string(),
+                        R"({"model": "llama3.2-1b", "hardware": "h100-sxm", "parallelism": {"dp": 8},
+                            "calibration": "fit.json"})");
+  models::SweepOptions opt;
+  opt.threads = 1;
+  const auto r = models::run_sweep((dir / "s.json").string(), {models::parse_vary("parallelism.dp=4,8")}, opt);
+  REQUIRE(r.points.size() == 2);
+  const auto csv = models::sweep_csv(r);
+  CHECK_THAT(csv, Catch::Matchers::Contains("calibration_extrapolated"));
+  const auto at = [&](std::size_t i) { return models::report_json(models::run(models::load_scenario(
+      (dir / "s.json").string(), {i == 0 ? "parallelism.dp=4" : "parallelism.dp=8"}))); };
+  CHECK_THAT(at(0), Catch::Matchers::Contains("\"calibration_extrapolated\": true"));   // 4 ranks, table at 8
+  CHECK_THAT(at(1), Catch::Matchers::Contains("\"calibration_extrapolated\": false"));  // 8 ranks, as fitted
   fs::remove_all(dir);
 }
