@@ -351,7 +351,10 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                              "NCCL channels); profile '{}' has none (expected \"alpha-beta\")",
                                              s.hardware.name));
     }
-    const std::string algo = coll->choice_or("algorithm", "auto", {"auto", "ring", "hierarchical"});
+    // Default: the overlay's algorithm when there is one (its factors are relative to it).
+    const std::string algo = coll->choice_or(
+        "algorithm", collective_overlay ? hardware::collective_algorithm_name(s.calibration->algorithm) : "auto",
+        {"auto", "ring", "hierarchical"});
     s.algorithm = algo == "ring"           ? hardware::CollectiveAlgorithm::Ring
                   : algo == "hierarchical" ? hardware::CollectiveAlgorithm::Hierarchical
                                            : hardware::CollectiveAlgorithm::Auto;
@@ -363,7 +366,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                           s.calibration_ref));
     coll->finish();
   }
-  if (collective_overlay && !root.has("collectives")) s.algorithm = s.calibration->algorithm;
+  if (collective_overlay && !root.has("collectives")) s.algorithm = s.calibration->algorithm;  // no object: the default
   if (const auto simcfg = root.optional_object("sim")) {
     s.rank_mode = simcfg->choice_or("rank_mode", "symmetric", {"symmetric", "per_rank"});
     auto& var = s.variation;

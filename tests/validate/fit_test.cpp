@@ -640,6 +640,9 @@ TEST_CASE("validate.fit.a scenario's calibration path is relative to its folder;
   const auto s = models::load_scenario((dir / "sub" / "s.json").string(), {});
   REQUIRE(s.calibration);
   CHECK(s.algorithm == CollectiveAlgorithm::Ring);  // the overlay's, when the scenario names none
+  // ... also when it has a collectives object without an algorithm.
+  CHECK(models::load_scenario((dir / "sub" / "s.json").string(), {"collectives.cost_model=\"alpha-beta\""}).algorithm ==
+        CollectiveAlgorithm::Ring);
   CHECK_THROWS_WITH(models::load_scenario((dir / "sub" / "s.json").string(), {"collectives.algorithm=\"hierarchical\""}),
                     Catch::Matchers::Contains("/collectives/algorithm") &&
                         Catch::Matchers::Contains("differs from the \"ring\" that calibration"));
