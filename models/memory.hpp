@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace stepsim::models {
 
@@ -24,6 +25,18 @@ struct ModelStates {
 /// Preconditions: psi ≥ 0, ranks ≥ 1, 0 ≤ stage ≤ 3.
 ModelStates zero_model_states(double psi, std::int64_t ranks, int stage, double optimizer_bytes_per_param = 12,
                               double param_bytes = 2);
+
+/// One row of the strategies' model-state table (`stepsim memory`).
+struct StrategyModelStates {
+  const char* strategy;      ///< "ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"
+  ModelStates states;        ///< per GPU, zero_model_states() at the row's stage and ranks
+};
+
+/// zero_model_states() for every strategy: ddp, zero1–3 over `ranks`; fsdp (FULL_SHARD, the
+/// ZeRO-3 accounting) over `ranks`; hsdp (ZeRO-3 accounting inside a shard group) over
+/// `shard_group` ranks. Preconditions as zero_model_states(), 1 ≤ shard_group ≤ ranks.
+std::vector<StrategyModelStates> strategy_model_states(double psi, std::int64_t ranks, std::int64_t shard_group,
+                                                       double optimizer_bytes_per_param = 12);
 
 /// Peak memory of one GPU, in bytes (decimal GB = 1e9 in reports).
 struct MemoryBreakdown {

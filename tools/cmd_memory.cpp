@@ -72,18 +72,12 @@ int cmd_memory(const MemoryArgs& a) {
   j["formula"] = "ZeRO paper §3.1 (bf16 params and grads, K bytes/param of optimizer state): ddp 2Ψ+2Ψ+KΨ; "
                  "zero1 2Ψ+2Ψ+KΨ/N; zero2 2Ψ+(2+K)Ψ/N; zero3 and fsdp (FULL_SHARD) (2+2+K)Ψ/N; "
                  "hsdp (2+2+K)Ψ/G over a shard group of G ranks";
-  struct Row {
-    const char* name;
-    int stage;
-    std::int64_t ranks;
-  };
-  const Row rows[] = {{"ddp", 0, dp}, {"zero1", 1, dp}, {"zero2", 2, dp}, {"zero3", 3, dp}, {"fsdp", 3, dp}, {"hsdp", 3, group}};
   std::string text = fmt::format("model-state memory per GPU for {:.4g} parameters, N_d = {}, K = {:g}, HSDP shard "
                                  "group G = {} (GB = 1e9 bytes)\n", psi, dp, k, group);
   text += fmt::format("  {:<7}{:>12}{:>12}{:>12}{:>12}{}{}\n", "", "params", "grads", "optimizer", "total",
                       activations >= 0 ? "  + activations" : "", hw ? "   largest model" : "");
-  for (const Row& row : rows) {
-    const auto m = models::zero_model_states(psi, row.ranks, row.stage, k);
+  for (const auto& row : models::strategy_model_states(psi, dp, group, k)) {
+    const auto& m = row.states;
     nlohmann::ordered_json e = {{"params_bytes", m.params_bytes},
                                 {"grads_bytes", m.grads_bytes},
                                 {"optimizer_bytes", m.optimizer_bytes},
@@ -102,8 +96,8 @@ int cmd_memory(const MemoryArgs& a) {
       e["largest_params"] = largest;
       extra += fmt::format("  {:>9.4g} params", largest);
     }
-    j[row.name] = e;
-    text += fmt::format("  {:<7}{:>9.2f} GB{:>9.2f} GB{:>9.2f} GB{:>9.2f} GB{}\n", row.name, m.params_bytes / 1e9,
+    j[row.strategy] = e;
+    text += fmt::format("  {:<7}{:>9.2f} GB{:>9.2f} GB{:>9.2f} GB{:>9.2f} GB{}\n", row.strategy, m.params_bytes / 1e9,
                         m.grads_bytes / 1e9, m.optimizer_bytes / 1e9, m.total_bytes() / 1e9, extra);
   }
   if (activations >= 0) {
