@@ -53,6 +53,14 @@ struct MemoryBreakdown {
   double hbm_bytes = 0;         ///< the profile's HBM capacity (datasheet)
   double reserved_bytes = 0;    ///< CUDA context, workspaces, NCCL buffers (profile memory.reserved_bytes)
   bool fits = false;            ///< total ≤ capacity_bytes (the usable HBM)
+  /// Allocation waits on rank 0 (issue 13 item 3): tasks (in practice AllGathers run ahead of
+  /// compute) whose start waited for their allocation to fit the usable HBM, as the caching
+  /// allocator's free-and-retry makes them.
+  std::size_t allocation_waits = 0;
+  double allocation_wait_s = 0;  ///< summed time those tasks waited, s
+  /// Allocations admitted over the usable HBM because nothing left to run could free memory
+  /// (not counted in allocation_waits).
+  std::size_t allocation_over_limit = 0;
 };
 
 /// Persistent (static) memory of a scenario's strategy: model states sharded by stage,

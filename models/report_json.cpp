@@ -80,7 +80,10 @@ std::string report_json(const Report& r) {
                  {"capacity_bytes", r.memory.capacity_bytes},
                  {"hbm_bytes", r.memory.hbm_bytes},
                  {"reserved_bytes", r.memory.reserved_bytes},
-                 {"fits", r.memory.fits}};
+                 {"fits", r.memory.fits},
+                 {"allocation_waits", r.memory.allocation_waits},
+                 {"allocation_wait_s", r.memory.allocation_wait_s},
+                 {"allocation_over_limit", r.memory.allocation_over_limit}};
   ordered tail = ordered::array();
   for (const auto& p : r.critical_path_tail)
     tail.push_back({{"task", p.name}, {"start_s", p.start_s}, {"end_s", p.end_s}});

@@ -147,6 +147,12 @@ std::string report_text(const Report& r) {
                    m.peak_time_s * 1e3, m.fits ? "fits" : "DOES NOT FIT"));
   line(fmt::format("  usable         {} = {} HBM − {} reserved (CUDA context, workspaces, NCCL buffers)",
                    gb(m.capacity_bytes), gb(m.hbm_bytes), gb(m.reserved_bytes)));
+  if (m.allocation_waits > 0)
+    line(fmt::format("  waits          {} allocations waited {:.3f} ms in all for memory (the usable HBM: the caching "
+                     "allocator frees and retries)", m.allocation_waits, m.allocation_wait_s * 1e3));
+  if (m.allocation_over_limit > 0)
+    line(fmt::format("  over limit     {} allocations found no memory and nothing left to run could free any",
+                     m.allocation_over_limit));
 
   line("");
   std::string tail;

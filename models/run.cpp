@@ -72,11 +72,27 @@ std::string does_not_fit_message(const Scenario& s, const MemoryBreakdown& m) {
                      parts[1].what.substr(0, parts[1].what.find(" (")));
 }
 
-sim::RunOptions run_options(const Scenario& s, const sim::TaskGraph& g) {
+// Model states and persistent buffers: held the whole step (the memory peak's baseline).
+double baseline_bytes(const MemoryBreakdown& m) {
+  return m.params_bytes + m.grads_bytes + m.optimizer_bytes + m.grad_accum_bytes + m.buffers_bytes;
+}
+
+// Launch queues, and the usable HBM as a memory limit over activations and buffers on top of
+// the baseline: every allocation is admitted in program order within it, as the CUDA caching
+// allocator, out of memory, frees its cached blocks once their streams have passed them and
+// retries (c10/cuda/CUDACachingAllocator.cpp: release_cached_blocks → synchronize_and_free_events)
+// instead of failing while frees are still to come (issue 13 item 3).
+sim::RunOptions run_options(const Scenario& s, const LoweredStep& step, const MemoryBreakdown& memory) {
+  const sim::TaskGraph& g = step.graph;
   std::uint32_t streams = 0;
   for (sim::TaskId v = 0; v < g.size(); ++v) streams = std::max(streams, g.task(v).stream + 1);
   const auto connections = static_cast<std::uint32_t>(s.contention.cuda_device_max_connections);
-  return {connections < streams ? connections : 0u};  // one queue per stream: no cross-stream order
+  sim::RunOptions options;
+  options.launch_queues = connections < streams ? connections : 0u;  // one queue per stream: no cross-stream order
+  if (memory.capacity_bytes > 0)
+    options.memory_limits.push_back({(1u << kActivationCounter) | (1u << kBufferCounter), baseline_bytes(memory),
+                                     memory.capacity_bytes});
+  return options;
 }
 
 // Prices each task of one frozen graph by its duration (end − start) in a timeline of that
@@ -216,7 +232,8 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   LoweredStep step = strategy.lower(s);
   const hardware::StepCostModel cost = step_cost_model(s, step);
   std::optional<sim::Timeline> all;  // per_rank: every rank's records
-  const sim::RunOptions options = run_options(s, step.graph);
+  r.memory = static_memory(s);
+  const sim::RunOptions options = run_options(s, step, r.memory);
   if (options.launch_queues > 0 && s.rank_mode == "per_rank")
     throw InputError(s.source, "/sim/cuda_device_max_connections",
                      fmt::format("{} is fewer connections than this step has streams: launches are ordered across "
@@ -232,7 +249,28 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     const double stretch = ((tl[id].end - tl[id].start) - cost.duration(t)).seconds();
     (t.kind == sim::TaskKind::Transfer ? r.link_sharing_stretch_s : r.overlap_slowdown_s) += stretch;
   }
-  if (s.rank_mode == "per_rank") tl = simulate_per_rank(s, step, cost, tl, r, keep != nullptr, all);
+  for (const sim::MemoryWait& w : tl.memory_waits()) {
+    if (step.graph.task(w.task).rank != 0) continue;
+    if (w.over_limit) {
+      ++r.memory.allocation_over_limit;
+      continue;
+    }
+    ++r.memory.allocation_waits;
+    r.memory.allocation_wait_s += (w.until - w.since).seconds();
+  }
+  // per_rank replays the symmetric play's durations, not its memory waits: the memory rows
+  // then come from the symmetric play, where admission bounded them.
+  std::optional<sim::MemoryPeak> symmetric_peak;
+  if (s.rank_mode == "per_rank") {
+    if (r.memory.allocation_waits + r.memory.allocation_over_limit > 0) {
+      symmetric_peak = sim::memory_peak(step.graph, tl, 0, baseline_bytes(r.memory));
+      r.warnings.push_back(fmt::format("per_rank_memory_waits: {} allocations waited for memory in the symmetric play; "
+                                       "per_rank replays its durations, not those waits, so memory is the symmetric "
+                                       "play's (use \"symmetric\" to see the waits in time)",
+                                       r.memory.allocation_waits + r.memory.allocation_over_limit));
+    }
+    tl = simulate_per_rank(s, step, cost, tl, r, keep != nullptr, all);
+  }
 
   r.step_time_s = r.per_rank.present ? r.per_rank.step_time_max_s : tl.makespan().seconds();
   const auto compute = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Compute && t.rank == 0; });
@@ -317,10 +355,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     r.bucket_bytes_max = std::max(r.bucket_bytes_max, b.bytes);
     r.gradient_bytes += b.bytes;
   }
-  r.memory = static_memory(s);
-  const double baseline = r.memory.params_bytes + r.memory.grads_bytes + r.memory.optimizer_bytes +
-                          r.memory.grad_accum_bytes + r.memory.buffers_bytes;
-  const sim::MemoryPeak peak = sim::memory_peak(g, tl, 0, baseline);
+  const sim::MemoryPeak peak = symmetric_peak ? *symmetric_peak : sim::memory_peak(g, tl, 0, baseline_bytes(r.memory));
   // Every row is its value at the peak instant, so the rows add up to the peak (issue 13 item 5).
   r.memory.activations_bytes = peak.counter_bytes[kActivationCounter];
   r.memory.buffers_bytes += peak.counter_bytes[kBufferCounter];

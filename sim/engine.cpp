@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 namespace stepsim::sim {
@@ -21,6 +22,7 @@ void Work::add_use(std::uint32_t resource, double share) {
 
 namespace {
 
+constexpr std::uint32_t kNoRank = std::numeric_limits<std::uint32_t>::max();
 constexpr std::int64_t kMaxPs = 9'000'000'000'000'000'000;
 
 // Event payload: task id (bits 0–31), kind (bit 32), version (bits 33–63).
@@ -46,6 +48,29 @@ class Run {
       const RendezvousId r = graph.task(v).rendezvous;
       if (r != kNoRendezvous && r >= waiting_.size()) waiting_.resize(r + 1);
     }
+    if (!options.memory_limits.empty()) {
+      limits_ = options.memory_limits;
+      for (const MemoryLimit& l : limits_)
+        STEPSIM_ASSERT(l.counters != 0 && l.counters < (1u << kMemoryCounters) && l.capacity_bytes > 0 &&
+                           l.baseline_bytes >= 0,
+                       "bad memory limit (counters {}, capacity {} B)", l.counters, l.capacity_bytes);
+      std::uint32_t ranks = 0;
+      for (TaskId v = 0; v < graph.size(); ++v) ranks = std::max(ranks, graph.task(v).rank + 1);
+      held_.assign(ranks, {});
+      allocations_.resize(ranks);
+      cursor_.assign(ranks, 0);
+      memory_gated_.assign(graph.size(), false);
+      // Every task that allocates on a limited counter holds one more pending count: its
+      // admission, which comes in program (id) order on its rank.
+      for (TaskId v = 0; v < graph.size(); ++v) {
+        const Task& t = graph.task(v);
+        for (const MemoryLimit& l : limits_)
+          if (need(t, l) > 0) memory_gated_[v] = true;
+        if (!memory_gated_[v]) continue;
+        allocations_[t.rank].push_back(v);
+        ++pending_[v];
+      }
+    }
     if (options.launch_queues > 0) {
       // Tasks of one (rank, queue) start in launch (id) order: each waits for the start of the
       // previous one.
@@ -67,9 +92,16 @@ class Run {
   Timeline play() {
     for (TaskId v = 0; v < graph_.size(); ++v)
       if (pending_[v] == 0) ready(v, kNoTask);
+    for (TaskId v = 0; v < graph_.size(); ++v)
+      if (!memory_gated_.empty() && memory_gated_[v] && pending_[v] == 1) blocked_since_.emplace(v, Time());
+    for (std::uint32_t rank = 0; rank < allocations_.size(); ++rank) admit(rank, kNoTask);
     if (dirty_) resolve();
     std::size_t finished = 0;
-    while (!queue_.empty()) {
+    for (;;) {
+      if (queue_.empty()) {
+        if (admit_over_limit()) continue;
+        break;
+      }
       const Event e = queue_.pop();
       const auto t = static_cast<TaskId>(e.payload & 0xffffffffu);
       if (!fluid_.empty() && fluid_[t].fluid) {
@@ -82,6 +114,8 @@ class Run {
         end_fluid(t);
       }
       ++finished;
+      last_finished_ = t;
+      if (!limits_.empty()) free_memory(t);
       for (auto [it, end] = boost::out_edges(t, graph_.graph()); it != end; ++it)
         release(static_cast<TaskId>(boost::target(*it, graph_.graph())), t);
       if (next_in_stream_[t] != kNoTask) release(next_in_stream_[t], t);
@@ -94,7 +128,7 @@ class Run {
                               "' can never start (a rendezvous member is missing, or the launch order "
                               "contradicts the dependencies)");
     }
-    return Timeline(std::move(records_), queue_.processed());
+    return Timeline(std::move(records_), queue_.processed(), std::move(memory_waits_));
   }
 
  private:
@@ -110,7 +144,11 @@ class Run {
   };
 
   void release(TaskId v, TaskId by) {
-    if (--pending_[v] == 0) ready(v, by);
+    if (--pending_[v] == 0) {
+      ready(v, by);
+    } else if (pending_[v] == 1 && !memory_gated_.empty() && memory_gated_[v] && !admitted(v)) {
+      blocked_since_.emplace(v, queue_.now());  // everything but its memory is there
+    }
   }
 
   void ready(TaskId v, TaskId by) {
@@ -165,6 +203,90 @@ class Run {
         begin_variable(v);
     }
     if (!launch_next_.empty() && launch_next_[v] != kNoTask) release(launch_next_[v], records_[v].binding);
+  }
+
+  // ---- memory admission (RunOptions::memory_limits) ----
+  static double need(const Task& t, const MemoryLimit& l) {
+    double n = 0;
+    for (int c = 0; c < kMemoryCounters; ++c)
+      if (l.counters & (1u << c)) n += t.alloc_bytes[c];
+    return n;
+  }
+
+  bool admitted(TaskId v) const {
+    const Task& t = graph_.task(v);
+    const auto& order = allocations_[t.rank];
+    const std::size_t c = cursor_[t.rank];
+    return c > 0 && order[c - 1] >= v;  // ids ascend along order
+  }
+
+  // Whether task v's allocation fits every limit that concerns it on its rank.
+  bool fits(TaskId v) const {
+    const Task& t = graph_.task(v);
+    const auto& held = held_[t.rank];
+    for (const MemoryLimit& l : limits_) {
+      const double n = need(t, l);
+      if (n <= 0) continue;  // allocates nothing this limit counts
+      double in_use = 0;
+      for (int c = 0; c < kMemoryCounters; ++c)
+        if (l.counters & (1u << c)) in_use += held[static_cast<std::size_t>(c)];
+      if (in_use < 0.5) continue;  // nothing held: admitted alone, whatever its size
+      if (l.baseline_bytes + in_use + n > l.capacity_bytes) return false;
+    }
+    return true;
+  }
+
+  // Admits, in program order, the allocations of `rank` that fit (the CPU blocks at the first
+  // that does not); `by` is the task whose free let them in. With `force`, the first is
+  // admitted even if it does not fit.
+  void admit(std::uint32_t rank, TaskId by, bool force = false) {
+    const auto& order = allocations_[rank];
+    auto& cursor = cursor_[rank];
+    while (cursor < order.size() && (force || fits(order[cursor]))) {
+      const TaskId v = order[cursor++];
+      const Task& t = graph_.task(v);
+      for (int c = 0; c < kMemoryCounters; ++c) held_[rank][static_cast<std::size_t>(c)] += t.alloc_bytes[c];
+      if (const auto it = blocked_since_.find(v); it != blocked_since_.end()) {
+        if (force || queue_.now() > it->second) memory_waits_.push_back({v, it->second, queue_.now(), force});
+        blocked_since_.erase(it);
+      }
+      force = false;
+      release(v, by);
+    }
+  }
+
+  // Task t has ended: its frees take effect, and the allocations they let in are admitted.
+  void free_memory(TaskId t) {
+    const Task& task = graph_.task(t);
+    bool freed = false;
+    for (int c = 0; c < kMemoryCounters; ++c)
+      if (task.free_bytes[c] != 0) {
+        held_[task.rank][static_cast<std::size_t>(c)] -= task.free_bytes[c];
+        freed = true;
+      }
+    if (freed) admit(task.rank, t);
+  }
+
+  // Nothing is left to run: admits over the limit the next allocation of the rank whose head
+  // has been blocked longest (lowest rank on ties), so the run goes on. False when none waits.
+  bool admit_over_limit() {
+    std::uint32_t pick = kNoRank;
+    Time since;
+    for (std::uint32_t rank = 0; rank < allocations_.size(); ++rank) {
+      if (cursor_[rank] == allocations_[rank].size()) continue;
+      const auto it = blocked_since_.find(allocations_[rank][cursor_[rank]]);
+      const Time at = it != blocked_since_.end() ? it->second : queue_.now();
+      if (pick == kNoRank || at < since) {
+        pick = rank;
+        since = at;
+      }
+    }
+    if (pick == kNoRank) return false;
+    const TaskId head = allocations_[pick][cursor_[pick]];
+    blocked_since_.try_emplace(head, since);
+    admit(pick, last_finished_, true);  // bound to the end that left nothing else to run
+    if (dirty_) resolve();
+    return true;
   }
 
   // Keeps every instant inside int64 picoseconds (Time's documented range).
@@ -264,6 +386,14 @@ class Run {
   std::vector<TaskId> active_;  // fluid tasks in their variable part, in the order they entered it
   std::unordered_map<std::uint32_t, std::uint32_t> occupancy_;  // domain -> running occupants
   bool dirty_ = false;  // rates must be solved again before time advances
+  std::vector<MemoryLimit> limits_;                          // empty: no admission
+  std::vector<std::array<double, kMemoryCounters>> held_;    // by rank: allocated − freed
+  std::vector<std::vector<TaskId>> allocations_;             // by rank: allocating tasks, id order
+  std::vector<std::size_t> cursor_;                          // by rank: allocations admitted so far
+  std::vector<bool> memory_gated_;                           // by task: waits for an admission
+  std::unordered_map<TaskId, Time> blocked_since_;           // gated tasks waiting only for memory
+  TaskId last_finished_ = kNoTask;
+  std::vector<MemoryWait> memory_waits_;
   EventQueue queue_;
 };
 

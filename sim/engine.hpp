@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace stepsim::sim {
 
@@ -66,6 +67,23 @@ class TaskCostModel {
   virtual bool interacts() const { return false; }
 };
 
+/// A memory limit the engine enforces while it plays (issue 13 item 3). The tasks of one rank
+/// that allocate on the limit's counters are admitted in program (task id) order, as a CPU
+/// that issues in order and blocks in the allocator: the next one is admitted once
+///   baseline_bytes + Σ_{c ∈ counters} held[c] + Σ_{c ∈ counters} task.alloc_bytes[c] ≤ capacity_bytes,
+/// where held[c] is what the rank's admitted tasks allocated on counter c minus what its
+/// finished tasks freed (a free takes effect at its task's end, when the stream has passed
+/// it). A task starts only once admitted (it is not ready before), and everything after it in
+/// program order waits too. An allocation alone larger than the limit is admitted once
+/// nothing is held on the limit's counters. Admission precedes the task's start, so the
+/// memory a rank really uses never exceeds what is held: with every allocation admitted
+/// within its limits, the rank's peak stays within capacity_bytes.
+struct MemoryLimit {
+  unsigned counters = 0;       ///< bit c selects counter c (< kMemoryCounters)
+  double baseline_bytes = 0;   ///< held for the whole run (model states), ≥ 0
+  double capacity_bytes = 0;   ///< > 0
+};
+
 /// Options of sim::run.
 struct RunOptions {
   /// Hardware launch queues per rank (CUDA_DEVICE_MAX_CONNECTIONS, semantics.md §E rule 97):
@@ -73,6 +91,8 @@ struct RunOptions {
   /// launch order (task id order): a task cannot start before every task launched before it
   /// into the same queue has started. 0 = one queue per stream (no cross-stream order).
   std::uint32_t launch_queues = 0;
+  /// Limits on the memory counters, enforced by admission (MemoryLimit); empty = none.
+  std::vector<MemoryLimit> memory_limits;
 };
 
 /// Plays `graph` and returns the timeline.
@@ -91,6 +111,11 @@ struct RunOptions {
 ///    work (stale completion events are dropped by a per-task version);
 ///  - with options.launch_queues > 0, tasks of streams that share a launch queue start in task
 ///    id order (see RunOptions);
+///  - with options.memory_limits, a task that allocates on a limited counter also waits for its
+///    admission (MemoryLimit), in program order on its rank; when the admission comes last, the
+///    task whose free allowed it is its binding predecessor. When nothing left to run could
+///    free memory, the next allocation of the rank blocked longest is admitted over the limit
+///    (Timeline::memory_waits marks it), so the run always ends;
 ///  - events are ordered by (time, priority, insertion sequence), so runs are deterministic.
 ///
 /// Precondition: graph.frozen().

@@ -14,6 +14,8 @@ inline constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
 /// Rendezvous id: tasks sharing one start together, once every member is ready.
 using RendezvousId = std::uint32_t;
 inline constexpr RendezvousId kNoRendezvous = std::numeric_limits<RendezvousId>::max();
+/// Memory counters a task can allocate on (Task::alloc_bytes / free_bytes).
+inline constexpr int kMemoryCounters = 2;
 /// Work-description index: none.
 inline constexpr std::uint32_t kNoWork = std::numeric_limits<std::uint32_t>::max();
 
@@ -44,10 +46,10 @@ struct Task {
   /// shapes of a layer), kNoWork when the task has none; meaning owned by the cost model.
   std::uint32_t work = kNoWork;
   double work_share = 1;                     ///< fraction of that work this task does, (0, 1]
-  /// Memory the task allocates when it starts and frees when it ends, on two counters whose
+  /// Memory the task allocates when it starts and frees when it ends, on counters whose
   /// meaning the caller owns (e.g. 0 = activations, 1 = buffers). Bytes, ≥ 0.
-  double alloc_bytes[2] = {0, 0};
-  double free_bytes[2] = {0, 0};
+  double alloc_bytes[kMemoryCounters] = {0, 0};
+  double free_bytes[kMemoryCounters] = {0, 0};
 };
 
 }  // namespace stepsim::sim

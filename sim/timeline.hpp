@@ -27,11 +27,21 @@ struct Interval {
   Time end;
 };
 
+/// A task that waited for memory (sim::MemoryLimit, engine.hpp): from when it was ready to when it was admitted.
+struct MemoryWait {
+  TaskId task = kNoTask;
+  Time since;
+  Time until;
+  /// True when nothing left to run could free memory and the task was admitted over the
+  /// limit (the run needs more memory than the limit allows).
+  bool over_limit = false;
+};
+
 /// Result of Engine::run: one record per task (indexed by TaskId).
 class Timeline {
  public:
-  Timeline(std::vector<TaskRecord> records, std::uint64_t events)
-      : records_(std::move(records)), events_(events) {}
+  Timeline(std::vector<TaskRecord> records, std::uint64_t events, std::vector<MemoryWait> memory_waits = {})
+      : records_(std::move(records)), events_(events), memory_waits_(std::move(memory_waits)) {}
   const TaskRecord& operator[](TaskId id) const { return records_[id]; }
   std::size_t size() const { return records_.size(); }
   /// Latest end over all tasks (the makespan); 0 for an empty graph.
@@ -41,10 +51,13 @@ class Timeline {
   /// Chain of binding predecessors ending at the task that finishes last (ties: the highest
   /// id), in execution order. Every gap on the chain is time nothing on it was waiting for.
   std::vector<TaskId> critical_path() const;
+  /// Tasks that waited for memory (RunOptions::memory_limits), in the order they were admitted.
+  const std::vector<MemoryWait>& memory_waits() const { return memory_waits_; }
 
  private:
   std::vector<TaskRecord> records_;
   std::uint64_t events_ = 0;
+  std::vector<MemoryWait> memory_waits_;
 };
 
 /// Peak of a memory counter over the run and the instant it was first reached.

@@ -8,7 +8,12 @@
 // Forward: AllGather of unit i then copy-out on the compute stream; the CPU runs ahead, so the
 // AllGather of unit i+1 overlaps unit i (implicit prefetch), but it waits for the copy-out of
 // unit i−1: at most ~2 unsharded units (FSDP2 rule 47; FSDP1's limit_all_gathers, rule 36,
-// bounds it the same way, and without the limiter nothing does).
+// bounds it the same way). Without the limiter the CPU issues every AllGather at once; what
+// stops them is HBM: the caching allocator, out of memory, frees its cached blocks once their
+// streams pass them and retries (c10/cuda/CUDACachingAllocator.cpp, release_cached_blocks →
+// synchronize_and_free_events), so each AllGather waits for memory (sim::MemoryLimit that
+// run() sets to the usable HBM; the FSDP paper, Zhao et al. VLDB 2023 §4.3, describes these
+// retries as the reason for the limiter).
 // reshard_after_forward: True frees a unit after forward and re-gathers it in backward; False
 // keeps it; int k keeps a k-rank shard and re-gathers over k ranks; default: True except the
 // root (rule 49); "torchtitan": also keeps the last block.

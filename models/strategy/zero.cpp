@@ -21,6 +21,14 @@
 //    stage3_max_live_parameters (rule 63; steady state: the trace is complete);
 //  - parameters are released after use unless reused within stage3_max_reuse_distance elements
 //    (rule 65), so the last layers stay gathered from forward into backward;
+//  - stage3_max_live_parameters bounds what the CPU prefetches, against its own count of
+//    gathered and in-flight elements (__n_available_params, rule 64), which release_sub_module
+//    lowers right after launching a module: the CPU's view, which the graph is built in. The
+//    GPU may still run the AllGathers ahead of compute (the CPU blocks only beyond
+//    __max_ongoing_fetch_events = 2 unfinished AllGathers, rule 64), and free_param's
+//    record_stream keeps each released buffer until compute has used it; what stops them is
+//    HBM: every allocation is admitted in program order within the usable HBM (run(),
+//    sim::MemoryLimit; issue 13 item 3);
 //  - gradients are bucketed in ready order and reduced by one ReduceScatter per bucket, with at
 //    most max_param_reduce_events = 2 outstanding (rule 67); every micro-step reduces;
 //  - no AllGather after step() (rule 68).
@@ -263,7 +271,8 @@ LoweredStep lower_zero3(const Scenario& s) {
     for (std::size_t pos = 0; pos < L; ++pos) {
       fetch_and_prefetch(pos);
       sim::Task t = forward_task(s, pos, prefix);
-      if (needs_fetch(trace[pos]) && !kept[pos]) t.free_bytes[kBufferCounter] = gather_bytes[pos];
+      if (needs_fetch(trace[pos]) && !kept[pos])
+        t.free_bytes[kBufferCounter] = gather_bytes[pos];
       const sim::TaskId id = g.add_task(std::move(t));
       if (fetch_of[pos] != sim::kNoTask) g.add_dependency(fetch_of[pos], id);
       if (needs_fetch(trace[pos]) && !kept[pos]) live -= gather_elems[pos];
@@ -294,7 +303,8 @@ LoweredStep lower_zero3(const Scenario& s) {
       auto segments = backward_segments(s, l, prefix, 2.0);
       for (std::size_t k = 0; k < segments.size(); ++k) {
         auto& seg = segments[k];
-        if (k + 1 == segments.size() && gather_elems[l] > 0) seg.task.free_bytes[kBufferCounter] = gather_bytes[l];
+        if (k + 1 == segments.size() && gather_elems[l] > 0)
+          seg.task.free_bytes[kBufferCounter] = gather_bytes[l];
         const bool grad = seg.produces_grad;
         const sim::TaskId id = g.add_task(std::move(seg.task));
         if (k == 0 && fetch_of[pos] != sim::kNoTask) g.add_dependency(fetch_of[pos], id);

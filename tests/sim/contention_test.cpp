@@ -14,6 +14,13 @@ using namespace stepsim::sim;
 
 namespace {
 
+RunOptions queues(std::uint32_t n) {
+  RunOptions o;
+  o.launch_queues = n;
+  return o;
+}
+
+
 constexpr double kUs = 1e-6;
 
 // Prices a task by name: fixed and variable parts, resources, domain (set per test).
@@ -158,12 +165,12 @@ TEST_CASE("sim::Engine launch queues: one queue starts tasks in launch order acr
   const Timeline free = run(g, cost);
   CHECK(same(free[c2].start, 20));
   CHECK(same(free[x1].end, 50));
-  const Timeline one = run(g, cost, RunOptions{1});
+  const Timeline one = run(g, cost, queues(1));
   CHECK(same(one[c1].start, 10));
   CHECK(same(one[x1].start, 30));
   CHECK(same(one[c2].start, 30));
   CHECK(same(one[c2].end, 40));
   CHECK(one[c2].binding == x0);  // x0's end let x1 start, which let c2 start
   // Two queues for two streams: the same as one queue per stream.
-  CHECK(run(g, cost, RunOptions{2})[c2].start == free[c2].start);
+  CHECK(run(g, cost, queues(2))[c2].start == free[c2].start);
 }

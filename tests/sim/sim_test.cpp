@@ -6,6 +6,8 @@
 #include "sim/task_graph.hpp"
 #include "tests/support/catch.hpp"
 
+#include <fmt/format.h>
+
 #include <map>
 
 using namespace stepsim;
@@ -146,4 +148,89 @@ TEST_CASE("sim::Engine: identical inputs give identical timelines", "[sim]") {
     CHECK(t1[i].start == t2[i].start);
     CHECK(t1[i].end == t2[i].end);
   }
+}
+
+namespace {
+
+// A forward that runs ahead: AllGathers g0..g3 (1 s each, 10 B of buffer each) on stream 1,
+// computes c0..c3 (3 s each) on stream 0, ci after gi, ci freeing gi's buffer at its end.
+// Tasks are added in program order: g0 c0 g1 c1 g2 c2 g3 c3.
+struct RunAhead {
+  TaskGraph g;
+  TaskId gather[4], compute[4];
+  RunAhead() {
+    for (int i = 0; i < 4; ++i) {
+      Task a = task(fmt::format("g{}", i), 0, 1, 1.0);
+      a.alloc_bytes[1] = 10;
+      gather[i] = g.add_task(std::move(a));
+      Task c = task(fmt::format("c{}", i), 0, 0, 3.0);
+      c.free_bytes[1] = 10;
+      compute[i] = g.add_task(std::move(c));
+      g.add_dependency(gather[i], compute[i]);
+    }
+    g.freeze("run-ahead");
+  }
+};
+
+RunOptions limited(double capacity, double baseline = 0) {
+  RunOptions o;
+  o.memory_limits.push_back({1u << 1, baseline, capacity});
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("sim::Engine: an allocation waits for memory, in program order (issue 13 item 3)", "[sim]") {
+  RunAhead ra;
+  // Before: nothing bounds the AllGathers; all four buffers are alive at t = 3 (40 B).
+  const Timeline free = run(ra.g, FixedCost{});
+  CHECK(free[ra.gather[3]].start.seconds() == Approx(3.0));
+  CHECK(memory_peak(ra.g, free, 0, 0).bytes == 40);
+  CHECK(free.memory_waits().empty());
+  // 25 B (5 B of it held by the baseline): two buffers at a time. g2 is ready at 2 but waits
+  // for c0's free at 4; g3 for c1's at 7.
+  const Timeline tl = run(ra.g, FixedCost{}, limited(25, 5));
+  CHECK(tl[ra.gather[2]].start.seconds() == Approx(4.0));
+  CHECK(tl[ra.gather[2]].binding == ra.compute[0]);
+  CHECK(tl[ra.gather[3]].start.seconds() == Approx(7.0));
+  CHECK(memory_peak(ra.g, tl, 0, 5).bytes == 25);
+  REQUIRE(tl.memory_waits().size() == 2);
+  CHECK(tl.memory_waits()[0].task == ra.gather[2]);
+  CHECK(tl.memory_waits()[0].since.seconds() == Approx(2.0));
+  CHECK(tl.memory_waits()[0].until.seconds() == Approx(4.0));
+  CHECK_FALSE(tl.memory_waits()[0].over_limit);
+  // Compute never waited: the step is as long as before (1 + 4 × 3 s).
+  CHECK(tl.makespan() == free.makespan());
+  // Program order: with room for one buffer, g1 waits for c0 and g2 cannot pass it.
+  const Timeline one = run(ra.g, FixedCost{}, limited(10));
+  CHECK(one[ra.gather[1]].start.seconds() == Approx(4.0));
+  CHECK(one[ra.gather[2]].start.seconds() == Approx(8.0));
+  CHECK(memory_peak(ra.g, one, 0, 0).bytes == 10);
+  CHECK(one.makespan().seconds() == Approx(16.0));
+}
+
+TEST_CASE("sim::Engine: an allocation that can never fit is admitted over the limit, and the run ends", "[sim]") {
+  RunAhead ra;
+  // 5 B: every buffer alone is larger. Each is admitted when nothing is held, so the step is
+  // serial, and no allocation is over the limit.
+  const Timeline alone = run(ra.g, FixedCost{}, limited(5));
+  CHECK(alone.makespan().seconds() == Approx(16.0));
+  for (const auto& w : alone.memory_waits()) CHECK_FALSE(w.over_limit);
+  // A buffer nobody frees: h holds 10 B for the whole run; g1 must then go over the limit
+  // once nothing left could free memory.
+  TaskGraph g;
+  Task h = task("h", 0, 0, 1.0);
+  h.alloc_bytes[0] = 10;
+  const TaskId hid = g.add_task(std::move(h));
+  Task a = task("a", 0, 1, 1.0);
+  a.alloc_bytes[1] = 10;
+  const TaskId aid = g.add_task(std::move(a));
+  g.freeze("never");
+  RunOptions o;
+  o.memory_limits.push_back({3u, 0, 15});
+  const Timeline tl = run(g, FixedCost{}, o);
+  CHECK(tl[aid].start.seconds() == Approx(1.0));
+  CHECK(tl[aid].binding == hid);
+  REQUIRE(tl.memory_waits().size() == 1);
+  CHECK(tl.memory_waits()[0].over_limit);
 }
