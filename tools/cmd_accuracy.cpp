@@ -1,44 +1,80 @@
 // SPDX-License-Identifier: Apache-2.0
-// `stepsim accuracy vtrain CSV`: every row of vTrain's measured pure-DP iteration times
-// (Megatron-DeepSpeed on A100) simulated and compared, with median / mean / max |error| for
-// single-node and multi-node rows (validate/vtrain.hpp, docs/accuracy.md).
+// `stepsim accuracy [SET...]`: every measured run of the public sets (validate/accuracy/*.json,
+// compiled in, and vTrain's CSV from ../shared/data) simulated and compared with median / mean /
+// max |error| per set (validate/accuracy.hpp, docs/accuracy.md). `stepsim accuracy vtrain CSV`
+// prints vTrain's own detailed table, as it always did (validate/vtrain.hpp).
 #include "tools/commands.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include "sim/support/error.hpp"
+#include "validate/accuracy.hpp"
 #include "validate/vtrain.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace stepsim::tools {
 
 namespace {
 
 struct AccuracyArgs {
-  std::string csv;
+  std::vector<std::string> sets;
+  std::string vtrain_csv = "../shared/data/vtrain_dp.csv";
   std::string format = "text";
   unsigned threads = 0;
 };
 
-int cmd_accuracy_vtrain(const AccuracyArgs& a) {
-  const validate::VtrainAccuracy acc = validate::vtrain_accuracy(a.csv, a.threads);
-  if (a.format == "json") print(validate::vtrain_accuracy_json(acc).dump(2) + "\n");
-  else print(validate::vtrain_accuracy_text(acc));
+bool known_set(const std::string& name) {
+  const auto names = validate::accuracy_set_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+int cmd_accuracy(AccuracyArgs a) {
+  // `accuracy vtrain CSV` (a CSV path after "vtrain"): vTrain's detailed report.
+  if (a.sets.size() == 2 && a.sets[0] == "vtrain" && !known_set(a.sets[1]) &&
+      !(a.sets[1].size() > 5 && a.sets[1].substr(a.sets[1].size() - 5) == ".json")) {
+    const validate::VtrainAccuracy acc = validate::vtrain_accuracy(a.sets[1], a.threads);
+    if (a.format == "json") print(validate::vtrain_accuracy_json(acc).dump(2) + "\n");
+    else print(validate::vtrain_accuracy_text(acc));
+    return 0;
+  }
+  if (a.sets.empty()) a.sets = validate::accuracy_set_names();
+  std::vector<validate::AccuracySetResult> results;
+  std::vector<std::string> seen;
+  for (const std::string& name : a.sets) {
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;  // named twice: once
+    seen.push_back(name);
+    if (name == "vtrain") {
+      results.push_back(validate::vtrain_set_result(validate::vtrain_accuracy(a.vtrain_csv, a.threads)));
+      continue;
+    }
+    results.push_back(validate::run_accuracy_set(validate::load_accuracy_set(name), a.threads));
+  }
+  if (a.format == "json") print(validate::accuracy_json(results).dump(2) + "\n");
+  else print(validate::accuracy_text(results));
   return 0;
 }
 
 }  // namespace
 
 void add_accuracy_command(CLI::App& app, Action& action) {
-  auto* acc = app.add_subcommand("accuracy", "predicted vs measured step times on public measurements");
-  acc->require_subcommand(1);
+  auto* acc = app.add_subcommand("accuracy", "predicted vs measured step times on every public measured set");
   auto a = std::make_shared<AccuracyArgs>();
-  auto* vt = acc->add_subcommand("vtrain", "vTrain's Megatron-DeepSpeed A100 pure-DP iteration times (vtrain_dp.csv)");
-  vt->add_option("csv", a->csv, "vtrain_dp.csv (e.g. ../shared/data/vtrain_dp.csv)")->required();
-  vt->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
-  add_jobs_option(*vt, a->threads, "rows simulated");
-  vt->callback([a, &action] { action = [a] { return cmd_accuracy_vtrain(*a); }; });
+  std::string names;
+  for (const auto& n : validate::accuracy_set_names()) names += (names.empty() ? "" : ", ") + n;
+  acc->add_option("sets", a->sets,
+                  "sets to run (default: all): " + names +
+                      ", or a set file ending in .json; 'vtrain CSV' prints vTrain's detailed table for that CSV");
+  acc->add_option("--vtrain-csv", a->vtrain_csv, "vTrain's measurements for the vtrain set")
+      ->capture_default_str();
+  acc->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  add_jobs_option(*acc, a->threads, "rows simulated");
+  acc->callback([a, &action] { action = [a] { return cmd_accuracy(*a); }; });
 }
 
 }  // namespace stepsim::tools

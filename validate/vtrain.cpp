@@ -2,6 +2,7 @@
 // vTrain's measured pure-DP iteration times → scenarios → predicted vs measured.
 #include "validate/vtrain.hpp"
 
+#include "validate/parallel_rows.hpp"
 #include "validate/stats.hpp"
 
 #include <nlohmann/json.hpp>
@@ -9,20 +10,16 @@
 #include "models/report.hpp"
 #include "sim/support/input_file.hpp"
 #include "sim/support/error.hpp"
-#include "sim/support/resources.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <exception>
 #include <map>
-#include <mutex>
 #include <sstream>
-#include <thread>
 
 namespace stepsim::validate {
 
@@ -316,36 +313,18 @@ VtrainAccuracy vtrain_accuracy(const std::string& csv_path, unsigned threads) {
   for (const VtrainRow& row : rows) scenarios.push_back(vtrain_scenario(row, csv_path));
 
   a.rows.resize(rows.size());
-  unsigned n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  n = std::max(1u, std::min<unsigned>(n, static_cast<unsigned>(rows.size())));
-  std::atomic<std::size_t> next{0};
-  std::mutex error_mutex;
-  std::exception_ptr first_error;
-  std::size_t first_error_index = rows.size();
-  auto work = [&](const std::function<bool()>& /*stop: every row runs, the first bad one is reported*/) {
-    for (std::size_t i = next++; i < rows.size(); i = next++) {
-      try {
-        const models::Report rep = models::run(scenarios[i]);
-        VtrainResult& r = a.rows[i];
-        r.row = rows[i];
-        r.predicted_s = rep.step_time_s;
-        r.rel_error = (rep.step_time_s - rows[i].measured_s) / rows[i].measured_s;
-        r.forward_s = rep.forward_time_s;
-        r.backward_s = rep.backward_time_s;
-        r.optimizer_s = rep.optimizer_time_s;
-        r.exposed_comm_s = rep.exposed_comm_s;
-        r.fits = rep.memory.fits;
-      } catch (...) {
-        const std::lock_guard<std::mutex> lock(error_mutex);
-        if (i < first_error_index) {
-          first_error_index = i;
-          first_error = std::current_exception();
-        }
-      }
-    }
-  };
-  run_on_threads(n, work, "-j");
-  if (first_error) std::rethrow_exception(first_error);
+  for_each_row(rows.size(), threads, [&](std::size_t i) {
+    const models::Report rep = models::run(scenarios[i]);
+    VtrainResult& r = a.rows[i];
+    r.row = rows[i];
+    r.predicted_s = rep.step_time_s;
+    r.rel_error = (rep.step_time_s - rows[i].measured_s) / rows[i].measured_s;
+    r.forward_s = rep.forward_time_s;
+    r.backward_s = rep.backward_time_s;
+    r.optimizer_s = rep.optimizer_time_s;
+    r.exposed_comm_s = rep.exposed_comm_s;
+    r.fits = rep.memory.fits;
+  });
 
   std::vector<VtrainResult> single, multi;
   for (const VtrainResult& r : a.rows) (r.row.multi_node() ? multi : single).push_back(r);

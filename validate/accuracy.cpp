@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "validate/accuracy.hpp"
+
+#include "models/report.hpp"
+#include "models/scenario.hpp"
+#include "sim/support/error.hpp"
+#include "sim/support/json_reader.hpp"
+#include "validate/accuracy_sets_data.hpp"
+#include "validate/parallel_rows.hpp"
+#include "validate/stats.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace stepsim::validate {
+
+namespace {
+
+struct MetricName {
+  AccuracyMetric metric;
+  const char* name;
+  const char* unit;  // for the text table
+};
+constexpr MetricName kMetrics[] = {
+    {AccuracyMetric::StepTimeS, "step_time_s", "s/step"},
+    {AccuracyMetric::SamplesPerS, "samples_per_s", "samples/s"},
+    {AccuracyMetric::TokensPerSPerGpu, "tokens_per_s_per_gpu", "tok/s/GPU"},
+};
+
+const MetricName& metric_info(AccuracyMetric m) {
+  for (const auto& x : kMetrics)
+    if (x.metric == m) return x;
+  throw InternalError("accuracy: unknown metric");
+}
+
+std::vector<std::string> strings(const nlohmann::json& doc, const std::string& key, const std::string& origin) {
+  std::vector<std::string> out;
+  const auto it = doc.find(key);
+  if (it == doc.end()) return out;
+  if (!it->is_array()) throw InputError(origin, "/" + key, "expected an array of strings, got " + json_excerpt(*it));
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    if (!(*it)[i].is_string())
+      throw InputError(origin, fmt::format("/{}/{}", key, i), "expected a string, got " + json_excerpt((*it)[i]));
+    out.push_back((*it)[i].get<std::string>());
+  }
+  return out;
+}
+
+// The work one step does in the set's metric: measured = work / step time.
+double work_per_step(AccuracyMetric m, const models::Scenario& s) {
+  switch (m) {
+    case AccuracyMetric::StepTimeS: return 1.0;
+    case AccuracyMetric::SamplesPerS:
+      return static_cast<double>(s.parallelism.dp) * static_cast<double>(s.batch.micro_batch_size) *
+             static_cast<double>(s.batch.grad_accum);
+    case AccuracyMetric::TokensPerSPerGpu: return static_cast<double>(s.tokens_per_gpu_step());
+  }
+  return 1.0;
+}
+
+ErrorStats stats_of(const std::vector<AccuracyRowResult>& rows, bool check_only) {
+  std::vector<VtrainResult> as_results;  // error_stats() works on rel_error and a line number
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i].simulated || (check_only && rows[i].fit_split)) continue;
+    VtrainResult r;
+    r.rel_error = rows[i].rel_error;
+    r.row.line = i + 1;
+    as_results.push_back(r);
+  }
+  return error_stats(as_results);
+}
+
+}  // namespace
+
+AccuracySet parse_accuracy_set(const nlohmann::json& doc, const std::string& origin) {
+  JsonReader root(doc, origin, "");
+  AccuracySet set;
+  set.origin = origin;
+  set.name = root.string("name");
+  set.description = root.string_or("description", "");
+  set.sources = strings(doc, "sources", origin);
+  (void)root.has("sources");
+  (void)root.has("notes");
+  strings(doc, "notes", origin);
+  const std::string metric = root.choice_or("metric", "step_time_s", {"step_time_s", "samples_per_s", "tokens_per_s_per_gpu"});
+  for (const auto& m : kMetrics)
+    if (metric == m.name) set.metric = m.metric;
+  nlohmann::json defaults = nlohmann::json::object();
+  if (root.has("defaults")) {
+    defaults = doc.at("defaults");
+    if (!defaults.is_object()) throw InputError(origin, "/defaults", "expected a scenario object, got " + json_excerpt(defaults));
+  }
+  std::set<std::string> ids;
+  const std::vector<JsonReader> rows = root.objects("rows", true);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const JsonReader& r = rows[i];
+    const nlohmann::json& raw = doc.at("rows").at(i);
+    AccuracyRow row;
+    row.id = r.string("id");
+    if (!ids.insert(row.id).second) r.fail("id", fmt::format("'{}' is already the id of an earlier row; expected unique ids", row.id));
+    row.source = r.string("source");
+    row.measured = r.number("measured", Check::Positive);
+    row.unsupported = r.string_or("requires", "");
+    row.note = r.string_or("note", "");
+    (void)r.has("scenario");
+    const auto sc = raw.find("scenario");
+    if (sc == raw.end()) r.fail("scenario", "required field is missing (a stepsim scenario object)");
+    if (!sc->is_object()) throw InputError(origin, r.path("scenario"), "expected a scenario object, got " + json_excerpt(*sc));
+    row.scenario = defaults;
+    row.scenario.merge_patch(*sc);
+    r.finish();
+    set.rows.push_back(std::move(row));
+  }
+  root.finish();
+  return set;
+}
+
+std::vector<std::string> accuracy_set_names() {
+  std::vector<std::string> names;
+  for (const auto& f : embedded_accuracy_sets()) names.push_back(f.name);
+  names.push_back("vtrain");
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+AccuracySet load_accuracy_set(const std::string& name) {
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0)
+    return parse_accuracy_set(read_json_file(name), name);
+  for (const auto& f : embedded_accuracy_sets())
+    if (name == f.name) {
+      const std::string origin = fmt::format("validate/accuracy/{}.json", f.name);
+      return parse_accuracy_set(parse_json_text(f.text, origin), origin);
+    }
+  std::string known;
+  for (const auto& n : accuracy_set_names()) known += (known.empty() ? "" : ", ") + n;
+  throw InputError("", "", fmt::format("unknown accuracy set '{}'; expected one of {} or a set file ending in .json",
+                                       name, known));
+}
+
+AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads) {
+  AccuracySetResult out;
+  out.name = set.name;
+  out.description = set.description;
+  out.sources = set.sources;
+  out.metric = metric_info(set.metric).name;
+  // Parse every runnable row first, in order, so the first bad row is the one reported.
+  std::vector<models::Scenario> scenarios(set.rows.size());
+  out.rows.resize(set.rows.size());
+  for (std::size_t i = 0; i < set.rows.size(); ++i) {
+    const AccuracyRow& row = set.rows[i];
+    AccuracyRowResult& r = out.rows[i];
+    r.id = row.id;
+    r.source = row.source;
+    r.unsupported = row.unsupported;
+    r.note = row.note;
+    r.measured = row.measured;
+    r.fit_split = i % 2 == 0;
+    if (!row.unsupported.empty()) continue;
+    scenarios[i] = models::parse_scenario(row.scenario, fmt::format("{} row '{}'", set.origin, row.id));
+  }
+  for_each_row(set.rows.size(), threads, [&](std::size_t i) {
+    if (!set.rows[i].unsupported.empty()) return;
+    const models::Report rep = models::run(scenarios[i]);
+    AccuracyRowResult& r = out.rows[i];
+    const double work = work_per_step(set.metric, scenarios[i]);
+    r.simulated = true;
+    r.predicted_step_s = rep.step_time_s;
+    r.measured_step_s = set.metric == AccuracyMetric::StepTimeS ? r.measured : work / r.measured;
+    r.predicted = set.metric == AccuracyMetric::StepTimeS ? rep.step_time_s : work / rep.step_time_s;
+    r.rel_error = (r.predicted_step_s - r.measured_step_s) / r.measured_step_s;
+    r.fits = rep.memory.fits;
+  });
+  out.stats = stats_of(out.rows, false);
+  out.check_stats = stats_of(out.rows, true);
+  return out;
+}
+
+AccuracySetResult vtrain_set_result(const VtrainAccuracy& a) {
+  AccuracySetResult out;
+  out.name = "vtrain";
+  out.description = "vTrain's measured Megatron-DeepSpeed iteration times, pure data parallelism on A100 (VIA-Research/vTrain)";
+  out.sources = {a.source};
+  out.metric = "step_time_s";
+  for (std::size_t i = 0; i < a.rows.size(); ++i) {
+    const VtrainResult& v = a.rows[i];
+    AccuracyRowResult r;
+    r.id = fmt::format("line {}", v.row.line);
+    r.source = fmt::format("{} line {} ({} set, row {})", a.source, v.row.line, v.row.set, v.row.source_row);
+    r.measured = r.measured_step_s = v.row.measured_s;
+    r.predicted = r.predicted_step_s = v.predicted_s;
+    r.rel_error = v.rel_error;
+    r.simulated = true;
+    r.fits = v.fits;
+    r.fit_split = i % 2 == 0;
+    out.rows.push_back(r);
+  }
+  out.stats = stats_of(out.rows, false);
+  out.check_stats = stats_of(out.rows, true);
+  return out;
+}
+
+std::string accuracy_text(const std::vector<AccuracySetResult>& sets) {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  auto pct = [](double x) { return fmt::format("{:+.1f} %", 100 * x); };
+  auto apct = [](double x) { return fmt::format("{:.1f} %", 100 * x); };
+  line("stepsim accuracy: predicted vs measured on public measurements; the error is on step time,");
+  line("(predicted - measured) / measured: < 0 means stepsim is too fast");
+  line("");
+  line(fmt::format("{:<20} {:>5} {:>9} {:>13} {:>11} {:>10} {:>10}", "set", "rows", "simulated", "median |err|",
+                   "mean |err|", "max |err|", "mean err"));
+  for (const auto& s : sets) {
+    if (s.stats.count == 0) {
+      line(fmt::format("{:<20} {:>5} {:>9} {:>13} {:>11} {:>10} {:>10}", s.name, s.rows.size(), 0, "-", "-", "-", "-"));
+      continue;
+    }
+    line(fmt::format("{:<20} {:>5} {:>9} {:>13} {:>11} {:>10} {:>10}", s.name, s.rows.size(), s.stats.count,
+                     apct(s.stats.median_abs), apct(s.stats.mean_abs), apct(s.stats.max_abs), pct(s.stats.mean_signed)));
+  }
+  for (const auto& s : sets) {
+    line("");
+    line(fmt::format("{}: {}", s.name, s.description));
+    for (const auto& src : s.sources) line("  source: " + src);
+    const std::string unit = [&] {
+      for (const auto& m : kMetrics)
+        if (s.metric == m.name) return std::string(m.unit);
+      return std::string();
+    }();
+    std::size_t w = 3;
+    for (const auto& r : s.rows) w = std::max(w, r.id.size());
+    line(fmt::format("  {:<{}} {:>12} {:>12} {:>9}  {}", "row", w, "measured", "predicted", "error", unit));
+    for (const auto& r : s.rows) {
+      if (!r.simulated) {
+        line(fmt::format("  {:<{}} {:>12.6g} {:>12} {:>9}  not simulated: {}", r.id, w, r.measured, "-", "-", r.unsupported));
+        continue;
+      }
+      line(fmt::format("  {:<{}} {:>12.6g} {:>12.6g} {:>9}{}", r.id, w, r.measured, r.predicted, pct(r.rel_error),
+                       r.fits ? "" : "  (does not fit in HBM)"));
+    }
+    if (s.check_stats.count > 0)
+      line(fmt::format("  odd (check) rows: {} simulated, median |err| {}", s.check_stats.count, apct(s.check_stats.median_abs)));
+  }
+  return out;
+}
+
+nlohmann::ordered_json accuracy_json(const std::vector<AccuracySetResult>& sets) {
+  nlohmann::ordered_json j;
+  j["schema"] = "stepsim.accuracy/1";
+  j["error"] = "(predicted_step_time_s - measured_step_time_s) / measured_step_time_s";
+  auto& arr = j["sets"] = nlohmann::ordered_json::array();
+  for (const auto& s : sets) {
+    nlohmann::ordered_json o;
+    o["name"] = s.name;
+    o["description"] = s.description;
+    o["metric"] = s.metric;
+    o["sources"] = s.sources;
+    o["rows"] = s.rows.size();
+    o["simulated"] = s.stats.count;
+    o["median_abs_error"] = s.stats.median_abs;
+    o["mean_abs_error"] = s.stats.mean_abs;
+    o["max_abs_error"] = s.stats.max_abs;
+    o["mean_error"] = s.stats.mean_signed;
+    o["check_rows"] = s.check_stats.count;
+    o["check_median_abs_error"] = s.check_stats.median_abs;
+    auto& rows = o["rows_detail"] = nlohmann::ordered_json::array();
+    for (const auto& r : s.rows) {
+      nlohmann::ordered_json x;
+      x["id"] = r.id;
+      x["source"] = r.source;
+      x["split"] = r.fit_split ? "fit" : "check";
+      x["measured"] = r.measured;
+      x["simulated"] = r.simulated;
+      if (r.simulated) {
+        x["predicted"] = r.predicted;
+        x["measured_step_time_s"] = r.measured_step_s;
+        x["predicted_step_time_s"] = r.predicted_step_s;
+        x["error"] = r.rel_error;
+        x["fits"] = r.fits;
+      } else {
+        x["requires"] = r.unsupported;
+      }
+      if (!r.note.empty()) x["note"] = r.note;
+      rows.push_back(std::move(x));
+    }
+    arr.push_back(std::move(o));
+  }
+  return j;
+}
+
+}  // namespace stepsim::validate
