@@ -2,6 +2,7 @@
 // Shape-dependent GEMM time (formula and sources in gemm_model.hpp).
 #include "hardware/gemm_model.hpp"
 
+#include "hardware/compute_model.hpp"
 #include "sim/support/error.hpp"
 
 #include <fmt/format.h>
@@ -51,7 +52,10 @@ double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, con
   double gemm = 0;
   for (const auto& w : work.gemms)  // a fused on-chip matmul is no op of its own on the host
     gemm += w.count * (w.shape.on_chip ? one_gemm_s(hw, curve, w.shape) : std::max(one_gemm_s(hw, curve, w.shape), host_op_s));
-  if (work.gemms.empty() && flops > 0)
+  for (const auto& a : work.attention)
+    gemm += std::max(a.passes * a.forward_flops() / attention_flops_per_s(hw.attention.at(a.kernel), a.causal, a.head_dim, a.seq_len),
+                     host_op_s);
+  if (work.gemms.empty() && work.attention.empty() && flops > 0)
     gemm = std::max(flops / share / (hw.peak_flops_per_s * hw.gemm_efficiency), host_op_s);
   const double stream = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
   return share * gemm + std::max(stream, share * work.streaming_kernels * host_op_s) + share * work.host_only_ops * host_op_s;

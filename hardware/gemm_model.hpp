@@ -45,19 +45,34 @@ struct GemmWork {
 /// KernelWork that tasks point at with sim::Task::work (taking sim::Task::work_share of it).
 using GemmList = std::vector<GemmWork>;
 
-/// The kernels of one task's work beyond its byte count: its GEMMs, and how many streaming
-/// (elementwise / norm / softmax) kernels and host-only ops (views, reshapes) it launches; the
-/// counts matter only with a per-op host cost (kernel_work_time_s).
+/// A fused attention kernel's work (FlashAttention): `batch` = sequences × query heads, each of
+/// `seq_len` tokens and `head_dim`; `passes` in units of one forward (forward 1, backward 2.5,
+/// backward with the forward recomputed 3.5: the FlashAttention benchmark's FLOP convention).
+struct AttentionWork {
+  std::size_t kernel = 0;  ///< index into HardwareProfile::attention
+  double batch = 0, seq_len = 0, head_dim = 0;
+  bool causal = true;
+  double passes = 1;
+  /// Forward FLOPs of the benchmark's convention: 4·batch·seq_len²·head_dim, halved when causal.
+  double forward_flops() const { return 4.0 * batch * seq_len * seq_len * head_dim * (causal ? 0.5 : 1.0); }
+};
+
+/// The kernels of one task's work beyond its byte count: its GEMMs, its fused attention kernels
+/// (priced by the profile's measured throughput, HardwareProfile::attention), and how many
+/// streaming (elementwise / norm / softmax) kernels and host-only ops (views, reshapes) it
+/// launches; the counts matter only with a per-op host cost (kernel_work_time_s).
 struct KernelWork {
   GemmList gemms;
+  std::vector<AttentionWork> attention;
   double streaming_kernels = 0;
   double host_only_ops = 0;
 };
 
 /// Time of a task doing `share` of `work` plus `bytes` of streaming traffic, when each op costs
 /// the CPU `host_op_s` to launch and the GPU cannot run ahead of it [s]:
-///   share · Σ_GEMM count · max(t_gemm, h) + max(bytes / (hbm_bw · hbm_efficiency),
-///   share · streaming_kernels · h) + share · host_only_ops · h
+///   share · Σ_GEMM count · max(t_gemm, h) + share · Σ_attention max(passes · forward_flops / r, h)
+///   + max(bytes / (hbm_bw · hbm_efficiency), share · streaming_kernels · h) + share · host_only_ops · h
+/// where r = attention_flops_per_s(hw.attention[kernel], causal, head_dim, seq_len)
 /// (the streaming bytes are spread evenly over the streaming kernels). t_gemm from `curve`, or
 /// the flat roofline without one; with no GEMM shapes, `flops` at the flat efficiency (one op).
 /// With h = 0 this is the sum of GEMM times and the streaming time.

@@ -55,6 +55,38 @@ struct GemmCurve {
   bool present() const { return max_efficiency > 0; }
 };
 
+/// Measured throughput of a fused attention kernel (FlashAttention-2's benchmark,
+/// Dao-AILab/flash-attention benchmarks/benchmark_flash_attention.py): forward + backward FLOPs
+/// per second against sequence length, one curve per (causal, head_dim). The FLOP convention is
+/// the benchmark's: forward 4·B·S²·H·D, halved when causal; backward 2.5 × forward.
+struct AttentionCurve {
+  bool causal = true;
+  int head_dim = 128;
+  std::vector<double> seq_len;           ///< ascending, ≥ 1
+  std::vector<double> fwd_bwd_flops_per_s;  ///< same length, > 0
+};
+
+/// One fused attention kernel of `compute.attention` (keyed by its name there, e.g.
+/// "flash-attention-2"): its measured curves and their source.
+struct AttentionThroughput {
+  std::string kernel;                    ///< e.g. "flash-attention-2"
+  std::string source;
+  std::vector<AttentionCurve> curves;    ///< at least one
+  bool present() const { return !curves.empty(); }
+};
+
+/// The attention kernels a scenario's `activations.attention` may name.
+inline const std::vector<std::string>& attention_kernel_names() {
+  static const std::vector<std::string> names = {"flash-attention-2", "flash-attention-1", "flash-attention-triton"};
+  return names;
+}
+
+/// FLOPs/s of `t` for (causal, head_dim, seq_len): linear in log2(seq_len) between measured
+/// lengths (the end values beyond them), linear in head_dim between the curves of the nearest
+/// head dims below and above (the nearest one beyond them). Uses the curves of the same
+/// causality; the other kind when none. Precondition: t.present(), seq_len > 0.
+double attention_flops_per_s(const AttentionThroughput& t, bool causal, double head_dim, double seq_len);
+
 /// Nominal numbers of an accelerator and its cluster (DESIGN.md "Hardware profiles").
 /// Calibration never edits a profile: fitted factors live in an overlay.
 ///
@@ -69,6 +101,15 @@ struct HardwareProfile {
   double gemm_efficiency = 0;        ///< default achieved fraction of peak for large GEMMs
   int sm_count = 0;                  ///< streaming multiprocessors (0 = not given); `compute.sm_count`
   GemmCurve gemm_curve;              ///< `compute.gemm_curve`; absent = flat gemm_efficiency
+  /// `compute.attention`: measured fused-attention kernels by name (attention_kernel_names());
+  /// a flash kernel the profile lacks is priced as on-chip matmuls at the GEMM efficiency.
+  std::vector<AttentionThroughput> attention;
+  /// The measured kernel named `kernel`, nullptr when the profile has none.
+  const AttentionThroughput* attention_kernel(const std::string& kernel) const {
+    for (const auto& k : attention)
+      if (k.kernel == kernel) return &k;
+    return nullptr;
+  }
   double hbm_bytes = 0;              ///< device memory capacity, the datasheet's (80 GiB for an "80 GB" H100)
   /// Memory a training process cannot use for tensors: CUDA context, library workspaces and NCCL
   /// buffers (`memory.reserved_bytes`, ≥ 0, below hbm_bytes; 0 when the profile omits it).

@@ -77,6 +77,33 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
     p.gemm_curve = read_gemm_curve(*curve, p.sm_count);
     curve->finish();
   }
+  if (const auto att = compute.optional_object("attention")) {
+    for (const std::string& name : attention_kernel_names()) {
+      const auto k = att->optional_object(name);
+      if (!k) continue;
+      AttentionThroughput kernel;
+      kernel.kernel = name;
+      kernel.source = k->string_or("source", "");
+      for (const JsonReader& c : k->objects("curves", true)) {
+        AttentionCurve curve;
+        curve.causal = c.boolean_or("causal", true);
+        curve.head_dim = static_cast<int>(c.integer("head_dim", 1, 1024));
+        for (std::int64_t v : c.integers("seq_len", 1, std::int64_t{1} << 30)) curve.seq_len.push_back(static_cast<double>(v));
+        if (curve.seq_len.empty()) c.fail("seq_len", "expected at least one sequence length");
+        for (std::size_t i = 1; i < curve.seq_len.size(); ++i)
+          if (!(curve.seq_len[i] > curve.seq_len[i - 1])) c.fail("seq_len", "expected ascending sequence lengths");
+        curve.fwd_bwd_flops_per_s = c.numbers("fwd_bwd_flops_per_s", Check::Positive, Dimension::FlopsPerSecond);
+        if (curve.fwd_bwd_flops_per_s.size() != curve.seq_len.size())
+          c.fail("fwd_bwd_flops_per_s", fmt::format("expected {} values, one per seq_len, got {}", curve.seq_len.size(),
+                                                    curve.fwd_bwd_flops_per_s.size()));
+        c.finish();
+        kernel.curves.push_back(std::move(curve));
+      }
+      k->finish();
+      p.attention.push_back(std::move(kernel));
+    }
+    att->finish();
+  }
   compute.finish();
 
   const JsonReader memory = root.object("memory");

@@ -117,8 +117,8 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     b.grad_ready_order.assign(exec.rbegin(), exec.rend());
     b.fwd_attn_flops_per_token_per_seq = 4.0 * h;
     const auto hd = static_cast<double>(head_dim), heads = static_cast<double>(s.heads);
-    b.gemms.push_back({LayerGemm::Kind::AttentionScores, 0, 0, -1, heads, hd});
-    b.gemms.push_back({LayerGemm::Kind::AttentionValues, 0, 0, -1, heads, hd});
+    b.gemms.push_back({LayerGemm::Kind::AttentionScores, 0, 0, -1, heads, hd, s.causal});
+    b.gemms.push_back({LayerGemm::Kind::AttentionValues, 0, 0, -1, heads, hd, s.causal});
     const double f = static_cast<double>(s.ffn);
     const double kv = static_cast<double>(kv_dim);
     b.activation_bytes_per_token = act * (5 * h + 2 * kv + (s.gated_mlp ? 3 : 2) * f);

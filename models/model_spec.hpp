@@ -35,6 +35,7 @@ struct LayerGemm {
   double n = 0, k = 0;          ///< Linear: output and input features
   std::int64_t param = -1;      ///< Linear: index of the weight in params (no wgrad when frozen); -1 = held elsewhere (tied), wgrad runs
   double heads = 0, head_dim = 0;  ///< attention kinds
+  bool causal = false;             ///< attention kinds: a causal mask (decoder LMs)
 };
 
 /// One layer (module) as the simulator schedules it: forward runs layers in order, backward
@@ -96,6 +97,7 @@ struct TransformerShape {
   std::int64_t vocab = 0;
   bool gated_mlp = true;        ///< SwiGLU (gate+up+down) vs two-matrix MLP
   bool tied_embeddings = false; ///< lm_head shares embed_tokens.weight
+  bool causal = true;           ///< causal self-attention (decoder LMs); false for encoders (BERT)
   bool linear_bias = false;     ///< biases on projections and MLP
   bool layernorm = false;       ///< LayerNorm (weight+bias) instead of RMSNorm (weight)
   std::int64_t max_positions = 0;  ///< learned position embeddings (0 = rotary, none)

@@ -39,6 +39,7 @@ TransformerShape read_transformer(const JsonReader& r, DType dtype) {
   s.vocab = r.integer("vocab", 1, kMaxDim);
   s.gated_mlp = r.boolean_or("gated_mlp", true);
   s.tied_embeddings = r.boolean_or("tied_embeddings", false);
+  s.causal = r.boolean_or("causal", true);
   s.linear_bias = r.boolean_or("linear_bias", false);
   s.layernorm = r.choice_or("norm", "rmsnorm", {"rmsnorm", "layernorm"}) == "layernorm";
   s.max_positions = r.integer_or("max_positions", 0, 0, kMaxDim);

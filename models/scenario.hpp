@@ -89,6 +89,13 @@ struct PrecisionConfig {
 /// Activation memory and recomputation (Korthikanti et al. 2022).
 struct ActivationConfig {
   bool flash_attention = true;   ///< false: the attention scores (a·s per token) are stored too
+  /// The fused kernel of flash attention (`activations.attention`), priced by the profile's
+  /// measured throughput of it (HardwareProfile::attention): "flash-attention-2",
+  /// "flash-attention-1", "flash-attention-triton" (HazyResearch's Triton kernel). Empty
+  /// ("flash", the default for now): attention priced as on-chip matmuls at the GEMM efficiency,
+  /// with the full s² counted even when causal (issue 14 item 2 makes a measured kernel the
+  /// default once the seed figures are reviewed under it).
+  std::string attention_kernel;
   bool full_recompute = false;   ///< keep only each layer's input; forward runs again in backward
 };
 

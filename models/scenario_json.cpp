@@ -302,7 +302,21 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     prec->finish();
   }
   if (const auto act = root.optional_object("activations")) {
-    s.activations.flash_attention = act->choice_or("attention", "flash", {"flash", "eager"}) == "flash";
+    std::vector<std::string> kinds = {"flash", "eager"};
+    for (const auto& k : hardware::attention_kernel_names()) kinds.push_back(k);
+    const std::string attention = act->choice_or("attention", "flash", kinds);
+    s.activations.flash_attention = attention != "eager";
+    if (attention != "eager" && attention != "flash") {
+      s.activations.attention_kernel = attention;
+      // A kernel named explicitly must have measured throughput on this profile.
+      if (s.hardware.attention_kernel(attention) == nullptr) {
+        std::string have;
+        for (const auto& k : s.hardware.attention) have += (have.empty() ? "" : ", ") + k.kernel;
+        act->fail("attention", fmt::format("profile '{}' has no measured throughput for '{}' (it has: {}); use "
+                                           "\"flash\" or add the kernel to the profile's compute.attention",
+                                           s.hardware.name, attention, have.empty() ? "none" : have));
+      }
+    }
     s.activations.full_recompute = act->choice_or("recompute", "none", {"none", "full"}) == "full";
     act->finish();
   }
@@ -496,7 +510,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   resolved["precision"] = {{"param_dtype", dtype_name(s.precision.param_dtype)},
                            {"reduce_dtype", s.precision.reduce_dtype ? dtype_name(*s.precision.reduce_dtype) : "param"},
                            {"fp32_grad_accum", s.precision.fp32_grad_accum}};
-  resolved["activations"] = {{"attention", s.activations.flash_attention ? "flash" : "eager"},
+  resolved["activations"] = {{"attention", !s.activations.flash_attention          ? std::string("eager")
+                                           : s.activations.attention_kernel.empty() ? std::string("flash")
+                                                                                    : s.activations.attention_kernel},
                              {"recompute", s.activations.full_recompute ? "full" : "none"}};
   resolved["cluster"] = {{"gpus_per_node", s.cluster.gpus_per_node}, {"nodes", s.cluster.nodes}};
   resolved["batch"] = {{"micro_batch_size", s.batch.micro_batch_size},

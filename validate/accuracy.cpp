@@ -5,7 +5,6 @@
 #include "models/scenario.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"
-#include "validate/accuracy_sets_data.hpp"
 #include "validate/parallel_rows.hpp"
 #include "validate/stats.hpp"
 
@@ -120,7 +119,7 @@ AccuracySet parse_accuracy_set(const nlohmann::json& doc, const std::string& ori
 
 std::vector<std::string> accuracy_set_names() {
   std::vector<std::string> names;
-  for (const auto& f : embedded_accuracy_sets()) names.push_back(f.name);
+  for (const auto& f : detail::embedded_accuracy_sets()) names.push_back(f.name);
   names.push_back("vtrain");
   std::sort(names.begin(), names.end());
   return names;
@@ -129,7 +128,7 @@ std::vector<std::string> accuracy_set_names() {
 AccuracySet load_accuracy_set(const std::string& name) {
   if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0)
     return parse_accuracy_set(read_json_file(name), name);
-  for (const auto& f : embedded_accuracy_sets())
+  for (const auto& f : detail::embedded_accuracy_sets())
     if (name == f.name) {
       const std::string origin = fmt::format("validate/accuracy/{}.json", f.name);
       return parse_accuracy_set(parse_json_text(f.text, origin), origin);

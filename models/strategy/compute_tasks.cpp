@@ -6,6 +6,7 @@
 #include "models/model_spec.hpp"
 #include "models/scenario.hpp"
 #include "models/strategy/strategy.hpp"
+#include "sim/support/error.hpp"
 
 namespace stepsim::models {
 
@@ -228,8 +229,10 @@ hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backwa
     }
     const double batch = seqs * g.heads;
     // Flash attention keeps the s×s scores on chip (GemmShape::on_chip); eager attention
-    // writes and reads them through HBM (the batched GEMMs' own traffic).
+    // writes and reads them through HBM (the batched GEMMs' own traffic). With a measured
+    // attention kernel in the profile, flash attention is priced by it instead (layer_attention).
     const bool flash = s.activations.flash_attention;
+    if (flash && !s.activations.attention_kernel.empty()) continue;  // priced by layer_attention
     if (g.kind == LayerGemm::Kind::AttentionScores) {
       fwd.push_back({{seq, seq, g.head_dim, batch, flash}, 1});
       bwd.push_back({{seq, g.head_dim, seq, batch, flash}, 2});  // dQ = dS·K, dK = dSᵀ·Q
@@ -244,6 +247,29 @@ hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backwa
   return bwd;
 }
 
+// Flash attention as one fused kernel per layer and pass, priced by the profile's measured
+// throughput (FlashAttention-2 benchmark, HardwareProfile::attention): forward 1 pass, backward
+// 2.5 (it recomputes QKᵀ: 5 matmuls against the forward's 2), plus the recomputed forward's 1.
+std::vector<hardware::AttentionWork> layer_attention(const Scenario& s, std::size_t layer, bool backward) {
+  std::vector<hardware::AttentionWork> out;
+  if (!s.activations.flash_attention || s.activations.attention_kernel.empty()) return out;
+  const hardware::AttentionThroughput* kernel = s.hardware.attention_kernel(s.activations.attention_kernel);
+  STEPSIM_ASSERT(kernel != nullptr, "attention kernel '{}' not in profile '{}' (parse_scenario checks it)",
+                 s.activations.attention_kernel, s.hardware.name);
+  for (const LayerGemm& g : s.model.layers[layer].gemms) {
+    if (g.kind != LayerGemm::Kind::AttentionScores) continue;  // one kernel for scores and values
+    hardware::AttentionWork a;
+    a.kernel = static_cast<std::size_t>(kernel - s.hardware.attention.data());
+    a.batch = static_cast<double>(s.batch.micro_batch_size) * g.heads;
+    a.seq_len = static_cast<double>(s.batch.seq_len);
+    a.head_dim = g.head_dim;
+    a.causal = g.causal;
+    a.passes = backward ? 2.5 + (s.activations.full_recompute ? 1.0 : 0.0) : 1.0;
+    out.push_back(a);
+  }
+  return out;
+}
+
 std::vector<hardware::KernelWork> kernel_work_table(const Scenario& s) {
   std::vector<hardware::KernelWork> out;
   out.reserve(2 * s.model.layers.size());
@@ -251,10 +277,11 @@ std::vector<hardware::KernelWork> kernel_work_table(const Scenario& s) {
   for (std::size_t i = 0; i < s.model.layers.size(); ++i) {
     const LayerSpec& l = s.model.layers[i];
     const double kernels = l.fwd_streaming_kernels + (eager_score_elements(s, l) > 0 ? kEagerKernelsFwd : 0.0);
-    out.push_back({layer_gemms(s, i, false), kernels, l.fwd_host_only_ops});
+    out.push_back({layer_gemms(s, i, false), layer_attention(s, i, false), kernels, l.fwd_host_only_ops});
     // Backward: each forward kernel's backward (about two kernels: input grad, parameter/bias
     // grad) and the views' backward views, plus the recomputed forward.
-    out.push_back({layer_gemms(s, i, true), (2.0 + recompute) * kernels, (1.0 + recompute) * l.fwd_host_only_ops});
+    out.push_back({layer_gemms(s, i, true), layer_attention(s, i, true), (2.0 + recompute) * kernels,
+                   (1.0 + recompute) * l.fwd_host_only_ops});
   }
   return out;
 }

@@ -200,19 +200,35 @@ std::vector<JsonReader> JsonReader::objects(std::string_view key, bool non_empty
   return out;
 }
 
-std::vector<std::int64_t> JsonReader::integers(std::string_view key, std::int64_t min,
-                                               std::int64_t max) const {
-  const nlohmann::json& v = require(key);
-  if (!v.is_array())
-    fail(key, fmt::format("expected an array of integers, got {} {}", type_name(v), json_excerpt(v)));
-  std::vector<std::int64_t> out;
+namespace {
+
+// The elements of the array `v` at `key` of `self`, each read by `read(reader, index)` from a
+// one-key wrapper object, so messages name the element's own path (".../key/3").
+template <class T, class Read>
+std::vector<T> read_array(const JsonReader& self, const nlohmann::json& v, std::string_view key, const char* what,
+                          Read read) {
+  if (!v.is_array()) self.fail(key, fmt::format("expected an array of {}, got {} {}", what, type_name(v), json_excerpt(v)));
+  std::vector<T> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
     nlohmann::json wrapper = nlohmann::json::object();
     wrapper[std::to_string(i)] = v[i];
-    JsonReader r(wrapper, source_, path(key));
-    out.push_back(r.integer(std::to_string(i), min, max));
+    const JsonReader r(wrapper, self.source(), self.path(key));
+    out.push_back(read(r, std::to_string(i)));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> JsonReader::integers(std::string_view key, std::int64_t min,
+                                               std::int64_t max) const {
+  return read_array<std::int64_t>(*this, require(key), key, "integers",
+                                  [&](const JsonReader& r, const std::string& i) { return r.integer(i, min, max); });
+}
+
+std::vector<double> JsonReader::numbers(std::string_view key, Check check, std::optional<Dimension> dim) const {
+  return read_array<double>(*this, require(key), key, "numbers",
+                            [&](const JsonReader& r, const std::string& i) { return r.number(i, check, dim); });
 }
 
 void JsonReader::finish() const {

@@ -73,6 +73,9 @@ class JsonReader {
   /// Array of integers in [min, max].
   std::vector<std::int64_t> integers(std::string_view key, std::int64_t min,
                                      std::int64_t max) const;
+  /// Array of numbers, each read as number() reads one (the element's path in messages).
+  std::vector<double> numbers(std::string_view key, Check check = Check::Any,
+                              std::optional<Dimension> dim = std::nullopt) const;
 
   /// Rejects every key present in the object that no accessor asked for:
   /// "unknown key 'gpu_per_node' (did you mean 'gpus_per_node'?); known keys: ...".

@@ -2,6 +2,7 @@
 // Tests of hardware/: profiles, roofline, α-β collectives, the engine against the closed form.
 #include "hardware/collective_model.hpp"
 #include "hardware/compute_model.hpp"
+#include "hardware/gemm_model.hpp"
 #include "hardware/hardware_profile_json.hpp"
 #include "hardware/nccl_model.hpp"
 #include "hardware/task_cost.hpp"
@@ -11,6 +12,8 @@
 #include "tests/support/catch.hpp"
 
 #include <nlohmann/json.hpp>
+
+#include <cmath>
 
 using namespace stepsim;
 using namespace stepsim::hardware;
@@ -272,4 +275,41 @@ TEST_CASE("hardware: DP threshold equals C/W with ring factors (seed 000 §7)", 
   CHECK(t.min_global_batch_tokens == Approx(t.tokens_per_gpu * 16384));
   const auto moe = dp_threshold(h100, {16384, 8, 0}, 128, 4);
   CHECK(moe.tokens_per_gpu == Approx(32 * t.tokens_per_gpu));
+}
+
+TEST_CASE("hardware: measured attention kernels interpolate their curves and stay below peak (issue 14 item 2)",
+          "[hardware]") {
+  const HardwareProfile a100 = load_profile("a100-sxm");
+  const AttentionThroughput* fa2 = a100.attention_kernel("flash-attention-2");
+  REQUIRE(fa2 != nullptr);
+  // kernels.md §2.2 (FlashAttention-2 fwd+bwd on A100): causal hd128 155 TFLOP/s at 2k, 173 at 4k.
+  CHECK(attention_flops_per_s(*fa2, true, 128, 2048) == Approx(155e12));
+  CHECK(attention_flops_per_s(*fa2, true, 128, 4096) == Approx(173e12));
+  CHECK(attention_flops_per_s(*fa2, true, 128, std::sqrt(2048.0 * 4096.0)) == Approx(164e12));  // log2 midpoint
+  CHECK(attention_flops_per_s(*fa2, true, 128, 65536) == Approx(189e12));  // beyond 16k: the 16k value
+  CHECK(attention_flops_per_s(*fa2, true, 128, 100) == Approx(99e12));     // below 512: the 512 value
+  CHECK(attention_flops_per_s(*fa2, true, 96, 2048) == Approx(0.5 * (140e12 + 155e12)));  // between hd64 and hd128
+  CHECK(attention_flops_per_s(*fa2, false, 256, 8192) == Approx(201e12));  // above hd128: hd128's
+  // A kernel's work: passes × 4·B·S²·D (halved when causal) / rate, nothing else.
+  KernelWork w;
+  AttentionWork a;
+  a.kernel = static_cast<std::size_t>(fa2 - a100.attention.data());
+  a.batch = 32;
+  a.seq_len = 4096;
+  a.head_dim = 128;
+  a.causal = true;
+  a.passes = 2.5;
+  w.attention.push_back(a);
+  const double f = 4.0 * 32 * 4096.0 * 4096.0 * 128 / 2;
+  CHECK(kernel_work_time_s(a100, a100.gemm_curve, w, 1.0, 0, 0, 0) == Approx(2.5 * f / 173e12));
+  // Physical bound: no measured kernel beats its profile's peak, at any length or head dim.
+  for (const std::string& name : builtin_profile_names()) {
+    const HardwareProfile p = load_profile(name);
+    for (const auto& k : p.attention)
+      for (const auto& c : k.curves)
+        for (double r : c.fwd_bwd_flops_per_s) {
+          CAPTURE(name, k.kernel, c.head_dim, c.causal);
+          CHECK(r < p.peak_flops_per_s);
+        }
+  }
 }
