@@ -96,6 +96,15 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
         if (curve.fwd_bwd_flops_per_s.size() != curve.seq_len.size())
           c.fail("fwd_bwd_flops_per_s", fmt::format("expected {} values, one per seq_len, got {}", curve.seq_len.size(),
                                                     curve.fwd_bwd_flops_per_s.size()));
+        for (std::size_t i = 0; i < curve.fwd_bwd_flops_per_s.size(); ++i)
+          if (!(curve.fwd_bwd_flops_per_s[i] < p.peak_flops_per_s))  // a kernel never beats the peak
+            throw InputError(source, fmt::format("{}/{}", c.path("fwd_bwd_flops_per_s"), i),
+                             fmt::format("{:g} FLOP/s is not below compute.peak_flops_per_s ({:g}); expected a measured "
+                                         "throughput under the peak", curve.fwd_bwd_flops_per_s[i], p.peak_flops_per_s));
+        for (const auto& other : kernel.curves)
+          if (other.causal == curve.causal && other.head_dim == curve.head_dim)
+            c.fail("head_dim", fmt::format("{} with causal {} is already an earlier curve of '{}'; expected one curve "
+                                           "per (causal, head_dim)", curve.head_dim, curve.causal, name));
         c.finish();
         kernel.curves.push_back(std::move(curve));
       }

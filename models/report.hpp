@@ -2,6 +2,7 @@
 // Report: what one simulated step tells the user, and the single entry point run().
 #pragma once
 
+#include "models/error_band.hpp"
 #include "models/memory.hpp"
 #include "models/scenario.hpp"
 
@@ -50,6 +51,9 @@ struct Report {
   std::string schema = "stepsim.report/1";
   Scenario scenario;
   double step_time_s = 0;
+  /// How far real runs of this kind were from stepsim (issue 14 item 6): the measured set, its
+  /// runs and their error quantiles; no set when none covers the kind.
+  ErrorBand error_band;
   double compute_time_s = 0;     ///< compute stream busy (forward, backward, optimizer, copies)
   double forward_time_s = 0;
   double backward_time_s = 0;

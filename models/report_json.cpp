@@ -32,6 +32,20 @@ std::string report_json(const Report& r) {
                        {"from", r.scenario.calibration && r.scenario.calibration->gemm ? "calibration" : "profile"}};
   if (r.scenario.framework.host_op_s > 0) j["host_op_s"] = r.scenario.framework.host_op_s;
   j["step_time_s"] = r.step_time_s;
+  {
+    const ErrorBand& b = r.error_band;
+    nlohmann::ordered_json band = {{"set", b.present() ? nlohmann::ordered_json(b.set) : nlohmann::ordered_json()},
+                                   {"family", b.kind.family},
+                                   {"sharded", b.kind.sharded}};
+    if (b.present()) {
+      band["runs"] = b.rows;
+      band["p10_error"] = b.p10;
+      band["median_error"] = b.median;
+      band["p90_error"] = b.p90;
+      band["real_over_predicted"] = {b.real_over_predicted_low(), b.real_over_predicted_high()};
+    }
+    j["error_band"] = std::move(band);
+  }
   j["compute_time_s"] = r.compute_time_s;
   j["forward_time_s"] = r.forward_time_s;
   j["backward_time_s"] = r.backward_time_s;

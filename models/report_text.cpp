@@ -85,6 +85,14 @@ std::string report_text(const Report& r) {
   if (r.per_rank.present)  // the rows above add up to the step time (issue 13 item 20)
     line(fmt::format("  waiting        {}   (rank 0 idle: other ranks late to its collectives, then the slowest "
                      "rank's end)", ms(r.wait_time_s)));
+  if (const ErrorBand& b = r.error_band; b.present())
+    line(fmt::format("accuracy         real steps of this kind took {:.2f}-{:.2f}x this prediction (p10-p90 of {} {} runs on "
+                     "{}, {} DP; stepsim accuracy)", b.real_over_predicted_low(), b.real_over_predicted_high(), b.rows,
+                     b.set, b.kind.family == "hopper" ? "H100/H200/H800" : b.kind.family == "a100" ? "A100" : "V100",
+                     b.kind.sharded ? "sharded" : "replicated"));
+  else
+    line(fmt::format("accuracy         no error band: no public measured set has runs on {} with {} DP yet (stepsim accuracy)",
+                     s.hardware.name, r.error_band.kind.sharded ? "sharded" : "replicated"));
   line(fmt::format("communication    {}   ({:.1f} % hidden behind compute)", ms(r.comm_time_s),
                    100 * r.overlap_fraction));
   if (r.overlap_slowdown_s > 0 || r.link_sharing_stretch_s > 0)

@@ -264,7 +264,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   if (s.rank_mode == "per_rank") {
     if (r.memory.allocation_waits + r.memory.allocation_over_limit > 0) {
       symmetric_peak = sim::memory_peak(step.graph, tl, 0, baseline_bytes(r.memory));
-      r.warnings.push_back(fmt::format("per_rank_memory_waits: {} allocations waited for memory in the symmetric play; "
+      r.warnings.push_back(fmt::format("per_rank_memory_waits: {} allocations waited for memory or went over the limit in the symmetric play; "
                                        "per_rank replays its durations, not those waits, so memory is the symmetric "
                                        "play's (use \"symmetric\" to see the waits in time)",
                                        r.memory.allocation_waits + r.memory.allocation_over_limit));
@@ -273,6 +273,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   }
 
   r.step_time_s = r.per_rank.present ? r.per_rank.step_time_max_s : tl.makespan().seconds();
+  r.error_band = error_band_for(s);
   const auto compute = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Compute && t.rank == 0; });
   const auto comm = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Transfer && t.rank == 0; });
   r.compute_time_s = sim::total_length(compute).seconds();

@@ -27,6 +27,7 @@ struct AccuracyArgs {
   std::string vtrain_csv = "../shared/data/vtrain_dp.csv";
   std::string format = "text";
   unsigned threads = 0;
+  bool bands = false;
 };
 
 bool known_set(const std::string& name) {
@@ -53,9 +54,15 @@ int cmd_accuracy(AccuracyArgs a) {
       results.push_back(validate::vtrain_set_result(validate::vtrain_accuracy(a.vtrain_csv, a.threads)));
       continue;
     }
-    results.push_back(validate::run_accuracy_set(validate::load_accuracy_set(name), a.threads));
+    validate::AccuracySet set = validate::load_accuracy_set(name);
+    for (const auto& r : results)
+      if (r.name == set.name)
+        throw InputError(set.origin, "/name", fmt::format("'{}' is the name of a set already run; expected each set once",
+                                                          set.name));
+    results.push_back(validate::run_accuracy_set(set, a.threads));
   }
-  if (a.format == "json") print(validate::accuracy_json(results).dump(2) + "\n");
+  if (a.bands) print(validate::error_bands_inc(validate::compute_error_bands(results)));
+  else if (a.format == "json") print(validate::accuracy_json(results).dump(2) + "\n");
   else print(validate::accuracy_text(results));
   return 0;
 }
@@ -73,6 +80,8 @@ void add_accuracy_command(CLI::App& app, Action& action) {
   acc->add_option("--vtrain-csv", a->vtrain_csv, "vTrain's measurements for the vtrain set")
       ->capture_default_str();
   acc->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  acc->add_flag("--bands", a->bands,
+                 "print the error bands the sets give, as models/error_bands.inc (run with every set)");
   add_jobs_option(*acc, a->threads, "rows simulated");
   acc->callback([a, &action] { action = [a] { return cmd_accuracy(*a); }; });
 }

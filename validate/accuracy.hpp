@@ -5,6 +5,7 @@
 // `stepsim accuracy [SET...]` simulates them and compares (docs/accuracy.md).
 #pragma once
 
+#include "models/error_band.hpp"
 #include "sim/support/embedded.hpp"
 #include "validate/vtrain.hpp"
 
@@ -73,6 +74,7 @@ struct AccuracyRowResult {
   bool simulated = false;
   bool fits = true;                    ///< the simulated peak fits the usable HBM
   bool fit_split = true;               ///< even row (0-based): "fit"; odd: "check"
+  models::RunKind kind;                ///< the row's GPU family and sharding (models::run_kind)
 };
 
 /// A set compared: its rows, and |error| statistics over the simulated ones.
@@ -91,6 +93,13 @@ AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads = 0)
 
 /// vTrain's CSV as a set result (ids "line N", metric step_time_s).
 AccuracySetResult vtrain_set_result(const VtrainAccuracy& a);
+
+/// The error bands the sets give (models::error_bands()): for each kind, the set with the most
+/// simulated runs of it (at least 5; ties: the first set), and those runs' p10 / median / p90.
+std::vector<models::ErrorBand> compute_error_bands(const std::vector<AccuracySetResult>& sets);
+
+/// compute_error_bands() as the initializer lines of models/error_bands.inc.
+std::string error_bands_inc(const std::vector<models::ErrorBand>& bands);
 
 /// Text: a summary table over the sets, then each set's rows (predicted vs measured).
 std::string accuracy_text(const std::vector<AccuracySetResult>& sets);

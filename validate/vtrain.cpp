@@ -181,6 +181,8 @@ VtrainRow parse_row(const RowReader& r, std::size_t line_no) {
   else if (ck == "false" || ck == "False" || ck == "0") row.checkpointing = false;
   else r.fail("activation_checkpointing_vtrain_cfg", fmt::format("bad value '{}'; expected true, false or blank (true)", ck));
   row.measured_s = r.positive("iteration_time_ms") / 1e3;
+  if (!(row.measured_s >= 1e-6 && row.measured_s <= 1e6))  // no training step is shorter or longer
+    r.fail("iteration_time_ms", fmt::format("bad value '{}'; expected an iteration of 1e-3 ms to 1e9 ms", r.text("iteration_time_ms")));
   return row;
 }
 

@@ -292,6 +292,24 @@ nlohmann::json parse_unique_keys(const std::string& text, const std::string& sou
 
 }  // namespace
 
+namespace {
+
+// "SOURCE:LINE:COL" of byte `offset` of `text`.
+std::string source_at(const std::string& text, const std::string& source, std::size_t offset) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  return fmt::format("{}:{}:{}", source, line, col);
+}
+
+}  // namespace
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& source) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw InputError(source, "", "file is empty (expected a JSON object)");
@@ -299,25 +317,19 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& sourc
     throw InputError(source, "", fmt::format("JSON nested deeper than {} levels; expected a scenario, "
                                              "profile or model description", kMaxNesting));
   try {
-    return parse_unique_keys(text, source);
+    nlohmann::json doc = parse_unique_keys(text, source);
+    // The JSON parser stops at a NUL byte: whatever follows would be ignored silently.
+    if (const auto nul = text.find('\0'); nul != std::string::npos)
+      throw InputError(source_at(text, source, nul), "", "JSON syntax error: a NUL byte; expected text");
+    return doc;
   } catch (const nlohmann::json::parse_error& e) {
-    // Convert nlohmann's byte offset into line:column for the message.
     const std::size_t offset = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i < offset; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
     std::string what = e.what();
     // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error
     // while parsing value - invalid literal; last read: 'x'" — keep the part after "error while".
     const auto pos = what.find("syntax error while parsing");
     std::string detail = pos == std::string::npos ? what : what.substr(pos + 13);
-    throw InputError(fmt::format("{}:{}:{}", source, line, col), "",
+    throw InputError(source_at(text, source, offset), "",
                      fmt::format("JSON syntax error: {}", detail));
   } catch (const nlohmann::json::exception& e) {
     // e.g. out_of_range 406 "number overflow parsing '1e999'": no position is reported.

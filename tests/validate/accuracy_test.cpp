@@ -3,7 +3,10 @@
 // parsing and errors, and the CI guard on each built-in set's median |error|.
 #include "sim/support/error.hpp"
 #include "tests/support/catch.hpp"
+#include "tests/support/shared_data.hpp"
 #include "validate/accuracy.hpp"
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +14,7 @@
 
 using namespace stepsim;
 using namespace stepsim::validate;
+using namespace stepsim::test;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -130,4 +134,29 @@ TEST_CASE("accuracy: every built-in set stays under its guard (issue 14 item 1)"
       if (!row.simulated) CHECK_FALSE(row.unsupported.empty());
     }
   }
+}
+
+TEST_CASE("accuracy: the error bands reports print are those the sets give now (issue 14 item 6)", "[validate][accuracy]") {
+  // models/error_bands.inc is what `stepsim accuracy --bands` printed; a model change that moves
+  // the sets must regenerate it (the band a report shows is then the truth of this build).
+  const std::string csv = shared_data("vtrain_dp.csv");
+  if (!require_data(csv)) return;
+  std::vector<AccuracySetResult> sets;
+  for (const auto& f : detail::embedded_accuracy_sets()) sets.push_back(run_accuracy_set(load_accuracy_set(f.name)));
+  sets.push_back(vtrain_set_result(vtrain_accuracy(csv)));
+  std::sort(sets.begin(), sets.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  const auto fresh = compute_error_bands(sets);
+  const auto& built = models::error_bands();
+  REQUIRE(fresh.size() == built.size());
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    CAPTURE(fresh[i].set, fresh[i].kind.family, fresh[i].kind.sharded);
+    CHECK(built[i].set == fresh[i].set);
+    CHECK(built[i].kind == fresh[i].kind);
+    CHECK(built[i].rows == fresh[i].rows);
+    CHECK(built[i].p10 == Approx(fresh[i].p10).margin(1e-4));
+    CHECK(built[i].median == Approx(fresh[i].median).margin(1e-4));
+    CHECK(built[i].p90 == Approx(fresh[i].p90).margin(1e-4));
+  }
+  CHECK(models::quantile({1, 2, 3, 4}, 0.5) == Approx(2.5));
+  CHECK(models::quantile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 0.1) == Approx(2));
 }

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "models/error_band.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stepsim::models {
+
+RunKind run_kind(const Scenario& s) {
+  RunKind k;
+  const std::string& n = s.hardware.name;
+  auto starts = [&](const char* p) { return n.rfind(p, 0) == 0; };
+  if (starts("v100")) k.family = "v100";
+  else if (starts("a100")) k.family = "a100";
+  else if (starts("h100") || starts("h200") || starts("h800")) k.family = "hopper";
+  const std::string& st = s.parallelism.strategy;
+  k.sharded = st == "fsdp" || st == "hsdp" || st == "zero3";
+  return k;
+}
+
+const std::vector<ErrorBand>& error_bands() {
+  // Printed by `stepsim accuracy --bands` on 2026-12-01 (tests/validate/accuracy_test.cpp
+  // checks them against a fresh run of the sets).
+  static const std::vector<ErrorBand> bands = {
+#include "models/error_bands.inc"
+  };
+  return bands;
+}
+
+ErrorBand error_band_for(const Scenario& s) {
+  const RunKind k = run_kind(s);
+  for (const ErrorBand& b : error_bands())
+    if (b.kind == k && !k.family.empty()) return b;
+  ErrorBand none;
+  none.kind = k;
+  return none;
+}
+
+double quantile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double h = p * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(h));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+}  // namespace stepsim::models

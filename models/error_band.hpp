@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// Error bands (issue 14 item 6): how far real steps of a scenario's kind were from stepsim's
+// predictions, taken from the public measured sets (`stepsim accuracy`, docs/accuracy.md).
+#pragma once
+
+#include "models/scenario.hpp"
+
+#include <string>
+#include <vector>
+
+namespace stepsim::models {
+
+/// The kind of run a band describes: a GPU family and whether DP shards parameters.
+struct RunKind {
+  std::string family;  ///< "v100" | "a100" | "hopper" (h100, h200, h800) | "" (no measured set covers it)
+  bool sharded = false;  ///< fsdp, hsdp, zero3 (parameters gathered per layer) vs ddp, zero1, zero2
+  bool operator==(const RunKind&) const = default;
+};
+
+/// The kind of `s`: the family from its hardware profile's name (a100-*, h100-*, h200*, h800*,
+/// v100-*; a file profile by its `name`), sharded from its strategy.
+RunKind run_kind(const Scenario& s);
+
+/// The signed errors (predicted − measured) / measured of one set's simulated runs of one kind:
+/// their p10, median and p90 (linear interpolation between order statistics).
+struct ErrorBand {
+  std::string set;      ///< accuracy set the runs come from; empty = no band
+  RunKind kind;
+  std::size_t rows = 0;
+  double p10 = 0, median = 0, p90 = 0;
+  bool present() const { return !set.empty(); }
+  /// The real step time as a multiple of the prediction: [1 / (1 + p90), 1 / (1 + p10)].
+  double real_over_predicted_low() const { return 1.0 / (1.0 + p90); }
+  double real_over_predicted_high() const { return 1.0 / (1.0 + p10); }
+};
+
+/// The bands stepsim reports, one per kind that a measured set covers with at least 5 runs:
+/// the set chosen for a kind is the one with the most such runs. The numbers are those
+/// `stepsim accuracy --bands` prints; a test checks them against a fresh run of the sets.
+const std::vector<ErrorBand>& error_bands();
+
+/// The band of `s`'s kind, or one with an empty set when no measured set covers it.
+ErrorBand error_band_for(const Scenario& s);
+
+/// p-th quantile (p in [0, 1]) of `v` by linear interpolation between order statistics (the
+/// "type 7" rule of R and NumPy's default); 0 for an empty vector.
+double quantile(std::vector<double> v, double p);
+
+}  // namespace stepsim::models
