@@ -53,6 +53,10 @@ std::string report_text(const Report& r) {
                        s.calibration && s.calibration->gemm ? "calibration" : "profile " + s.hardware.name));
     if (s.framework.host_op_s > 0)
       line(fmt::format("  framework   {:.3g} us of CPU per op; kernels wait for their launch", s.framework.host_op_s * 1e6));
+    if (s.activations.flash_attention && !s.activations.attention_kernel.empty())
+      if (const hardware::AttentionThroughput* k = s.hardware.attention_kernel(s.activations.attention_kernel))
+        line(fmt::format("  attention   {} at its measured fwd+bwd throughput (profile {}: {})", k->kernel, s.hardware.name,
+                         k->source.substr(0, k->source.find(';'))));
   }
   line(s.collective_model == hardware::CollectiveModel::Nccl
            ? "  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen, + launch overhead)"
@@ -156,8 +160,8 @@ std::string report_text(const Report& r) {
   line(fmt::format("  usable         {} = {} HBM − {} reserved (CUDA context, workspaces, NCCL buffers)",
                    gb(m.capacity_bytes), gb(m.hbm_bytes), gb(m.reserved_bytes)));
   if (m.allocation_waits > 0)
-    line(fmt::format("  waits          {} allocations waited {:.3f} ms in all for memory (the usable HBM: the caching "
-                     "allocator frees and retries)", m.allocation_waits, m.allocation_wait_s * 1e3));
+    line(fmt::format("  waits          {} allocations waited for the usable HBM, {:.3f} ms summed (the caching allocator "
+                     "frees and retries; the step time includes it)", m.allocation_waits, m.allocation_wait_s * 1e3));
   if (m.allocation_over_limit > 0)
     line(fmt::format("  over limit     {} allocations found no memory and nothing left to run could free any",
                      m.allocation_over_limit));

@@ -104,7 +104,7 @@ std::string error_bands_inc(const std::vector<models::ErrorBand>& bands);
 /// Text: a summary table over the sets, then each set's rows (predicted vs measured).
 std::string accuracy_text(const std::vector<AccuracySetResult>& sets);
 
-/// JSON: {"sets": [{"name", "description", "metric", "sources", "rows", "simulated",
+/// JSON: {"schema", "error_definition", "sets": [{"name", "description", "metric", "sources", "rows", "simulated",
 /// "median_abs_error", "mean_abs_error", "max_abs_error", "mean_error", "check_median_abs_error",
 /// "rows_detail": [{"id", "source", "split", "measured", "predicted", "measured_step_time_s",
 /// "predicted_step_time_s", "error", "fits", "requires"?, "note"?}]}]}.
