@@ -4,7 +4,6 @@
 #include "models/report.hpp"
 #include "models/scenario.hpp"
 #include "sim/support/error.hpp"
-#include "sim/support/json_reader.hpp"
 #include "validate/parallel_rows.hpp"
 #include "validate/stats.hpp"
 
@@ -38,19 +37,6 @@ const MetricName& metric_info(AccuracyMetric m) {
   throw InternalError("accuracy: unknown metric");
 }
 
-std::vector<std::string> strings(const nlohmann::json& doc, const std::string& key, const std::string& origin) {
-  std::vector<std::string> out;
-  const auto it = doc.find(key);
-  if (it == doc.end()) return out;
-  if (!it->is_array()) throw InputError(origin, "/" + key, "expected an array of strings, got " + json_excerpt(*it));
-  for (std::size_t i = 0; i < it->size(); ++i) {
-    if (!(*it)[i].is_string())
-      throw InputError(origin, fmt::format("/{}/{}", key, i), "expected a string, got " + json_excerpt((*it)[i]));
-    out.push_back((*it)[i].get<std::string>());
-  }
-  return out;
-}
-
 // The work one step does in the set's metric: measured = work / step time.
 double work_per_step(AccuracyMetric m, const models::Scenario& s) {
   switch (m) {
@@ -64,60 +50,24 @@ double work_per_step(AccuracyMetric m, const models::Scenario& s) {
 }
 
 ErrorStats stats_of(const std::vector<AccuracyRowResult>& rows, bool check_only) {
-  std::vector<VtrainResult> as_results;  // error_stats() works on rel_error and a line number
+  std::vector<double> e;
+  std::vector<std::size_t> lines;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (!rows[i].simulated || (check_only && rows[i].fit_split)) continue;
-    VtrainResult r;
-    r.rel_error = rows[i].rel_error;
-    r.row.line = i + 1;
-    as_results.push_back(r);
+    e.push_back(rows[i].rel_error);
+    lines.push_back(i + 1);
   }
-  return error_stats(as_results);
+  return error_stats(e, lines);
 }
 
 }  // namespace
 
-AccuracySet parse_accuracy_set(const nlohmann::json& doc, const std::string& origin) {
-  JsonReader root(doc, origin, "");
-  AccuracySet set;
-  set.origin = origin;
-  set.name = root.string("name");
-  set.description = root.string_or("description", "");
-  set.sources = strings(doc, "sources", origin);
-  (void)root.has("sources");
-  (void)root.has("notes");
-  strings(doc, "notes", origin);
-  const std::string metric = root.choice_or("metric", "step_time_s", {"step_time_s", "samples_per_s", "tokens_per_s_per_gpu"});
-  for (const auto& m : kMetrics)
-    if (metric == m.name) set.metric = m.metric;
-  nlohmann::json defaults = nlohmann::json::object();
-  if (root.has("defaults")) {
-    defaults = doc.at("defaults");
-    if (!defaults.is_object()) throw InputError(origin, "/defaults", "expected a scenario object, got " + json_excerpt(defaults));
-  }
-  std::set<std::string> ids;
-  const std::vector<JsonReader> rows = root.objects("rows", true);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const JsonReader& r = rows[i];
-    const nlohmann::json& raw = doc.at("rows").at(i);
-    AccuracyRow row;
-    row.id = r.string("id");
-    if (!ids.insert(row.id).second) r.fail("id", fmt::format("'{}' is already the id of an earlier row; expected unique ids", row.id));
-    row.source = r.string("source");
-    row.measured = r.number("measured", Check::Positive);
-    row.unsupported = r.string_or("requires", "");
-    row.note = r.string_or("note", "");
-    (void)r.has("scenario");
-    const auto sc = raw.find("scenario");
-    if (sc == raw.end()) r.fail("scenario", "required field is missing (a stepsim scenario object)");
-    if (!sc->is_object()) throw InputError(origin, r.path("scenario"), "expected a scenario object, got " + json_excerpt(*sc));
-    row.scenario = defaults;
-    row.scenario.merge_patch(*sc);
-    r.finish();
-    set.rows.push_back(std::move(row));
-  }
-  root.finish();
-  return set;
+const char* accuracy_metric_name(AccuracyMetric m) { return metric_info(m).name; }
+
+std::vector<AccuracyMetric> accuracy_metrics() {
+  std::vector<AccuracyMetric> out;
+  for (const auto& m : kMetrics) out.push_back(m.metric);
+  return out;
 }
 
 std::vector<std::string> accuracy_set_names() {
@@ -126,20 +76,6 @@ std::vector<std::string> accuracy_set_names() {
   names.push_back("vtrain");
   std::sort(names.begin(), names.end());
   return names;
-}
-
-AccuracySet load_accuracy_set(const std::string& name) {
-  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0)
-    return parse_accuracy_set(read_json_file(name), name);
-  for (const auto& f : detail::embedded_accuracy_sets())
-    if (name == f.name) {
-      const std::string origin = fmt::format("validate/accuracy/{}.json", f.name);
-      return parse_accuracy_set(parse_json_text(f.text, origin), origin);
-    }
-  std::string known;
-  for (const auto& n : accuracy_set_names()) known += (known.empty() ? "" : ", ") + n;
-  throw InputError("", "", fmt::format("unknown accuracy set '{}'; expected one of {} or a set file ending in .json",
-                                       name, known));
 }
 
 AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads) {
@@ -295,51 +231,6 @@ std::string accuracy_text(const std::vector<AccuracySetResult>& sets) {
       line(fmt::format("  odd (check) rows: {} simulated, median |err| {}", s.check_stats.count, apct(s.check_stats.median_abs)));
   }
   return out;
-}
-
-nlohmann::ordered_json accuracy_json(const std::vector<AccuracySetResult>& sets) {
-  nlohmann::ordered_json j;
-  j["schema"] = "stepsim.accuracy/1";
-  j["error_definition"] = "(predicted_step_time_s - measured_step_time_s) / measured_step_time_s";
-  auto& arr = j["sets"] = nlohmann::ordered_json::array();
-  for (const auto& s : sets) {
-    nlohmann::ordered_json o;
-    o["name"] = s.name;
-    o["description"] = s.description;
-    o["metric"] = s.metric;
-    o["sources"] = s.sources;
-    o["rows"] = s.rows.size();
-    o["simulated"] = s.stats.count;
-    const auto stat = [](std::size_t n, double v) { return n > 0 ? nlohmann::ordered_json(v) : nlohmann::ordered_json(); };
-    o["median_abs_error"] = stat(s.stats.count, s.stats.median_abs);  // null: no row simulated
-    o["mean_abs_error"] = stat(s.stats.count, s.stats.mean_abs);
-    o["max_abs_error"] = stat(s.stats.count, s.stats.max_abs);
-    o["mean_error"] = stat(s.stats.count, s.stats.mean_signed);
-    o["check_rows"] = s.check_stats.count;
-    o["check_median_abs_error"] = stat(s.check_stats.count, s.check_stats.median_abs);
-    auto& rows = o["rows_detail"] = nlohmann::ordered_json::array();
-    for (const auto& r : s.rows) {
-      nlohmann::ordered_json x;
-      x["id"] = r.id;
-      x["source"] = r.source;
-      x["split"] = r.fit_split ? "fit" : "check";
-      x["measured"] = r.measured;
-      x["simulated"] = r.simulated;
-      if (r.simulated) {
-        x["predicted"] = r.predicted;
-        x["measured_step_time_s"] = r.measured_step_s;
-        x["predicted_step_time_s"] = r.predicted_step_s;
-        x["error"] = r.rel_error;
-        x["fits"] = r.fits;
-      } else {
-        x["requires"] = r.unsupported;
-      }
-      if (!r.note.empty()) x["note"] = r.note;
-      rows.push_back(std::move(x));
-    }
-    arr.push_back(std::move(o));
-  }
-  return j;
 }
 
 }  // namespace stepsim::validate

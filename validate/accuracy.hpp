@@ -23,6 +23,11 @@ enum class AccuracyMetric {
   TokensPerSPerGpu,   ///< "tokens_per_s_per_gpu": mbs × seq_len × accum / step
 };
 
+/// The metric's name in set files ("step_time_s", "samples_per_s", "tokens_per_s_per_gpu").
+const char* accuracy_metric_name(AccuracyMetric m);
+/// Every metric, in a fixed order.
+std::vector<AccuracyMetric> accuracy_metrics();
+
 /// One measured run of a set file.
 struct AccuracyRow {
   std::string id;        ///< unique within the set

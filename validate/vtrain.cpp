@@ -283,26 +283,36 @@ models::Scenario vtrain_scenario(const VtrainRow& row, const std::string& csv_pa
   return models::parse_scenario(vtrain_scenario_json(row), fmt::format("{} line {}", csv_path, row.line));
 }
 
-ErrorStats error_stats(const std::vector<VtrainResult>& results) {
+ErrorStats error_stats(const std::vector<double>& rel_errors, const std::vector<std::size_t>& lines) {
   ErrorStats s;
-  s.count = results.size();
-  if (results.empty()) return s;
+  s.count = rel_errors.size();
+  if (rel_errors.empty()) return s;
   std::vector<double> abs_err;
   double sum_abs = 0, sum = 0;
-  for (const VtrainResult& r : results) {
-    const double a = std::fabs(r.rel_error);
+  for (std::size_t i = 0; i < rel_errors.size(); ++i) {
+    const double a = std::fabs(rel_errors[i]);
     abs_err.push_back(a);
     sum_abs += a;
-    sum += r.rel_error;
+    sum += rel_errors[i];
     if (s.max_line == 0 || a > s.max_abs) {
       s.max_abs = a;
-      s.max_line = r.row.line;
+      s.max_line = lines.at(i);
     }
   }
   s.median_abs = median_of(abs_err);
-  s.mean_abs = sum_abs / static_cast<double>(results.size());
-  s.mean_signed = sum / static_cast<double>(results.size());
+  s.mean_abs = sum_abs / static_cast<double>(rel_errors.size());
+  s.mean_signed = sum / static_cast<double>(rel_errors.size());
   return s;
+}
+
+ErrorStats error_stats(const std::vector<VtrainResult>& results) {
+  std::vector<double> e;
+  std::vector<std::size_t> lines;
+  for (const VtrainResult& r : results) {
+    e.push_back(r.rel_error);
+    lines.push_back(r.row.line);
+  }
+  return error_stats(e, lines);
 }
 
 VtrainAccuracy vtrain_accuracy(const std::string& csv_path, unsigned threads) {

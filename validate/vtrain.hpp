@@ -106,7 +106,11 @@ struct ErrorStats {
   std::size_t max_line = 0;       ///< CSV line of the row with the largest |rel_error|
 };
 
-/// |error| statistics of `results` (sorted copy; ties in max keep the first row).
+/// |error| statistics of relative errors, `lines[i]` naming where `rel_errors[i]` came from
+/// (max_line; ties in max keep the first). Precondition: equal sizes.
+ErrorStats error_stats(const std::vector<double>& rel_errors, const std::vector<std::size_t>& lines);
+
+/// error_stats() of `results`' rel_error, by CSV line.
 ErrorStats error_stats(const std::vector<VtrainResult>& results);
 
 /// Everything `stepsim accuracy vtrain` prints.
