@@ -2,6 +2,7 @@
 // Per-GPU memory model (seed 000 §8–9; ZeRO paper §3.1; semantics.md §A.6, §C.2–C.3).
 #include "models/memory.hpp"
 
+#include "models/recompute.hpp"
 #include "models/scenario.hpp"
 
 #include <algorithm>
@@ -27,16 +28,13 @@ std::vector<StrategyModelStates> strategy_model_states(double psi, std::int64_t 
 double activation_bytes(const Scenario& s) {
   double per_token = 0;
   double largest_recomputed = 0;
-  for (const auto& l : s.model.layers) {
-    per_token += activation_bytes_per_token(l, s.activations.flash_attention, s.activations.full_recompute,
-                                            s.batch.seq_len);
-    // While layer l is recomputed, its full activations replace its kept input.
-    largest_recomputed = std::max(largest_recomputed,
-                                  activation_bytes_per_token(l, s.activations.flash_attention, false, s.batch.seq_len) -
-                                      l.input_bytes_per_token);
+  for (std::size_t i = 0; i < s.model.layers.size(); ++i) {
+    per_token += kept_activation_bytes_per_token(s, i);
+    // While layer i is recomputed, its full activations replace the kept ones.
+    largest_recomputed = std::max(largest_recomputed, recomputed_activation_bytes_per_token(s, i));
   }
-  // Full recomputation rebuilds one layer's activations at a time during backward.
-  if (s.activations.full_recompute) per_token += largest_recomputed;
+  // Recomputation rebuilds one layer's activations at a time during backward.
+  per_token += largest_recomputed;
   return per_token * static_cast<double>(s.tokens_per_micro_batch());
 }
 

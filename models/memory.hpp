@@ -70,8 +70,9 @@ struct MemoryBreakdown {
 /// Activations and transient buffers come from the timeline (see run()).
 MemoryBreakdown static_memory(const Scenario& s);
 
-/// Activation bytes one micro-batch leaves for backward on one GPU (sum over layers of
-/// activation_bytes_per_token × micro_batch_size × seq_len), with the scenario's variants.
+/// Activation bytes one micro-batch leaves for backward on one GPU at the peak: the sum over
+/// layers of kept_activation_bytes_per_token plus the largest recomputed_activation_bytes_per_token
+/// (one layer is rebuilt at a time), × micro_batch_size × seq_len (models/recompute.hpp).
 double activation_bytes(const Scenario& s);
 
 }  // namespace stepsim::models

@@ -62,7 +62,9 @@ std::string does_not_fit_message(const Scenario& s, const MemoryBreakdown& m) {
       {m.activations_bytes,
        fmt::format("activations ({} tokens per micro-batch: lower batch.micro_batch_size or batch.seq_len{})",
                    s.tokens_per_micro_batch(),
-                   s.activations.full_recompute ? "; recompute is already full" : ", or set activations.recompute \"full\"")},
+                   s.activations.recompute == ActivationConfig::Recompute::Full
+                       ? "; recompute is already full"
+                       : ", or set activations.recompute \"full\"")},
       {m.buffers_bytes, "framework buffers (gradient buckets, unsharded parameters and gradients in flight)"}};
   std::stable_sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.bytes > b.bytes; });
   return fmt::format("does not fit: {} per GPU needed at the peak, {} usable ({} HBM less {} reserved); the largest "

@@ -96,7 +96,12 @@ struct ActivationConfig {
   /// with the full s² counted even when causal (issue 14 item 2 makes a measured kernel the
   /// default once the seed figures are reviewed under it).
   std::string attention_kernel;
-  bool full_recompute = false;   ///< keep only each layer's input; forward runs again in backward
+  /// `activations.recompute` (models/recompute.hpp has each policy's per-layer rule):
+  /// none, full (every layer keeps only its input and runs its forward again in backward), selective_op (torchtitan's per-op SAC),
+  /// selective_layer (full AC on every ac_freq-th block), megatron_selective (core attention).
+  enum class Recompute { None, Full, SelectiveOp, SelectiveLayer, MegatronSelective };
+  Recompute recompute = Recompute::None;
+  std::int64_t ac_freq = 2;  ///< selective_layer: every ac_freq-th block (torchtitan selective_ac_option "2")
 };
 
 /// The training framework's host side (`framework`): what the CPU costs per PyTorch op. With

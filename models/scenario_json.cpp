@@ -5,6 +5,7 @@
 #include "hardware/calibration_json.hpp"
 #include "hardware/hardware_profile_json.hpp"
 #include "models/model_spec_json.hpp"
+#include "models/recompute.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"
@@ -317,7 +318,33 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                            s.hardware.name, attention, have.empty() ? "none" : have));
       }
     }
-    s.activations.full_recompute = act->choice_or("recompute", "none", {"none", "full"}) == "full";
+    s.activations.recompute = recompute_from_name(act->choice_or("recompute", "none", recompute_names()));
+    using Recompute = ActivationConfig::Recompute;
+    if (act->has("ac_freq")) {
+      if (s.activations.recompute != Recompute::SelectiveLayer)
+        act->fail("ac_freq", fmt::format("applies to recompute \"selective_layer\" only (full AC on every ac_freq-th "
+                                         "block); this scenario has \"{}\"", recompute_name(s.activations.recompute)));
+      s.activations.ac_freq = act->integer("ac_freq", 1, 1000000);
+    }
+    // The selective policies act on transformer blocks' GEMMs (models/recompute.hpp): a model
+    // described by FLOPs or measured times has nothing for them to choose from.
+    if (s.activations.recompute == Recompute::SelectiveOp || s.activations.recompute == Recompute::MegatronSelective) {
+      const bool core_attention = s.activations.recompute == Recompute::MegatronSelective;
+      bool any = false;
+      for (const auto& l : s.model.layers)
+        for (const auto& g : l.gemms)
+          any = any || (!l.root && !l.fwd_s && (g.kind == LayerGemm::Kind::Linear) != core_attention);
+      if (!any)
+        act->fail("recompute", fmt::format("\"{}\" recomputes part of each transformer block's {}, and model '{}' has "
+                                           "none described by GEMM shapes; use \"full\" or \"selective_layer\"",
+                                           recompute_name(s.activations.recompute),
+                                           core_attention ? "attention" : "matmuls", s.model.name));
+      // torchtitan's op-level policy saves SDPA's fused output (semantics-parallel.md §G3);
+      // eager attention's bmm/softmax chain is another save set, not modelled.
+      if (!core_attention && !s.activations.flash_attention)
+        act->fail("recompute", "\"selective_op\" models torchtitan's policy over SDPA's fused attention; with "
+                               "activations.attention \"eager\" use \"full\", \"selective_layer\" or \"megatron_selective\"");
+    }
     act->finish();
   }
   if (const auto fw = root.optional_object("framework")) {
@@ -513,7 +540,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   resolved["activations"] = {{"attention", !s.activations.flash_attention          ? std::string("eager")
                                            : s.activations.attention_kernel.empty() ? std::string("flash")
                                                                                     : s.activations.attention_kernel},
-                             {"recompute", s.activations.full_recompute ? "full" : "none"}};
+                             {"recompute", recompute_name(s.activations.recompute)}};
+  if (s.activations.recompute == ActivationConfig::Recompute::SelectiveLayer)
+    resolved["activations"]["ac_freq"] = s.activations.ac_freq;
   resolved["cluster"] = {{"gpus_per_node", s.cluster.gpus_per_node}, {"nodes", s.cluster.nodes}};
   resolved["batch"] = {{"micro_batch_size", s.batch.micro_batch_size},
                        {"seq_len", s.batch.seq_len},

@@ -4,6 +4,7 @@
 
 #include "hardware/task_cost.hpp"
 #include "models/model_spec.hpp"
+#include "models/recompute.hpp"
 #include "models/scenario.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
@@ -43,9 +44,8 @@ std::string short_name(const std::string& layer, const std::string& param) {
 
 }  // namespace
 
-double layer_activation_bytes(const Scenario& s, const LayerSpec& l) {
-  return activation_bytes_per_token(l, s.activations.flash_attention, s.activations.full_recompute, s.batch.seq_len) *
-         static_cast<double>(s.tokens_per_micro_batch());
+double layer_activation_bytes(const Scenario& s, std::size_t layer) {
+  return kept_activation_bytes_per_token(s, layer) * static_cast<double>(s.tokens_per_micro_batch());
 }
 
 sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& prefix) {
@@ -66,7 +66,7 @@ sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& 
     t.bytes = static_cast<double>(s.tokens_per_micro_batch()) * l.fwd_streaming_bytes_per_token +
               kEagerScoreBytesFwd * eager_score_elements(s, l);
   }
-  t.alloc_bytes[kActivationCounter] = layer_activation_bytes(s, l);
+  t.alloc_bytes[kActivationCounter] = layer_activation_bytes(s, layer);
   return t;
 }
 
@@ -89,22 +89,18 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
   }
   // dgrad always (the input gradient flows on); wgrad only for trainable tensors.
   const double frozen_share = numel_total > 0 ? numel_frozen / numel_total : 0.0;
-  // Full recomputation runs the forward again inside backward (one more forward's work).
-  const double recompute = s.activations.full_recompute ? 1.0 : 0.0;
-  const double bwd_gemm = tokens * l.fwd_gemm_flops_per_token * (2.0 - frozen_share + recompute);
-  const double bwd_attn = (2.0 + recompute) * tokens * l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len);
-  const double bwd_stream = (2.0 + recompute) * tokens * l.fwd_streaming_bytes_per_token +
-                            (kEagerScoreBytesBwd + recompute * kEagerScoreBytesFwd) * eager_score_elements(s, l);
-  const double fixed_bwd = l.bwd_s ? *l.bwd_s + recompute * l.fwd_s.value_or(0.0) : 0.0;
-  const double activations = layer_activation_bytes(s, l);
-  // Full recomputation rebuilds the layer's activations (all of them, less the kept input)
-  // when its backward starts; they are freed as it ends (torch.utils.checkpoint: the recomputed
+  // Recomputation runs (part of) the forward again inside backward (models/recompute.hpp).
+  const RecomputeWork re = recompute_work(s, layer);
+  const double bwd_gemm = tokens * l.fwd_gemm_flops_per_token * (2.0 - frozen_share + re.linear_flops_share);
+  const double bwd_attn = (2.0 + re.attention) * tokens * l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len);
+  const double bwd_stream = (2.0 + re.streaming) * tokens * l.fwd_streaming_bytes_per_token +
+                            (kEagerScoreBytesBwd + re.attention * kEagerScoreBytesFwd) * eager_score_elements(s, l);
+  const double fixed_bwd = l.bwd_s ? *l.bwd_s + (re.policy == LayerRecompute::Full ? l.fwd_s.value_or(0.0) : 0.0) : 0.0;
+  const double activations = layer_activation_bytes(s, layer);
+  // Recomputation rebuilds the layer's activations (all of them, less the kept ones) when its
+  // backward starts; they are freed as it ends (torch.utils.checkpoint: the recomputed
   // forward's saved tensors live until that segment's backward is done, semantics-parallel.md).
-  const double recomputed =
-      s.activations.full_recompute
-          ? std::max(0.0, (activation_bytes_per_token(l, s.activations.flash_attention, false, s.batch.seq_len) -
-                           l.input_bytes_per_token) * tokens)
-          : 0.0;
+  const double recomputed = recomputed_activation_bytes_per_token(s, layer) * tokens;
   const auto hold_recomputed = [recomputed](std::vector<BackwardSegment>& segs) {
     if (recomputed <= 0 || segs.empty()) return;
     segs.front().task.alloc_bytes[kActivationCounter] += recomputed;
@@ -213,39 +209,56 @@ bool optimizer_step(const Scenario& s, double shard_ranks, sim::Task& out) {
   return true;
 }
 
+namespace {
+
+// The batched GEMMs of one attention matmul (Scores or Values) of one micro-batch.
+void add_attention_gemms(const Scenario& s, const LayerGemm& g, hardware::GemmList& fwd, hardware::GemmList& bwd) {
+  const double seq = static_cast<double>(s.batch.seq_len);
+  const double batch = static_cast<double>(s.batch.micro_batch_size) * g.heads;
+  // Flash attention keeps the s×s scores on chip (GemmShape::on_chip); eager attention
+  // writes and reads them through HBM (the batched GEMMs' own traffic). With a measured
+  // attention kernel in the profile, flash attention is priced by it instead (layer_attention).
+  const bool flash = s.activations.flash_attention;
+  if (flash && !s.activations.attention_kernel.empty()) return;  // priced by layer_attention
+  if (g.kind == LayerGemm::Kind::AttentionScores) {
+    fwd.push_back({{seq, seq, g.head_dim, batch, flash}, 1});
+    bwd.push_back({{seq, g.head_dim, seq, batch, flash}, 2});  // dQ = dS·K, dK = dSᵀ·Q
+  } else {
+    fwd.push_back({{seq, g.head_dim, seq, batch, flash}, 1});
+    bwd.push_back({{seq, seq, g.head_dim, batch, flash}, 1});  // dP = dO·Vᵀ
+    bwd.push_back({{seq, g.head_dim, seq, batch, flash}, 1});  // dV = Pᵀ·dO
+  }
+}
+
+}  // namespace
+
 hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backward) {
   const LayerSpec& l = s.model.layers[layer];
   const double tokens = static_cast<double>(s.tokens_per_micro_batch());
-  const double seq = static_cast<double>(s.batch.seq_len);
-  const double seqs = static_cast<double>(s.batch.micro_batch_size);
-  hardware::GemmList fwd, bwd;
-  for (const LayerGemm& g : l.gemms) {
+  hardware::GemmList fwd, bwd, rerun;
+  const RecomputeWork re = recompute_work(s, layer);
+  std::size_t next_rerun = 0;  // re.gemms is in forward order
+  for (std::size_t gi = 0; gi < l.gemms.size(); ++gi) {
+    const LayerGemm& g = l.gemms[gi];
+    const std::size_t fwd_before = fwd.size();
     if (g.kind == LayerGemm::Kind::Linear) {
       fwd.push_back({{tokens, g.n, g.k, 1}, 1});
       bwd.push_back({{tokens, g.k, g.n, 1}, 1});  // dgrad: dX = dY·Wᵀ
       const bool trainable = g.param < 0 || l.params.at(static_cast<std::size_t>(g.param)).trainable;
       if (trainable) bwd.push_back({{g.n, g.k, tokens, 1}, 1});  // wgrad: dW = dYᵀ·X
-      continue;
-    }
-    const double batch = seqs * g.heads;
-    // Flash attention keeps the s×s scores on chip (GemmShape::on_chip); eager attention
-    // writes and reads them through HBM (the batched GEMMs' own traffic). With a measured
-    // attention kernel in the profile, flash attention is priced by it instead (layer_attention).
-    const bool flash = s.activations.flash_attention;
-    if (flash && !s.activations.attention_kernel.empty()) continue;  // priced by layer_attention
-    if (g.kind == LayerGemm::Kind::AttentionScores) {
-      fwd.push_back({{seq, seq, g.head_dim, batch, flash}, 1});
-      bwd.push_back({{seq, g.head_dim, seq, batch, flash}, 2});  // dQ = dS·K, dK = dSᵀ·Q
     } else {
-      fwd.push_back({{seq, g.head_dim, seq, batch, flash}, 1});
-      bwd.push_back({{seq, seq, g.head_dim, batch, flash}, 1});  // dP = dO·Vᵀ
-      bwd.push_back({{seq, g.head_dim, seq, batch, flash}, 1});  // dV = Pᵀ·dO
+      add_attention_gemms(s, g, fwd, bwd);
+    }
+    if (next_rerun < re.gemms.size() && re.gemms[next_rerun] == gi) {
+      ++next_rerun;
+      rerun.insert(rerun.end(), fwd.begin() + static_cast<std::ptrdiff_t>(fwd_before), fwd.end());
     }
   }
   if (!backward) return fwd;
-  if (s.activations.full_recompute) bwd.insert(bwd.begin(), fwd.begin(), fwd.end());
+  bwd.insert(bwd.begin(), rerun.begin(), rerun.end());
   return bwd;
 }
+
 
 // Flash attention as one fused kernel per layer and pass, priced by the profile's measured
 // throughput (FlashAttention-2 benchmark, HardwareProfile::attention): forward 1 pass, backward
@@ -264,7 +277,7 @@ std::vector<hardware::AttentionWork> layer_attention(const Scenario& s, std::siz
     a.seq_len = static_cast<double>(s.batch.seq_len);
     a.head_dim = g.head_dim;
     a.causal = g.causal;
-    a.passes = backward ? 2.5 + (s.activations.full_recompute ? 1.0 : 0.0) : 1.0;
+    a.passes = backward ? 2.5 + recompute_work(s, layer).attention : 1.0;
     out.push_back(a);
   }
   return out;
@@ -273,15 +286,17 @@ std::vector<hardware::AttentionWork> layer_attention(const Scenario& s, std::siz
 std::vector<hardware::KernelWork> kernel_work_table(const Scenario& s) {
   std::vector<hardware::KernelWork> out;
   out.reserve(2 * s.model.layers.size());
-  const double recompute = s.activations.full_recompute ? 1.0 : 0.0;
   for (std::size_t i = 0; i < s.model.layers.size(); ++i) {
     const LayerSpec& l = s.model.layers[i];
-    const double kernels = l.fwd_streaming_kernels + (eager_score_elements(s, l) > 0 ? kEagerKernelsFwd : 0.0);
+    const double eager = eager_score_elements(s, l) > 0 ? kEagerKernelsFwd : 0.0;
+    const double kernels = l.fwd_streaming_kernels + eager;
     out.push_back({layer_gemms(s, i, false), layer_attention(s, i, false), kernels, l.fwd_host_only_ops});
     // Backward: each forward kernel's backward (about two kernels: input grad, parameter/bias
-    // grad) and the views' backward views, plus the recomputed forward.
-    out.push_back({layer_gemms(s, i, true), layer_attention(s, i, true), (2.0 + recompute) * kernels,
-                   (1.0 + recompute) * l.fwd_host_only_ops});
+    // grad) and the views' backward views, plus what recomputation runs again (recompute.hpp).
+    const RecomputeWork re = recompute_work(s, i);
+    out.push_back({layer_gemms(s, i, true), layer_attention(s, i, true),
+                   2.0 * kernels + re.streaming * l.fwd_streaming_kernels + re.attention * eager,
+                   (1.0 + re.streaming) * l.fwd_host_only_ops});
   }
   return out;
 }

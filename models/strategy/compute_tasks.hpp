@@ -29,8 +29,9 @@ inline constexpr std::uint32_t kReplicaStream = 2;
 inline constexpr int kActivationCounter = 0;
 inline constexpr int kBufferCounter = 1;
 
-/// Activation bytes layer `l` leaves for backward in one micro-batch on one GPU.
-double layer_activation_bytes(const Scenario& s, const LayerSpec& l);
+/// Activation bytes layer `layer` leaves for backward in one micro-batch on one GPU, under the
+/// scenario's recompute policy (kept_activation_bytes_per_token × tokens per micro-batch).
+double layer_activation_bytes(const Scenario& s, std::size_t layer);
 
 /// Forward of layer `layer` for one micro-batch, on the compute stream; allocates the layer's
 /// activations (kActivationCounter) when it starts. A fused sequence of
@@ -103,14 +104,18 @@ std::vector<std::pair<std::size_t, std::size_t>> trainable_ready_order(const Mod
 ///    batched over micro_batch_size · heads;
 ///  * backward: per Linear dgrad (tokens, k, n) and, unless its weight is frozen, wgrad
 ///    (n, k, tokens); per attention GEMM its two input gradients (Scores: dQ, dK = (s, d, s);
-///    Values: dP = (s, s, d), dV = (s, d, s)); plus the forward list again under full recompute.
+///    Values: dP = (s, s, d), dV = (s, d, s)); first, the forward GEMMs that recomputation runs
+///    again (recompute_work: all of them under full, the 2nd, 4th … Linear under selective_op,
+///    the attention ones under megatron_selective).
 /// Empty when the layer has no shapes (priced by FLOPs).
 hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backward);
 
 /// The work table StepCostModel::set_kernel_work() takes: entry 2·l is layer l's forward, 2·l+1
 /// its backward (layer_gemms, and the launch counts: forward = LayerSpec::fwd_streaming_kernels
 /// (+ 3 for eager attention: softmax, dropout, context copy) and fwd_host_only_ops; backward =
-/// (2 + recompute) × the forward's streaming kernels and (1 + recompute) × its host-only ops);
+/// 2 × the forward's kernels plus those recomputation runs again (the streaming ones under full
+/// and selective_op, eager attention's under full and megatron_selective) and (1 + r) × its
+/// host-only ops, r = 1 when the streaming kernels re-run);
 /// forward_task() and backward_segments() point their tasks at them.
 std::vector<hardware::KernelWork> kernel_work_table(const Scenario& s);
 

@@ -79,7 +79,7 @@ TEST_CASE("vtrain: a row becomes the documented scenario") {
   CHECK(s.batch.micro_batch_size == 2);
   CHECK(s.batch.grad_accum == 4);
   CHECK(s.batch.seq_len == 1024);
-  CHECK(s.activations.full_recompute);
+  CHECK(s.activations.recompute == models::ActivationConfig::Recompute::Full);
   CHECK_FALSE(s.activations.flash_attention);
   CHECK(s.precision.param_dtype == models::DType::FP16);
   CHECK(s.hardware.name == "a100-sxm");
