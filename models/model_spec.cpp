@@ -130,6 +130,24 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     // when gated), rotary on q and k; views: the q/k/v splits and head reshapes in and out.
     b.fwd_streaming_kernels = 2 + 2 + (s.gated_mlp ? 2 : 1) + (s.max_positions > 0 ? 0 : 2);
     b.fwd_host_only_ops = 8;
+    // Eager PyTorch's composites, op by op (make_transformer's documentation lists them).
+    const bool upcast = act < 4;
+    if (!s.layernorm) {  // RMSNorm: two per block
+      const double eager = (upcast ? 2 * (act + 4) : 0.0) + 8 + 4 + 8 + 2 * act;
+      b.eager_extra_streaming_bytes_per_token += 2 * h * (eager - 2 * act);
+      b.eager_extra_streaming_kernels += 2 * ((upcast ? 2 : 0) + 6 - 1);
+      if (upcast) b.eager_extra_activation_bytes_per_token += 2 * h * 4;  // fp32 input + output, less the input
+    }
+    if (s.max_positions == 0) {  // rotary on q and k
+      const double eager = upcast ? (act + 4) + 8 + (4 + act) : 8;
+      b.eager_extra_streaming_bytes_per_token += (h + kv) * (eager - 2 * act);
+      b.eager_extra_streaming_kernels += 2 * ((upcast ? 3 : 1) - 1);
+    }
+    if (s.kv_heads < s.heads) {  // repeat_kv copies k and v to every query head
+      b.eager_extra_streaming_bytes_per_token += 2 * act * (kv + h);
+      b.eager_extra_streaming_kernels += 2;
+    }
+    if (s.gated_mlp) b.eager_extra_streaming_bytes_per_token += 2 * act * f;  // silu and × apart: 5·act vs 3·act
     m.layers.push_back(b);
   }
 
@@ -157,6 +175,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   head.input_bytes_per_token = head.activation_bytes_per_token;  // logits are needed for the loss anyway
   head.root = true;
   head.fwd_streaming_kernels = 2;  // log-softmax and the loss
+  if (act < 4) head.logits_upcast_bytes_per_token = (act + 4) * static_cast<double>(s.vocab);  // eager: cast, then the loss
   m.layers.push_back(head);
   return m;
 }

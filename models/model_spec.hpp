@@ -60,6 +60,16 @@ struct LayerSpec {
   /// are added by the strategy) and the host-only ops (views, splits, transposes).
   double fwd_streaming_kernels = 0;
   double fwd_host_only_ops = 0;
+  /// What eager PyTorch adds when the layer's composite ops run op by op instead of fused
+  /// (Scenario::framework.implementation "eager"; compile and megatron_te fuse them): HBM bytes
+  /// per token, kernel launches, and activation bytes per token saved for backward
+  /// (make_transformer lists the ops).
+  double eager_extra_streaming_bytes_per_token = 0;
+  double eager_extra_streaming_kernels = 0;
+  double eager_extra_activation_bytes_per_token = 0;
+  /// The loss layer's fp32 cast of the logits before cross_entropy under eager PyTorch
+  /// (Scenario::framework.cross_entropy "upcast"): HBM bytes per token, one kernel.
+  double logits_upcast_bytes_per_token = 0;
   bool root = false;  ///< owned by FSDP's root unit (embeddings, final norm, LM head), not a block
   std::optional<double> fwd_s;  ///< measured forward time of one micro-batch (replaces FLOPs)
   std::optional<double> bwd_s;  ///< measured backward time of one micro-batch
@@ -112,6 +122,22 @@ struct TransformerShape {
 /// Activation bytes per token per block (bf16, flash attention, no recompute):
 /// 2 × (5·hidden + 2·kv_dim + 3·ffn) gated, 2 × (5·hidden + 2·kv_dim + 2·ffn) otherwise
 /// (Korthikanti et al. 2022 §4 accounting without the s² attention term); LM head logits fp32.
+/// Streaming bytes count each elementwise op fused into one kernel that reads its inputs and
+/// writes its output once (torch.compile, Megatron/Transformer Engine). Eager PyTorch runs the
+/// composites op by op (LayerSpec::eager_extra_*), with act = activation bytes per element:
+///  * RMSNorm (torchtitan's RMSNorm, Hugging Face's LlamaRMSNorm: x.float(), pow(2),
+///    mean(-1), + eps, rsqrt, ×, .type_as(x), × weight): (act+4) + 8 + 4 + 8 + (4+act) + 2·act
+///    bytes per element in 8 kernels, against 2·act in one; it saves the fp32 input and its
+///    bf16 output for backward (4 + act) instead of the input (act). LayerNorm is one native
+///    kernel (F.layer_norm) either way.
+///  * rotary embedding on q and k (torchtitan's apply_rotary_emb: .float(), complex multiply,
+///    .type_as; Hugging Face's rotate_half form moves the same 20 B per bf16 element):
+///    (act+4) + 8 + (4+act) bytes per element in 3 kernels, against 2·act in one.
+///  * grouped-query attention's repeat_kv (expand + reshape copies k and v to every query head,
+///    torchtitan and Hugging Face alike, before SDPA): act·(kv_dim + hidden) per tensor, 2 kernels.
+///  * SwiGLU: silu(w1·x) and × (w3·x) as two kernels: 5·act per ffn element, against 3·act.
+///  * the loss: logits cast to fp32 before cross_entropy (torchtitan's `.float()`, Hugging Face's
+///    `logits.float()`): act + 4 bytes per vocab entry, one kernel (logits_upcast_bytes_per_token).
 /// Precondition: shape validated (all sizes > 0, heads divisible by kv_heads).
 ModelSpec make_transformer(const std::string& name, const TransformerShape& shape);
 

@@ -25,12 +25,17 @@ std::size_t block_index(const ModelSpec& m, std::size_t layer) {
   return n;
 }
 
+// Eager PyTorch's composites save more for backward (RMSNorm's fp32 input, LayerSpec).
+double eager_extra(const Scenario& s, const LayerSpec& l) {
+  return s.framework.eager() ? l.eager_extra_activation_bytes_per_token : 0.0;
+}
+
 DType gemm_dtype(const LayerSpec& l, const LayerGemm& g) {
   return g.param >= 0 ? l.params.at(static_cast<std::size_t>(g.param)).dtype : DType::BF16;
 }
 
 double none_bytes(const Scenario& s, const LayerSpec& l) {
-  return activation_bytes_per_token(l, s.activations.flash_attention, false, s.batch.seq_len);
+  return activation_bytes_per_token(l, s.activations.flash_attention, false, s.batch.seq_len) + eager_extra(s, l);
 }
 
 }  // namespace
@@ -106,7 +111,7 @@ double kept_activation_bytes_per_token(const Scenario& s, std::size_t layer) {
       return std::min(kept, none_bytes(s, l));
     }
     case LayerRecompute::CoreAttention:
-      return activation_bytes_per_token(l, true, false, s.batch.seq_len);
+      return activation_bytes_per_token(l, true, false, s.batch.seq_len) + eager_extra(s, l);
   }
   return none_bytes(s, l);
 }

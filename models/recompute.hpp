@@ -50,7 +50,8 @@ struct RecomputeWork {
 RecomputeWork recompute_work(const Scenario& s, std::size_t layer);
 
 /// Activation bytes per token layer `layer` keeps from its forward to its backward:
-/// None: activation_bytes_per_token (with eager attention's scores); Full: its input;
+/// None: activation_bytes_per_token (with eager attention's scores) + under eager PyTorch
+/// LayerSpec::eager_extra_activation_bytes_per_token; Full: its input;
 /// SelectiveOp: its input + the saved matmul outputs (n elements each, in the weight's dtype)
 /// + per attention its output (heads·head_dim elements) and fp32 logsumexp (4·heads bytes),
 /// capped at None's; CoreAttention: None's less eager attention's scores.

@@ -53,6 +53,20 @@ std::string report_text(const Report& r) {
                        s.calibration && s.calibration->gemm ? "calibration" : "profile " + s.hardware.name));
     if (s.framework.host_op_s > 0)
       line(fmt::format("  framework   {:.3g} us of CPU per op; kernels wait for their launch", s.framework.host_op_s * 1e6));
+    // Which kernels run: only where the model has composites eager PyTorch runs op by op.
+    const bool composites = std::any_of(s.model.layers.begin(), s.model.layers.end(), [](const LayerSpec& l) {
+      return l.eager_extra_streaming_bytes_per_token > 0 || l.logits_upcast_bytes_per_token > 0;
+    });
+    if (composites) {
+      using Impl = FrameworkConfig::Implementation;
+      const char* what = s.framework.implementation == Impl::Compile ? "torch.compile: each elementwise chain one fused kernel"
+                         : s.framework.implementation == Impl::MegatronTE
+                             ? "Megatron-Core + Transformer Engine: fused norm, rotary, SwiGLU and loss kernels"
+                         : s.framework.upcast_logits ? "eager PyTorch: its RMSNorm, rotary, repeat_kv, SwiGLU op by op; logits cast to fp32 for the loss"
+                                                     : "eager PyTorch: its RMSNorm, rotary, repeat_kv, SwiGLU op by op; a fused cross-entropy kernel";
+      line(fmt::format("  kernels     {} (framework.implementation {})", what,
+                       implementation_names().at(static_cast<std::size_t>(s.framework.implementation))));
+    }
     if (s.activations.flash_attention && !s.activations.attention_kernel.empty())
       if (const hardware::AttentionThroughput* k = s.hardware.attention_kernel(s.activations.attention_kernel))
         line(fmt::format("  attention   {} at its measured fwd+bwd throughput (profile {}: {})", k->kernel, s.hardware.name,

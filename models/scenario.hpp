@@ -110,6 +110,19 @@ struct ActivationConfig {
 /// n_host_only_ops·h (hardware::StepCostModel). 0 (the default): kernels only, as before.
 struct FrameworkConfig {
   double host_op_s = 0;  ///< CPU time per eager op (Python + dispatcher + launch), seconds ≥ 0
+  /// How the model's code runs (`framework.implementation`, issue 14 item 3): "eager" (PyTorch
+  /// modules op by op, as torchtitan and Hugging Face run them: RMSNorm, rotary, repeat_kv,
+  /// SwiGLU and the loss cast as separate kernels, LayerSpec::eager_extra_*), "compile"
+  /// (torch.compile fuses each elementwise chain into one kernel) or "megatron_te" (Megatron-Core
+  /// with Transformer Engine's fused kernels; the same fused traffic as compile).
+  enum class Implementation { Eager, Compile, MegatronTE };
+  Implementation implementation = Implementation::Eager;
+  bool eager() const { return implementation == Implementation::Eager; }
+  /// `framework.cross_entropy`: how eager code computes the loss. true ("upcast", the default):
+  /// logits cast to fp32 first (torchtitan's cross_entropy_loss, Hugging Face's logits.float(),
+  /// Megatron's output.float() unless fp16_lm_cross_entropy); false ("fused"): one kernel over
+  /// the low-precision logits (flash-attn's CrossEntropyLoss, llm-foundry's fused_crossentropy).
+  bool upcast_logits = true;
 };
 
 /// Batch: tokens per GPU per micro-batch = micro_batch_size × seq_len.
@@ -206,5 +219,9 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 
 /// Names of the strategies the registry knows, for messages.
 std::vector<std::string> strategy_names();
+
+/// `framework.implementation` values in FrameworkConfig::Implementation order: "eager",
+/// "compile", "megatron_te".
+std::vector<std::string> implementation_names();
 
 }  // namespace stepsim::models

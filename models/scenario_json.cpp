@@ -37,6 +37,8 @@ int Scenario::zero_stage() const {
   return 0;
 }
 
+std::vector<std::string> implementation_names() { return {"eager", "compile", "megatron_te"}; }
+
 std::vector<std::string> strategy_names() {
   std::vector<std::string> names;
   for (const auto& s : strategy_registry()) names.emplace_back(s.name);
@@ -351,6 +353,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     s.framework.host_op_s = fw->number_or("host_op_s", 0.0, Check::NonNegative, Dimension::Seconds);
     if (s.framework.host_op_s > 0.01)
       fw->fail("host_op_s", fmt::format("expected a per-op CPU time below 10 ms (e.g. \"20us\"), got {:g} s", s.framework.host_op_s));
+    const auto names = implementation_names();
+    const std::string impl = fw->choice_or("implementation", names.front(), names);
+    s.framework.implementation =
+        static_cast<FrameworkConfig::Implementation>(std::find(names.begin(), names.end(), impl) - names.begin());
+    s.framework.upcast_logits = fw->choice_or("cross_entropy", "upcast", {"upcast", "fused"}) == "upcast";
     fw->finish();
   }
   s.optimizer = root.choice_or("optimizer", "adam", {"adam", "none"});
@@ -547,7 +554,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   resolved["batch"] = {{"micro_batch_size", s.batch.micro_batch_size},
                        {"seq_len", s.batch.seq_len},
                        {"grad_accum", s.batch.grad_accum}};
-  if (s.framework.host_op_s > 0) resolved["framework"] = {{"host_op_s", s.framework.host_op_s}};
+  resolved["framework"] = {{"implementation", implementation_names().at(static_cast<std::size_t>(s.framework.implementation))},
+                           {"cross_entropy", s.framework.upcast_logits ? "upcast" : "fused"}};
+  if (s.framework.host_op_s > 0) resolved["framework"]["host_op_s"] = s.framework.host_op_s;
   resolved["optimizer"] = s.optimizer;
   resolved["collectives"] = {{"cost_model", s.cost_model},
                              {"algorithm", s.algorithm == hardware::CollectiveAlgorithm::Ring ? "ring"

@@ -35,6 +35,24 @@ double eager_score_elements(const Scenario& s, const LayerSpec& l) {
   return static_cast<double>(s.batch.micro_batch_size) * static_cast<double>(l.attention_heads) * seq * seq;
 }
 
+// The loss's fp32 cast of the logits runs (eager PyTorch, framework.cross_entropy "upcast").
+bool logits_upcast(const Scenario& s, const LayerSpec& l) {
+  return s.framework.eager() && s.framework.upcast_logits && l.logits_upcast_bytes_per_token > 0;
+}
+
+// Forward streaming traffic per token: fused, plus what eager PyTorch's op-by-op composites add.
+double streaming_bytes_per_token(const Scenario& s, const LayerSpec& l) {
+  if (!s.framework.eager()) return l.fwd_streaming_bytes_per_token;
+  return l.fwd_streaming_bytes_per_token + l.eager_extra_streaming_bytes_per_token +
+         (logits_upcast(s, l) ? l.logits_upcast_bytes_per_token : 0.0);
+}
+
+// Forward streaming kernels: fused, plus eager PyTorch's extra launches.
+double streaming_kernels(const Scenario& s, const LayerSpec& l) {
+  if (!s.framework.eager()) return l.fwd_streaming_kernels;
+  return l.fwd_streaming_kernels + l.eager_extra_streaming_kernels + (logits_upcast(s, l) ? 1.0 : 0.0);
+}
+
 std::string short_name(const std::string& layer, const std::string& param) {
   // "model.layers.3.mlp.down_proj.weight" -> "mlp.down_proj.weight"
   const std::string key = layer + ".";
@@ -63,7 +81,7 @@ sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& 
     t.op = static_cast<std::uint32_t>(hardware::OpCode::Layer);
     t.work = static_cast<std::uint32_t>(2 * layer);
     t.flops = forward_flops(s, l);
-    t.bytes = static_cast<double>(s.tokens_per_micro_batch()) * l.fwd_streaming_bytes_per_token +
+    t.bytes = static_cast<double>(s.tokens_per_micro_batch()) * streaming_bytes_per_token(s, l) +
               kEagerScoreBytesFwd * eager_score_elements(s, l);
   }
   t.alloc_bytes[kActivationCounter] = layer_activation_bytes(s, layer);
@@ -93,7 +111,7 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
   const RecomputeWork re = recompute_work(s, layer);
   const double bwd_gemm = tokens * l.fwd_gemm_flops_per_token * (2.0 - frozen_share + re.linear_flops_share);
   const double bwd_attn = (2.0 + re.attention) * tokens * l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len);
-  const double bwd_stream = (2.0 + re.streaming) * tokens * l.fwd_streaming_bytes_per_token +
+  const double bwd_stream = (2.0 + re.streaming) * tokens * streaming_bytes_per_token(s, l) +
                             (kEagerScoreBytesBwd + re.attention * kEagerScoreBytesFwd) * eager_score_elements(s, l);
   const double fixed_bwd = l.bwd_s ? *l.bwd_s + (re.policy == LayerRecompute::Full ? l.fwd_s.value_or(0.0) : 0.0) : 0.0;
   const double activations = layer_activation_bytes(s, layer);
@@ -289,13 +307,14 @@ std::vector<hardware::KernelWork> kernel_work_table(const Scenario& s) {
   for (std::size_t i = 0; i < s.model.layers.size(); ++i) {
     const LayerSpec& l = s.model.layers[i];
     const double eager = eager_score_elements(s, l) > 0 ? kEagerKernelsFwd : 0.0;
-    const double kernels = l.fwd_streaming_kernels + eager;
+    const double streaming = streaming_kernels(s, l);
+    const double kernels = streaming + eager;
     out.push_back({layer_gemms(s, i, false), layer_attention(s, i, false), kernels, l.fwd_host_only_ops});
     // Backward: each forward kernel's backward (about two kernels: input grad, parameter/bias
     // grad) and the views' backward views, plus what recomputation runs again (recompute.hpp).
     const RecomputeWork re = recompute_work(s, i);
     out.push_back({layer_gemms(s, i, true), layer_attention(s, i, true),
-                   2.0 * kernels + re.streaming * l.fwd_streaming_kernels + re.attention * eager,
+                   2.0 * kernels + re.streaming * streaming + re.attention * eager,
                    (1.0 + re.streaming) * l.fwd_host_only_ops});
   }
   return out;

@@ -15,11 +15,13 @@ using namespace stepsim::models;
 namespace {
 
 // Llama-3-8B (h 4096, kv 1024, ffn 14336, 32 heads, 32 blocks), seq 8192, one micro-batch.
-Scenario llama(const std::string& activations, std::int64_t dp = 8) {
+// Fused kernels (framework.implementation compile: Korthikanti's accounting) unless `eager`.
+Scenario llama(const std::string& activations, std::int64_t dp = 8, bool eager = false) {
   auto doc = nlohmann::json::parse(R"({"hardware": "h100-sxm", "model": "llama3-8b",
       "parallelism": {"strategy": "ddp"}, "batch": {"seq_len": 8192}})");
   doc["parallelism"]["dp"] = dp;
   doc["activations"] = nlohmann::json::parse(activations);
+  doc["framework"] = {{"implementation", eager ? "eager" : "compile"}};
   return parse_scenario(doc, "test.json");
 }
 
@@ -110,4 +112,23 @@ TEST_CASE("recompute: selective_op adds exactly the re-run matmuls and one forwa
   // Memory: between full and none.
   CHECK(rf.memory.activations_bytes < rs.memory.activations_bytes);
   CHECK(rs.memory.activations_bytes < rn.memory.activations_bytes);
+}
+
+TEST_CASE("recompute: under eager PyTorch selective_op re-runs the op-by-op composites too", "[models]") {
+  // Eager (models/model_spec.hpp): each RMSNorm moves (2+4)+8+4+8+(4+2)+2·2 = 36 B per element
+  // instead of 4, rotary 20 instead of 4 on q and k, repeat_kv copies k and v (2·2·(kv + h)),
+  // SwiGLU 10 B per ffn element instead of 6; the kept bytes are the same (mm and SDPA outputs).
+  const Scenario none = llama(R"({"recompute": "none"})", 1, true);
+  const Scenario sel = llama(R"({"recompute": "selective_op"})", 1, true);
+  CHECK(kept_activation_bytes_per_token(sel, 1) == Approx(2 * (4 * h + kv + f) + 4 * heads).epsilon(1e-12));
+  // Eager RMSNorm keeps its fp32 input and bf16 output: 8h more bytes per block without recompute.
+  CHECK(kept_activation_bytes_per_token(none, 1) == Approx(block_none + 8 * h).epsilon(1e-12));
+  const Report rn = run(none), rs = run(sel);
+  const auto& hw = none.hardware;
+  const double rerun_flops = 2 * (h * kv + h * h + h * f) * tokens * 32;
+  const double fused = 2 * (10 * h + 2 * (h + kv) + 3 * f);
+  const double eager_extra = 2 * h * 32 + 16 * (h + kv) + 4 * (kv + h) + 4 * f;
+  const double expected = rerun_flops / (hw.peak_flops_per_s * hw.gemm_efficiency) +
+                          (fused + eager_extra) * tokens * 32 / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
+  CHECK(rs.backward_time_s - rn.backward_time_s == Approx(expected).epsilon(1e-6));
 }

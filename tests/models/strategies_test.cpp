@@ -54,16 +54,26 @@ TEST_CASE("memory: the ZeRO table (Ψ = 7.5B, K = 12, N_d = 64; ZeRO paper Figur
 TEST_CASE("memory: Llama-3-8B activations by hand (Korthikanti et al. 2022 accounting)", "[models]") {
   // Per token per block (bf16): 5h + 2·kv + 3·ffn elements = 5·4096 + 2·1024 + 3·14336 = 65,536
   // → 131,072 bytes × 32 blocks; plus the final norm input (2h bytes) and fp32 logits (4·vocab).
-  const Scenario s = make("llama3-8b", R"({"batch": {"seq_len": 8192}})");
+  // Korthikanti's accounting is that of fused kernels (framework.implementation compile).
+  const Scenario s = make("llama3-8b", R"({"batch": {"seq_len": 8192}, "framework": {"implementation": "compile"}})");
   const double per_token = 131072.0 * 32 + 2.0 * 4096 + 4.0 * 128256;
   CHECK(activation_bytes(s) == Approx(per_token * 8192));
   // Eager attention also stores a·s bf16 scores per token per block: + 2·32·8192 bytes.
-  const Scenario eager = make("llama3-8b", R"({"batch": {"seq_len": 8192}, "activations": {"attention": "eager"}})");
+  const Scenario eager = make("llama3-8b", R"({"batch": {"seq_len": 8192}, "activations": {"attention": "eager"},
+                                               "framework": {"implementation": "compile"}})");
   CHECK(activation_bytes(eager) == Approx((per_token + 2.0 * 32 * 8192 * 32) * 8192));
   // Full recomputation keeps block inputs (2h bytes) plus one block rebuilt at a time (its full
   // activations in place of its input).
-  const Scenario full = make("llama3-8b", R"({"batch": {"seq_len": 8192}, "activations": {"recompute": "full"}})");
+  const Scenario full = make("llama3-8b", R"({"batch": {"seq_len": 8192}, "activations": {"recompute": "full"},
+                                              "framework": {"implementation": "compile"}})");
   CHECK(activation_bytes(full) == Approx((2.0 * 4096 * 32 + 2.0 * 4096 + 4.0 * 128256 + (131072.0 - 8192.0)) * 8192));
+  // Eager PyTorch's RMSNorm saves its fp32 input and bf16 output instead of its bf16 input:
+  // + 4h bytes per norm, two per block (models/model_spec.hpp).
+  const Scenario eager_pt = make("llama3-8b", R"({"batch": {"seq_len": 8192}})");
+  CHECK(activation_bytes(eager_pt) == Approx((per_token + 2 * 4.0 * 4096 * 32) * 8192));
+  // Under full recompute the kept input is the same; the rebuilt block is larger by as much.
+  const Scenario eager_full = make("llama3-8b", R"({"batch": {"seq_len": 8192}, "activations": {"recompute": "full"}})");
+  CHECK(activation_bytes(eager_full) - activation_bytes(full) == Approx(2 * 4.0 * 4096 * 8192));
 }
 
 TEST_CASE("memory: peak over the timeline shrinks by stage", "[models]") {
@@ -298,7 +308,8 @@ TEST_CASE("memory: the out-of-memory warning names the largest part of the peak 
       if (w.rfind("does not fit", 0) == 0) return w;
     return std::string();
   };
-  const Report longseq = run(make("llama3-8b", R"({"parallelism": {"strategy": "fsdp"}, "batch": {"seq_len": 131072}})"));
+  const Report longseq = run(make("llama3-8b", R"({"parallelism": {"strategy": "fsdp"}, "batch": {"seq_len": 131072},
+                                                    "framework": {"implementation": "compile"}})"));
   REQUIRE_FALSE(longseq.memory.fits);
   CHECK(longseq.memory.activations_bytes > 0.9 * longseq.memory.total_bytes);
   CHECK_THAT(warning(longseq), Contains("the largest part is 61") && Contains("GB activations (131072 tokens per micro-batch"));

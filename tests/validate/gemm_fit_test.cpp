@@ -237,7 +237,8 @@ TEST_CASE("models.eager_attention: the a*s^2 score traffic of unfused attention"
                       {"hardware", "a100-sxm"},
                       {"parallelism", {{"strategy", "ddp"}, {"dp", 1}}},
                       {"batch", {{"micro_batch_size", 2}, {"seq_len", 1024}, {"grad_accum", 1}}},
-                      {"activations", {{"attention", "flash"}, {"recompute", "full"}}}};
+                      {"activations", {{"attention", "flash"}, {"recompute", "full"}}},
+                      {"framework", {{"implementation", "compile"}}}};  // fused norms: the counts below
   const models::Scenario flash = models::parse_scenario(j, "flash");
   j["activations"]["attention"] = "eager";
   const models::Scenario eager = models::parse_scenario(j, "eager");
