@@ -174,6 +174,10 @@ struct Scenario {
   std::shared_ptr<const hardware::CalibrationOverlay> calibration;
   ModelSpec model;
   hardware::HardwareProfile hardware;
+  /// `sim.gemm_model` "flat": hardware.gemm_curve was dropped, every GEMM runs at the profile's
+  /// gemm_efficiency (the seeds' compute model); "curve" (false, the default): the profile's
+  /// shape-dependent curve when it has one.
+  bool flat_gemm = false;
   ClusterConfig cluster;
   ParallelismConfig parallelism;
   BatchConfig batch;

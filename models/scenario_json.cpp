@@ -453,6 +453,14 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
         var.degraded_links.emplace_back(node, factor);
       }
     }
+    // The seeds price every GEMM at one efficiency; "flat" drops the profile's shape curve.
+    if (simcfg->choice_or("gemm_model", "curve", {"curve", "flat"}) == "flat") {
+      if (s.calibration && s.calibration->gemm)
+        simcfg->fail("gemm_model", fmt::format("\"flat\" would ignore the GEMM curve of calibration '{}' (expected "
+                                               "\"curve\", or drop the calibration)", s.calibration_ref));
+      s.hardware.gemm_curve = hardware::GemmCurve{};
+      s.flat_gemm = true;
+    }
     auto& con = s.contention;
     con.link_sharing = simcfg->boolean_or("link_sharing", true);
     con.overlap_model = simcfg->choice_or("overlap_model", "factor", {"factor", "sm_partition", "off"});
@@ -566,6 +574,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   resolved["sim"] = {{"rank_mode", s.rank_mode}};
   resolved["sim"]["link_sharing"] = s.contention.link_sharing;
   resolved["sim"]["overlap_model"] = s.contention.overlap_model;
+  resolved["sim"]["gemm_model"] = s.flat_gemm ? "flat" : "curve";
   resolved["sim"]["overlap_compute_slowdown"] = s.contention.overlap_compute_slowdown;
   resolved["sim"]["nccl_sms"] = s.contention.nccl_sms;
   resolved["sim"]["cuda_device_max_connections"] = s.contention.cuda_device_max_connections;

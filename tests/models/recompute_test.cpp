@@ -22,6 +22,7 @@ Scenario llama(const std::string& activations, std::int64_t dp = 8, bool eager =
   doc["parallelism"]["dp"] = dp;
   doc["activations"] = nlohmann::json::parse(activations);
   doc["framework"] = {{"implementation", eager ? "eager" : "compile"}};
+  doc["sim"] = {{"gemm_model", "flat"}};  // GEMMs at the flat efficiency: the timing cases count FLOPs
   return parse_scenario(doc, "test.json");
 }
 
@@ -92,7 +93,7 @@ TEST_CASE("recompute: megatron_selective re-runs the attention core; with flash 
 
 TEST_CASE("recompute: selective_op adds exactly the re-run matmuls and one forward of the streaming kernels",
           "[models]") {
-  // One GPU (no communication), the flat roofline of h100-sxm (no GEMM curve): backward time
+  // One GPU (no communication), the flat roofline of h100-sxm (sim.gemm_model flat): backward time
   // grows by the re-run GEMM FLOPs at peak·gemm_efficiency plus one forward's streaming bytes at
   // hbm_bandwidth·hbm_efficiency, per block.
   const Scenario none = llama(R"({"recompute": "none"})", 1);

@@ -112,7 +112,8 @@ TEST_CASE("accuracy: every built-in set stays under its guard (issue 14 item 1)"
   // simulatable, this test asks for its guard.
   const std::map<std::string, double> guards = {
       {"dlperf", 0.328},             // 31.8 % on 13 simulated rows (2026-12-02: Megatron's fp32 loss cast; 35.9 % before)
-      {"llm-foundry", 0.081},        // 7.1 % on 209 simulated rows (2026-12-01; 19.4 % before the attention kernels)
+      {"llm-foundry", 0.075},        // 6.5 % on 209 simulated rows (2026-12-02, Hopper GEMM curve; 7.1 % before it,
+                                     // 19.4 % before the attention kernels)
       {"pytorch-ddp-bench", -1},     // ResNets: no convolutional model yet
       // 13.4 % on 12 simulated rows (2026-12-02): eager PyTorch's op-by-op kernels (issue 14 item 3)
       // took the 10 rows from 21.1 % to 12.5 %, then the 2 torch.compile rows joined (-26, -28 %).

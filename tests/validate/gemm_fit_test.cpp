@@ -133,7 +133,8 @@ TEST_CASE("validate.gemm fit recovers a known curve from synthetic exact data") 
 }
 
 TEST_CASE("validate.gemm fit on the noisy fixture: within its 3 % noise, far better than the flat nominal") {
-  const HardwareProfile hw = load_profile("h200");
+  HardwareProfile hw = load_profile("h200");
+  hw.gemm_curve = GemmCurve{};  // the flat nominal (what sim.gemm_model "flat" prices)
   const GemmFitResult r = fit_gemm(read_gemm_measurements(fixture("h200_gemm_sweep.json")), hw, 132);
   // make_gemm_sweep.py: e_max 0.80, 5 us, 128x256, ±3 % uniform noise.
   CHECK(r.gemm.curve.tile_m == 128);
@@ -178,7 +179,7 @@ TEST_CASE("hardware.calibration gemm section round-trips and prices run's GEMMs 
   // configs/calibration/h200-mlp-t1024.json: 8 layers of D 4096, F 16384, 1024 tokens. Forward
   // per layer = GEMMs (1024,16384,4096) + (1024,4096,16384) + GELU streaming 2·2·F bytes per token.
   const std::string scenario = std::string(STEPSIM_SOURCE_DIR) + "/configs/calibration/h200-mlp-t1024.json";
-  const models::Report nominal = models::run(models::load_scenario(scenario, {}));
+  const models::Report nominal = models::run(models::load_scenario(scenario, {"sim.gemm_model=flat"}));
   const models::Report fitted = models::run(models::load_scenario(scenario, {"calibration=" + path}));
   const double stream = 1024.0 * 2 * 2 * 16384 / (4.8e12 * 0.85);
   const GemmShape in{1024, 16384, 4096, 1}, out{1024, 4096, 16384, 1};
@@ -187,20 +188,24 @@ TEST_CASE("hardware.calibration gemm section round-trips and prices run's GEMMs 
   const GemmCurve& c = back.gemm->curve;
   CHECK(fitted.forward_time_s == Approx(8 * (gemm_time_s(hw, c, in) + gemm_time_s(hw, c, out) + stream)).epsilon(1e-9));
   CHECK(fitted.forward_time_s < nominal.forward_time_s);  // the curve reaches ~0.78 of peak here, above the flat 0.7
+  // A flat GEMM model would silently drop the overlay's curve: refused.
+  CHECK_THROWS_WITH(models::load_scenario(scenario, {"calibration=" + path, "sim.gemm_model=flat"}),
+                    Catch::Matchers::Contains("/sim/gemm_model") && Catch::Matchers::Contains("would ignore the GEMM curve"));
   // Collectives are untouched by a GEMM-only overlay.
   CHECK(fitted.comm_time_s == Approx(nominal.comm_time_s).epsilon(1e-12));
   // A transformer with flash attention (Llama-3.2-1B, seq 8192) on H200: the curve above the
   // flat 0.7 makes forward faster, not slower (a trial found +50 % while the fused attention
   // matmuls were charged the s² scores' HBM traffic).
   const std::string llama = std::string(STEPSIM_SOURCE_DIR) + "/configs/examples/default.json";
-  const models::Report flat = models::run(models::load_scenario(llama, {"hardware=h200"}));
+  const models::Report flat = models::run(models::load_scenario(llama, {"hardware=h200", "sim.gemm_model=flat"}));
   const models::Report curved = models::run(models::load_scenario(llama, {"hardware=h200", "calibration=" + path}));
   CHECK(curved.forward_time_s < flat.forward_time_s);
   CHECK(curved.forward_time_s > 0.7 * flat.forward_time_s);
 }
 
 TEST_CASE("hardware.kernel_work: per-op host cost, by hand") {
-  const HardwareProfile hw = load_profile("h200");  // no curve: flat 0.7 of 989 TFLOP/s
+  HardwareProfile hw = load_profile("h200");
+  hw.gemm_curve = GemmCurve{};  // no curve: flat 0.7 of 989 TFLOP/s
   KernelWork w;
   w.gemms = {{{1024, 1024, 1024, 1}, 2}};  // 2 x 2.147 GFLOP = 3.10 us each at 692 TFLOP/s
   w.streaming_kernels = 4;
