@@ -10,11 +10,11 @@
 namespace stepsim::hardware {
 
 double kernel_time_s(const HardwareProfile& hw, double flops, double bytes) {
-  return std::max(flops / (hw.peak_flops_per_s * hw.gemm_efficiency), streaming_time_s(hw, bytes));
+  return std::max(flops / (hw.sustained_flops_per_s() * hw.gemm_efficiency), streaming_time_s(hw, bytes));
 }
 
 double sequence_time_s(const HardwareProfile& hw, double flops, double bytes) {
-  return flops / (hw.peak_flops_per_s * hw.gemm_efficiency) + streaming_time_s(hw, bytes);
+  return flops / (hw.sustained_flops_per_s() * hw.gemm_efficiency) + streaming_time_s(hw, bytes);
 }
 
 double streaming_time_s(const HardwareProfile& hw, double bytes) {

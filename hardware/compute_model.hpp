@@ -9,6 +9,7 @@ namespace stepsim::hardware {
 /// Roofline time of a kernel doing `flops` floating-point operations and moving `bytes`
 /// through HBM (DESIGN.md "Core abstractions"):
 ///   t = max(flops / (peak · gemm_efficiency), bytes / (hbm_bw · hbm_efficiency))   [s]
+/// (peak = HardwareProfile::sustained_flops_per_s(): the datasheet peak at the sustained clock)
 /// Preconditions: flops ≥ 0, bytes ≥ 0.
 double kernel_time_s(const HardwareProfile& hw, double flops, double bytes);
 

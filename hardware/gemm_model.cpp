@@ -21,7 +21,7 @@ double wave_efficiency(const GemmCurve& curve, const GemmShape& g) {
 }
 
 double gemm_time_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g) {
-  const double compute = gemm_flops(g) / (hw.peak_flops_per_s * curve.max_efficiency * wave_efficiency(curve, g));
+  const double compute = gemm_flops(g) / (hw.sustained_flops_per_s() * curve.max_efficiency * wave_efficiency(curve, g));
   if (g.on_chip) return compute;
   // bf16/fp16 operands: A and B read once, C written once (the tiles' re-reads hit L2).
   const double bytes = 2.0 * (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch;
@@ -36,7 +36,7 @@ double gemm_efficiency(const HardwareProfile& hw, const GemmCurve& curve, const 
 namespace {
 
 double one_gemm_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g) {
-  return curve.present() ? gemm_time_s(hw, curve, g) : gemm_flops(g) / (hw.peak_flops_per_s * hw.gemm_efficiency);
+  return curve.present() ? gemm_time_s(hw, curve, g) : gemm_flops(g) / (hw.sustained_flops_per_s() * hw.gemm_efficiency);
 }
 
 }  // namespace
@@ -53,10 +53,11 @@ double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, con
   for (const auto& w : work.gemms)  // a fused on-chip matmul is no op of its own on the host
     gemm += w.count * (w.shape.on_chip ? one_gemm_s(hw, curve, w.shape) : std::max(one_gemm_s(hw, curve, w.shape), host_op_s));
   for (const auto& a : work.attention)
-    gemm += std::max(a.passes * a.forward_flops() / attention_flops_per_s(hw.attention.at(a.kernel), a.causal, a.head_dim, a.seq_len),
+    gemm += std::max(a.passes * a.forward_flops() /
+                         (hw.clock_fraction() * attention_flops_per_s(hw.attention.at(a.kernel), a.causal, a.head_dim, a.seq_len)),
                      host_op_s);
   if (work.gemms.empty() && work.attention.empty() && flops > 0)
-    gemm = std::max(flops / share / (hw.peak_flops_per_s * hw.gemm_efficiency), host_op_s);
+    gemm = std::max(flops / share / (hw.sustained_flops_per_s() * hw.gemm_efficiency), host_op_s);
   const double stream = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
   return share * gemm + std::max(stream, share * work.streaming_kernels * host_op_s) + share * work.host_only_ops * host_op_s;
 }

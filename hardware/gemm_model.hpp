@@ -13,7 +13,9 @@
 // last wave costs as much as a full one). overhead_s is the fixed per-kernel cost (launch,
 // prologue/epilogue, pipeline fill) that makes small GEMMs far slower than peak; max_efficiency
 // is the fraction of peak a full wave of large tiles reaches. The achieved efficiency of a shape
-// is 2·m·n·k·batch / (peak · t).
+// is 2·m·n·k·batch / (peak · t). Throughout, `peak` is HardwareProfile::sustained_flops_per_s():
+// the datasheet peak scaled by the clock the part sustains under its power limit (the datasheet
+// peak itself when the profile gives no clocks); gemm_efficiency() reports against the datasheet.
 #pragma once
 
 #include "hardware/hardware_profile.hpp"
@@ -72,7 +74,7 @@ struct KernelWork {
 /// the CPU `host_op_s` to launch and the GPU cannot run ahead of it [s]:
 ///   share · Σ_GEMM count · max(t_gemm, h) + share · Σ_attention max(passes · forward_flops / r, h)
 ///   + max(bytes / (hbm_bw · hbm_efficiency), share · streaming_kernels · h) + share · host_only_ops · h
-/// where r = attention_flops_per_s(hw.attention[kernel], causal, head_dim, seq_len)
+/// where r = clock_fraction · attention_flops_per_s(hw.attention[kernel], causal, head_dim, seq_len)
 /// (the streaming bytes are spread evenly over the streaming kernels). t_gemm from `curve`, or
 /// the flat roofline without one; with no GEMM shapes, `flops` at the flat efficiency (one op).
 /// With h = 0 this is the sum of GEMM times and the streaming time.

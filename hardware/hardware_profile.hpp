@@ -98,6 +98,15 @@ struct HardwareProfile {
   std::vector<std::string> sources;  ///< where the numbers come from
 
   double peak_flops_per_s = 0;       ///< dense BF16/FP16 tensor-core peak per GPU/chip
+  /// `compute.boost_clock_mhz` / `compute.sustained_clock_mhz` (both or neither): the clock the
+  /// datasheet peak is quoted at and the clock the SMs sustain under the part's power limit
+  /// (0 = not given, the peak holds). Tensor-core work (GEMMs, fused attention, flat-FLOP
+  /// kernels) runs at peak × sustained / boost; HBM streaming does not depend on it.
+  double boost_clock_mhz = 0, sustained_clock_mhz = 0;
+  /// sustained_clock_mhz / boost_clock_mhz, or 1 without them.
+  double clock_fraction() const { return boost_clock_mhz > 0 ? sustained_clock_mhz / boost_clock_mhz : 1.0; }
+  /// The compute rate the cost models use: peak_flops_per_s × clock_fraction() [FLOP/s].
+  double sustained_flops_per_s() const { return peak_flops_per_s * clock_fraction(); }
   double gemm_efficiency = 0;        ///< default achieved fraction of peak for large GEMMs
   int sm_count = 0;                  ///< streaming multiprocessors (0 = not given); `compute.sm_count`
   GemmCurve gemm_curve;              ///< `compute.gemm_curve`; absent = flat gemm_efficiency

@@ -73,6 +73,16 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   p.peak_flops_per_s = compute.number("peak_flops_per_s", Check::Positive, Dimension::FlopsPerSecond);
   p.gemm_efficiency = compute.number_or("gemm_efficiency", 0.7, Check::Fraction);
   p.sm_count = static_cast<int>(compute.integer_or("sm_count", 0, 0, 4096));
+  if (compute.has("boost_clock_mhz") || compute.has("sustained_clock_mhz")) {
+    p.boost_clock_mhz = compute.number("boost_clock_mhz", Check::Positive);
+    p.sustained_clock_mhz = compute.number("sustained_clock_mhz", Check::Positive);
+    for (const auto& [key, v] : {std::pair{"boost_clock_mhz", p.boost_clock_mhz}, std::pair{"sustained_clock_mhz", p.sustained_clock_mhz}})
+      if (v < 100 || v > 5000) compute.fail(key, fmt::format("expected a clock in [100, 5000] MHz, got {:g}", v));
+    if (p.sustained_clock_mhz > p.boost_clock_mhz)
+      compute.fail("sustained_clock_mhz", fmt::format("{:g} MHz is above compute.boost_clock_mhz ({:g}); expected the clock "
+                                                      "sustained under the power limit, at most the peak's",
+                                                      p.sustained_clock_mhz, p.boost_clock_mhz));
+  }
   if (const auto curve = compute.optional_object("gemm_curve")) {
     p.gemm_curve = read_gemm_curve(*curve, p.sm_count);
     curve->finish();

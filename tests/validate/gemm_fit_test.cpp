@@ -260,3 +260,29 @@ TEST_CASE("models.eager_attention: the a*s^2 score traffic of unfused attention"
   CHECK(work[2].streaming_kernels == 5 + 3);  // 2 norms, 2 residual adds, GeLU, + softmax, dropout, copy
   CHECK(work[3].streaming_kernels == 3 * 8);  // backward 2x + recomputed forward
 }
+
+TEST_CASE("hardware.profiles: a sustained clock slows tensor-core work, not HBM streaming (issue 14 item 2)") {
+  // h100-hbm2e-500w: torchtitan's Grand Teton H100 (96 GiB HBM2e, 2.4 TB/s, 500 W), clocks
+  // 1400 of 1830 MHz; otherwise h100-sxm.
+  const HardwareProfile gt = load_profile("h100-hbm2e-500w");
+  const HardwareProfile sxm = load_profile("h100-sxm");
+  CHECK(gt.hbm_bandwidth_bytes_per_s == Approx(2.4e12));
+  CHECK(gt.hbm_bytes == Approx(96.0 * 1024 * 1024 * 1024));
+  CHECK(gt.clock_fraction() == Approx(1400.0 / 1830));
+  CHECK(sxm.clock_fraction() == 1.0);
+  CHECK(gt.sustained_flops_per_s() == Approx(989e12 * 1400 / 1830));
+  const GemmShape big{8192, 8192, 8192, 1};
+  CHECK(gemm_time_s(gt, gt.gemm_curve, big) - gt.gemm_curve.overhead_s ==
+        Approx((gemm_time_s(sxm, sxm.gemm_curve, big) - sxm.gemm_curve.overhead_s) * 1830 / 1400).epsilon(1e-12));
+  // Efficiency is reported against the datasheet peak: lower under the power limit.
+  CHECK(gemm_efficiency(gt, gt.gemm_curve, big) < gemm_efficiency(sxm, sxm.gemm_curve, big));
+  KernelWork w;
+  w.attention = {{0, 32, 8192, 128, true, 2.5}};
+  REQUIRE(gt.attention.at(0).kernel == sxm.attention.at(0).kernel);
+  const double att_gt = kernel_work_time_s(gt, gt.gemm_curve, w, 1.0, 0, 0, 0);
+  const double att_sxm = kernel_work_time_s(sxm, sxm.gemm_curve, w, 1.0, 0, 0, 0);
+  CHECK(att_gt == Approx(att_sxm * 1830 / 1400).epsilon(1e-12));
+  // Streaming bytes run at the HBM bandwidth only: 2.4 vs 3.35 TB/s, whatever the clock.
+  const KernelWork none;
+  CHECK(kernel_work_time_s(gt, gt.gemm_curve, none, 1.0, 0, 1e9, 0) == Approx(1e9 / (2.4e12 * 0.85)).epsilon(1e-12));
+}
