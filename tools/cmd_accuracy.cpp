@@ -28,6 +28,7 @@ struct AccuracyArgs {
   std::string format = "text";
   unsigned threads = 0;
   bool bands = false;
+  std::vector<std::string> overrides;  ///< --set KEY=VALUE on every row
 };
 
 bool known_set(const std::string& name) {
@@ -44,6 +45,9 @@ int cmd_accuracy(AccuracyArgs a) {
     else print(validate::vtrain_accuracy_text(acc));
     return 0;
   }
+  // The bands reports print are those of the sets as published, never of a what-if.
+  if (a.bands && !a.overrides.empty())
+    throw InputError("--bands", "", fmt::format("prints the error bands of the sets as published; drop --set {}", a.overrides.front()));
   if (a.sets.empty()) a.sets = validate::accuracy_set_names();
   std::vector<validate::AccuracySetResult> results;
   std::vector<std::string> seen;
@@ -51,7 +55,7 @@ int cmd_accuracy(AccuracyArgs a) {
     if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;  // named twice: once
     seen.push_back(name);
     if (name == "vtrain") {
-      results.push_back(validate::vtrain_set_result(validate::vtrain_accuracy(a.vtrain_csv, a.threads)));
+      results.push_back(validate::vtrain_set_result(validate::vtrain_accuracy(a.vtrain_csv, a.threads, a.overrides)));
       continue;
     }
     validate::AccuracySet set = validate::load_accuracy_set(name);
@@ -59,7 +63,7 @@ int cmd_accuracy(AccuracyArgs a) {
       if (r.name == set.name)
         throw InputError(set.origin, "/name", fmt::format("'{}' is the name of a set already run; expected each set once",
                                                           set.name));
-    results.push_back(validate::run_accuracy_set(set, a.threads));
+    results.push_back(validate::run_accuracy_set(set, a.threads, a.overrides));
   }
   if (a.bands) print(validate::error_bands_inc(validate::compute_error_bands(results)));
   else if (a.format == "json") print(validate::accuracy_json(results).dump(2) + "\n");
@@ -82,6 +86,9 @@ void add_accuracy_command(CLI::App& app, Action& action) {
   acc->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
   acc->add_flag("--bands", a->bands,
                  "print the error bands the sets give, as models/error_bands.inc (run with every set)");
+  acc->add_option("--set", a->overrides,
+                  "KEY=VALUE applied to every row's scenario, as stepsim run --set (what-if: e.g. "
+                  "sim.gemm_model=flat, framework.implementation=compile); the guards and --bands mean the sets as published");
   add_jobs_option(*acc, a->threads, "rows simulated");
   acc->callback([a, &action] { action = [a] { return cmd_accuracy(*a); }; });
 }

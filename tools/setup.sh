@@ -5,7 +5,7 @@
 set -euo pipefail
 # gnuplot-nox (sweep --plot) and Open MPI (sweep across MPI ranks, STEPSIM_WITH_MPI=AUTO) are
 # optional for the build, which works without them, but installed so that the tests cover them.
-packages=(cmake g++ make libboost-graph-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev gnuplot-nox
+packages=(cmake g++ make libboost-graph-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev gnuplot-nox python3
           openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -78,7 +78,7 @@ std::vector<std::string> accuracy_set_names() {
   return names;
 }
 
-AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads) {
+AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads, const std::vector<std::string>& overrides) {
   AccuracySetResult out;
   out.name = set.name;
   out.description = set.description;
@@ -97,7 +97,8 @@ AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads) {
     r.measured = row.measured;
     r.fit_split = i % 2 == 0;
     if (!row.unsupported.empty()) continue;
-    scenarios[i] = models::parse_scenario(row.scenario, fmt::format("{} row '{}'", set.origin, row.id));
+    scenarios[i] = models::parse_scenario(with_overrides(row.scenario, overrides),
+                                          fmt::format("{} row '{}'{}", set.origin, row.id, overrides_label(overrides)));
   }
   for_each_row(set.rows.size(), threads, [&](std::size_t i) {
     if (!set.rows[i].unsupported.empty()) return;

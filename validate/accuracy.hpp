@@ -92,9 +92,12 @@ struct AccuracySetResult {
 };
 
 /// Simulates every row that has no `requires` (rows in parallel on `threads`; results do not
-/// depend on it).
-/// @throws InputError when a row's scenario is rejected (naming the set and the row id).
-AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads = 0);
+/// depend on it), each with `overrides` ("a.b=VALUE", as `stepsim run --set`) applied to its
+/// scenario: what-if runs (e.g. "sim.gemm_model=flat" undoes the GEMM curves).
+/// @throws InputError when a row's scenario is rejected (naming the set and the row id) or an
+///         override is malformed.
+AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads = 0,
+                                   const std::vector<std::string>& overrides = {});
 
 /// vTrain's CSV as a set result (ids "line N", metric step_time_s).
 AccuracySetResult vtrain_set_result(const VtrainAccuracy& a);

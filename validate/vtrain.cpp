@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/report.hpp"
+#include "sim/support/json_reader.hpp"
 #include "sim/support/input_file.hpp"
 #include "sim/support/error.hpp"
 
@@ -279,8 +280,21 @@ nlohmann::json vtrain_scenario_json(const VtrainRow& row) {
       {"optimizer", "adam"}};
 }
 
-models::Scenario vtrain_scenario(const VtrainRow& row, const std::string& csv_path) {
-  return models::parse_scenario(vtrain_scenario_json(row), fmt::format("{} line {}", csv_path, row.line));
+nlohmann::json with_overrides(nlohmann::json doc, const std::vector<std::string>& overrides) {
+  for (const auto& o : overrides) apply_override(doc, o, "--set " + o);
+  return doc;
+}
+
+std::string overrides_label(const std::vector<std::string>& overrides) {
+  std::string out;
+  for (const auto& o : overrides) out += (out.empty() ? " (" : " ") + std::string("--set ") + o;
+  return out.empty() ? out : out + ")";
+}
+
+models::Scenario vtrain_scenario(const VtrainRow& row, const std::string& csv_path,
+                                 const std::vector<std::string>& overrides) {
+  return models::parse_scenario(with_overrides(vtrain_scenario_json(row), overrides),
+                                fmt::format("{} line {}{}", csv_path, row.line, overrides_label(overrides)));
 }
 
 ErrorStats error_stats(const std::vector<double>& rel_errors, const std::vector<std::size_t>& lines) {
@@ -315,14 +329,14 @@ ErrorStats error_stats(const std::vector<VtrainResult>& results) {
   return error_stats(e, lines);
 }
 
-VtrainAccuracy vtrain_accuracy(const std::string& csv_path, unsigned threads) {
+VtrainAccuracy vtrain_accuracy(const std::string& csv_path, unsigned threads, const std::vector<std::string>& overrides) {
   VtrainAccuracy a;
   a.source = csv_path;
   const std::vector<VtrainRow> rows = read_vtrain_csv(csv_path);
   // Parse every scenario first, in order, so the first bad row is the one reported.
   std::vector<models::Scenario> scenarios;
   scenarios.reserve(rows.size());
-  for (const VtrainRow& row : rows) scenarios.push_back(vtrain_scenario(row, csv_path));
+  for (const VtrainRow& row : rows) scenarios.push_back(vtrain_scenario(row, csv_path, overrides));
 
   a.rows.resize(rows.size());
   for_each_row(rows.size(), threads, [&](std::size_t i) {

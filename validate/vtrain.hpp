@@ -82,7 +82,14 @@ nlohmann::json vtrain_scenario_json(const VtrainRow& row);
 
 /// vtrain_scenario_json() parsed into a Scenario; `csv_path` names the source in messages.
 /// @throws InputError when the scenario is rejected (the message names the CSV line).
-models::Scenario vtrain_scenario(const VtrainRow& row, const std::string& csv_path);
+models::Scenario vtrain_scenario(const VtrainRow& row, const std::string& csv_path,
+                                 const std::vector<std::string>& overrides = {});
+
+/// `doc` with each of `overrides` applied in order (sim/support apply_override, as --set).
+/// @throws InputError on a malformed override.
+nlohmann::json with_overrides(nlohmann::json doc, const std::vector<std::string>& overrides);
+/// " (--set A --set B)" naming the overrides in messages, "" when there are none.
+std::string overrides_label(const std::vector<std::string>& overrides);
 
 /// Predicted vs measured for one row.
 struct VtrainResult {
@@ -123,7 +130,9 @@ struct VtrainAccuracy {
 /// Reads `csv_path`, simulates every row (rows in parallel on up to `threads` threads; 0 = the
 /// hardware's concurrency; results do not depend on it) and summarises.
 /// @throws InputError from read_vtrain_csv() or from a row's scenario.
-VtrainAccuracy vtrain_accuracy(const std::string& csv_path, unsigned threads = 0);
+/// `overrides` ("a.b=VALUE") are applied to every row's scenario (run_accuracy_set).
+VtrainAccuracy vtrain_accuracy(const std::string& csv_path, unsigned threads = 0,
+                               const std::vector<std::string>& overrides = {});
 
 /// Fixed-width table: one line per row, then median / mean / max |error| for single-node,
 /// multi-node and all rows, and the assumptions.

@@ -167,3 +167,22 @@ TEST_CASE("accuracy: the error bands reports print are those the sets give now (
   CHECK(models::quantile({1, 2, 3, 4}, 0.5) == Approx(2.5));
   CHECK(models::quantile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 0.1) == Approx(2));
 }
+
+TEST_CASE("accuracy: --set overrides every row's scenario (what-if runs, issue 14)", "[validate][accuracy]") {
+  const AccuracySet set = load_accuracy_set("torchtitan");
+  const AccuracySetResult base = run_accuracy_set(set);
+  const AccuracySetResult flat = run_accuracy_set(set, 0, {"sim.gemm_model=flat"});
+  REQUIRE(base.rows.size() == flat.rows.size());
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < base.rows.size(); ++i) {
+    CAPTURE(base.rows[i].id);
+    CHECK(base.rows[i].simulated == flat.rows[i].simulated);
+    if (base.rows[i].simulated && base.rows[i].predicted_step_s != flat.rows[i].predicted_step_s) ++moved;
+  }
+  CHECK(moved == base.stats.count);  // every simulated row has a GEMM curve to drop (A100, H100)
+  // The same override twice gives the same bytes; a bad one names the set, the row and itself.
+  CHECK(run_accuracy_set(set, 0, {"sim.gemm_model=flat"}).rows[0].predicted_step_s == flat.rows[0].predicted_step_s);
+  CHECK_THROWS_WITH(run_accuracy_set(set, 0, {"activations.recompute=bogus"}),
+                    Contains("torchtitan.json row 'd1-t1-llama3.1-8b-8xh100-fsdp-eager' (--set activations.recompute=bogus)") &&
+                        Contains("/activations/recompute"));
+}
