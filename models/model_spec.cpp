@@ -34,6 +34,12 @@ double activation_bytes_per_token(const LayerSpec& layer, bool flash_attention, 
   return bytes;
 }
 
+bool ModelSpec::has_logits_loss() const {
+  for (const auto& l : layers)
+    if (l.fused_loss_bytes_per_token > 0) return true;
+  return false;
+}
+
 std::vector<std::size_t> ModelSpec::ready_order(std::size_t l) const {
   const LayerSpec& layer = layers.at(l);
   if (!layer.grad_ready_order.empty()) return layer.grad_ready_order;
@@ -151,6 +157,11 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     m.layers.push_back(b);
   }
 
+  if (!s.layernorm) m.eager_composites.push_back("RMSNorm");
+  if (s.max_positions == 0) m.eager_composites.push_back("rotary");
+  if (s.kv_heads < s.heads) m.eager_composites.push_back("repeat_kv");
+  if (s.gated_mlp) m.eager_composites.push_back("SwiGLU");
+
   LayerSpec final_norm;
   final_norm.name = "final_norm";
   final_norm.params.push_back(tensor("model.norm.weight", s.hidden));
@@ -176,6 +187,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   head.root = true;
   head.fwd_streaming_kernels = 2;  // log-softmax and the loss
   if (act < 4) head.logits_upcast_bytes_per_token = (act + 4) * static_cast<double>(s.vocab);  // eager: cast, then the loss
+  head.fused_loss_bytes_per_token = act * static_cast<double>(s.vocab);
   m.layers.push_back(head);
   return m;
 }

@@ -70,6 +70,16 @@ struct LayerSpec {
   /// The loss layer's fp32 cast of the logits before cross_entropy under eager PyTorch
   /// (Scenario::framework.cross_entropy "upcast"): HBM bytes per token, one kernel.
   double logits_upcast_bytes_per_token = 0;
+  /// The loss layer under a fused cross-entropy kernel over the low-precision logits
+  /// (framework.cross_entropy "fused": flash-attn's CrossEntropyLoss, inplace backward): it keeps
+  /// the logits for backward in act·vocab bytes per token, in place of the fp32
+  /// log-probabilities (activation and input bytes). Its time stays fwd_streaming_bytes_per_token
+  /// (8 B per vocab entry at hbm_efficiency): fused cross-entropy kernels run far below HBM
+  /// bandwidth: Liger's forward over bf16 logits, 8192 tokens × 131072 entries on H100, takes
+  /// 2.968 ms (0.72 TB/s on the bytes it must read; shared/reference/kernels.md §3.2), where that
+  /// charge gives 3.02 ms.
+  /// 0: the layer computes no loss.
+  double fused_loss_bytes_per_token = 0;
   bool root = false;  ///< owned by FSDP's root unit (embeddings, final norm, LM head), not a block
   std::optional<double> fwd_s;  ///< measured forward time of one micro-batch (replaces FLOPs)
   std::optional<double> bwd_s;  ///< measured backward time of one micro-batch
@@ -81,6 +91,12 @@ struct ModelSpec {
   std::string kind;
   std::string source;  ///< where the shape comes from (public config, paper)
   std::vector<LayerSpec> layers;
+  /// The composites eager PyTorch runs op by op in this model ("RMSNorm", "rotary",
+  /// "repeat_kv", "SwiGLU"; LayerSpec::eager_extra_*), for reports; empty when it has none.
+  std::vector<std::string> eager_composites;
+  /// A layer computes the loss over logits (LayerSpec::fused_loss_bytes_per_token > 0), so
+  /// framework.cross_entropy applies.
+  bool has_logits_loss() const;
 
   /// Gradient-ready order of layer `l`'s tensors (grad_ready_order or reverse registration).
   std::vector<std::size_t> ready_order(std::size_t l) const;

@@ -34,7 +34,11 @@ DType gemm_dtype(const LayerSpec& l, const LayerGemm& g) {
   return g.param >= 0 ? l.params.at(static_cast<std::size_t>(g.param)).dtype : DType::BF16;
 }
 
+// A fused cross-entropy kernel keeps the low-precision logits, not fp32 log-probabilities.
+bool fused_loss(const Scenario& s, const LayerSpec& l) { return !s.framework.upcast_logits && l.fused_loss_bytes_per_token > 0; }
+
 double none_bytes(const Scenario& s, const LayerSpec& l) {
+  if (fused_loss(s, l)) return l.fused_loss_bytes_per_token;
   return activation_bytes_per_token(l, s.activations.flash_attention, false, s.batch.seq_len) + eager_extra(s, l);
 }
 
@@ -95,7 +99,7 @@ double kept_activation_bytes_per_token(const Scenario& s, std::size_t layer) {
   const LayerSpec& l = s.model.layers.at(layer);
   switch (layer_recompute(s, layer)) {
     case LayerRecompute::None: return none_bytes(s, l);
-    case LayerRecompute::Full: return l.input_bytes_per_token;
+    case LayerRecompute::Full: return fused_loss(s, l) ? l.fused_loss_bytes_per_token : l.input_bytes_per_token;
     case LayerRecompute::SelectiveOp: {
       double kept = l.input_bytes_per_token;
       int count = 0;

@@ -20,6 +20,7 @@ std::string report_json(const Report& r) {
                 {"layers", r.scenario.model.layers.size()}};
   j["hardware"] = {{"name", r.scenario.hardware.name},
                    {"peak_flops_per_s", r.scenario.hardware.peak_flops_per_s},
+                   {"sustained_flops_per_s", r.scenario.hardware.sustained_flops_per_s()},
                    {"hbm_bytes", r.scenario.hardware.hbm_bytes},
                    {"gpus_per_node", r.scenario.cluster.gpus_per_node},
                    {"nodes", r.scenario.cluster.nodes}};

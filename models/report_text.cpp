@@ -51,21 +51,30 @@ std::string report_text(const Report& r) {
     if (c.present())
       line(fmt::format("  gemm        curve {} ({})", hardware::describe_gemm_curve(c),
                        s.calibration && s.calibration->gemm ? "calibration" : "profile " + s.hardware.name));
+    if (s.hardware.clock_fraction() < 1)
+      line(fmt::format("  clocks      {:g} of {:g} MHz sustained (compute.sustained_clock_mhz): tensor-core work at {:.1f} % "
+                       "of the {:g} TFLOP/s peak, HBM unchanged",
+                       s.hardware.sustained_clock_mhz, s.hardware.boost_clock_mhz, 100 * s.hardware.clock_fraction(),
+                       s.hardware.peak_flops_per_s / 1e12));
     if (s.framework.host_op_s > 0)
       line(fmt::format("  framework   {:.3g} us of CPU per op; kernels wait for their launch", s.framework.host_op_s * 1e6));
-    // Which kernels run: only where the model has composites eager PyTorch runs op by op.
-    const bool composites = std::any_of(s.model.layers.begin(), s.model.layers.end(), [](const LayerSpec& l) {
-      return l.eager_extra_streaming_bytes_per_token > 0 || l.logits_upcast_bytes_per_token > 0;
-    });
-    if (composites) {
+    // Which kernels run: only for models with composites or a loss over logits, naming theirs.
+    if (!s.model.eager_composites.empty() || s.model.has_logits_loss()) {
       using Impl = FrameworkConfig::Implementation;
-      const char* what = s.framework.implementation == Impl::Compile ? "torch.compile: each elementwise chain one fused kernel"
-                         : s.framework.implementation == Impl::MegatronTE
-                             ? "Megatron-Core + Transformer Engine: fused norm, rotary, SwiGLU and loss kernels"
-                         : s.framework.upcast_logits ? "eager PyTorch: its RMSNorm, rotary, repeat_kv, SwiGLU op by op; logits cast to fp32 for the loss"
-                                                     : "eager PyTorch: its RMSNorm, rotary, repeat_kv, SwiGLU op by op; a fused cross-entropy kernel";
-      line(fmt::format("  kernels     {} (framework.implementation {})", what,
-                       implementation_names().at(static_cast<std::size_t>(s.framework.implementation))));
+      std::string ops;
+      for (const auto& op : s.model.eager_composites) ops += (ops.empty() ? "" : ", ") + op;
+      std::string what = s.framework.implementation == Impl::Compile      ? "torch.compile: each elementwise chain one fused kernel"
+                         : s.framework.implementation == Impl::MegatronTE ? "Megatron-Core + Transformer Engine: fused kernels"
+                         : ops.empty()                                    ? "eager PyTorch"
+                                                                          : "eager PyTorch: " + ops + " op by op";
+      if (s.framework.implementation != Impl::Eager && !ops.empty()) what += " (" + ops + ")";
+      if (s.model.has_logits_loss())
+        what += !s.framework.upcast_logits ? "; a fused cross-entropy kernel over the bf16 logits"
+                : s.framework.eager()      ? "; logits cast to fp32 for the loss"
+                                           : "; the loss in fp32";
+      line(fmt::format("  kernels     {} (framework.implementation {}, cross_entropy {})", what,
+                       implementation_names().at(static_cast<std::size_t>(s.framework.implementation)),
+                       s.framework.upcast_logits ? "upcast" : "fused"));
     }
     if (s.activations.flash_attention && !s.activations.attention_kernel.empty())
       if (const hardware::AttentionThroughput* k = s.hardware.attention_kernel(s.activations.attention_kernel))

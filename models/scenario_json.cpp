@@ -358,6 +358,14 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     s.framework.implementation =
         static_cast<FrameworkConfig::Implementation>(std::find(names.begin(), names.end(), impl) - names.begin());
     s.framework.upcast_logits = fw->choice_or("cross_entropy", "upcast", {"upcast", "fused"}) == "upcast";
+    // Knobs this model gives nothing to act on are refused, not ignored.
+    if (fw->has("implementation") && s.model.eager_composites.empty() && !s.model.has_logits_loss())
+      fw->fail("implementation", fmt::format("model '{}' has no composite op that eager PyTorch runs apart and no loss "
+                                             "over logits (it is described by {}); drop framework.implementation",
+                                             s.model.name, s.model.kind == "mlp" ? "its MLP layers" : "its layers' FLOPs and bytes"));
+    if (fw->has("cross_entropy") && !s.model.has_logits_loss())
+      fw->fail("cross_entropy", fmt::format("model '{}' computes no loss over logits (no LM head); drop "
+                                            "framework.cross_entropy", s.model.name));
     fw->finish();
   }
   s.optimizer = root.choice_or("optimizer", "adam", {"adam", "none"});
@@ -562,8 +570,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   resolved["batch"] = {{"micro_batch_size", s.batch.micro_batch_size},
                        {"seq_len", s.batch.seq_len},
                        {"grad_accum", s.batch.grad_accum}};
-  resolved["framework"] = {{"implementation", implementation_names().at(static_cast<std::size_t>(s.framework.implementation))},
-                           {"cross_entropy", s.framework.upcast_logits ? "upcast" : "fused"}};
+  resolved["framework"] = {{"implementation", implementation_names().at(static_cast<std::size_t>(s.framework.implementation))}};
+  if (s.model.has_logits_loss()) resolved["framework"]["cross_entropy"] = s.framework.upcast_logits ? "upcast" : "fused";
   if (s.framework.host_op_s > 0) resolved["framework"]["host_op_s"] = s.framework.host_op_s;
   resolved["optimizer"] = s.optimizer;
   resolved["collectives"] = {{"cost_model", s.cost_model},

@@ -25,7 +25,9 @@ Solve solve(const std::vector<GemmPoint>& pts, const hardware::HardwareProfile& 
   std::vector<double> c(n), mem(n), u(n);
   for (std::size_t i = 0; i < n; ++i) {
     const auto& g = pts[i].shape;
-    c[i] = hardware::gemm_flops(g) / (hw.peak_flops_per_s * hardware::wave_efficiency(tile, g));
+    // The rate gemm_time_s prices with: the peak at the sustained clock (a power-capped part's
+    // curve is fitted against what its SMs run at, so fitting and pricing agree).
+    c[i] = hardware::gemm_flops(g) / (hw.sustained_flops_per_s() * hardware::wave_efficiency(tile, g));
     mem[i] = 2.0 * (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
     u[i] = 1.0 / pts[i].measured_s;
   }

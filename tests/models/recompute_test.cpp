@@ -133,3 +133,25 @@ TEST_CASE("recompute: under eager PyTorch selective_op re-runs the op-by-op comp
                           (fused + eager_extra) * tokens * 32 / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
   CHECK(rs.backward_time_s - rn.backward_time_s == Approx(expected).epsilon(1e-6));
 }
+
+TEST_CASE("recompute: a fused cross-entropy keeps the bf16 logits, an upcast loss fp32 log-probabilities (hostile trial)",
+          "[models]") {
+  // Llama-3-8B's LM head (layer 34), vocab 128256: fp32 log-probabilities 4·V bytes per token
+  // under "upcast"; flash-attn's fused kernel keeps the bf16 logits, 2·V, under any implementation
+  // and under full recompute (the logits are the head's kept input).
+  auto with = [](const std::string& ce, const std::string& impl, const std::string& rc) {
+    auto doc = nlohmann::json::parse(R"({"hardware": "h100-sxm", "model": "llama3-8b", "parallelism": {"strategy": "ddp", "dp": 8},
+                                         "batch": {"seq_len": 8192}})");
+    doc["framework"] = {{"implementation", impl}, {"cross_entropy", ce}};
+    doc["activations"] = {{"recompute", rc}};
+    return parse_scenario(doc, "test.json");
+  };
+  for (const char* impl : {"eager", "compile"})
+    for (const char* rc : {"none", "full"}) {
+      CAPTURE(impl, rc);
+      CHECK(kept_activation_bytes_per_token(with("upcast", impl, rc), 34) == Approx(4.0 * 128256));
+      CHECK(kept_activation_bytes_per_token(with("fused", impl, rc), 34) == Approx(2.0 * 128256));
+      CHECK(activation_bytes(with("upcast", impl, rc)) - activation_bytes(with("fused", impl, rc)) ==
+            Approx(2.0 * 128256 * tokens).epsilon(1e-9));
+    }
+}

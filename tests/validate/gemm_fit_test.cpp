@@ -286,3 +286,21 @@ TEST_CASE("hardware.profiles: a sustained clock slows tensor-core work, not HBM 
   const KernelWork none;
   CHECK(kernel_work_time_s(gt, gt.gemm_curve, none, 1.0, 0, 1e9, 0) == Approx(1e9 / (2.4e12 * 0.85)).epsilon(1e-12));
 }
+
+TEST_CASE("validate.gemm fit on a power-capped profile fits against the sustained clock (hostile trial)") {
+  // The noisy fixture (e_max 0.80 at 989 TFLOP/s) as a part at 1400 of 1830 MHz would measure
+  // it: every compute-bound time × 1830/1400. Fitting against the datasheet peak and pricing at
+  // the sustained clock missed its own sweep by 30 %; both now use the sustained rate.
+  HardwareProfile hw = load_profile("h200");
+  hw.boost_clock_mhz = 1830;
+  hw.sustained_clock_mhz = 1400;
+  GemmMeasurements m = read_gemm_measurements(fixture("h200_gemm_sweep.json"));
+  for (auto& p : m.points) p.measured_s *= 1830.0 / 1400.0;
+  const GemmFitResult r = fit_gemm(m, hw, 132);
+  CHECK(r.gemm.curve.max_efficiency == Approx(0.80).epsilon(0.02));
+  CHECK(r.fitted.max < 0.04);
+  for (const auto& p : m.points) {
+    CAPTURE(p.name);
+    CHECK(std::abs(gemm_time_s(hw, r.gemm.curve, p.shape) / p.measured_s - 1) < 0.04);
+  }
+}
