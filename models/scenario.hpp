@@ -92,9 +92,9 @@ struct ActivationConfig {
   /// The fused kernel of flash attention (`activations.attention`), priced by the profile's
   /// measured throughput of it (HardwareProfile::attention): "flash-attention-2",
   /// "flash-attention-1", "flash-attention-triton" (HazyResearch's Triton kernel). Empty
-  /// ("flash", the default for now): attention priced as on-chip matmuls at the GEMM efficiency,
-  /// with the full s² counted even when causal (issue 14 item 2 makes a measured kernel the
-  /// default once the seed figures are reviewed under it).
+  /// ("flash"): attention priced as on-chip matmuls at the GEMM efficiency, with the full s²
+  /// counted even when causal (the seeds' model). The default, "auto", is flash-attention-2
+  /// where the profile measures it (SDPA's flash backend since torch 2.2), else "flash".
   std::string attention_kernel;
   /// `activations.recompute` (models/recompute.hpp has each policy's per-layer rule):
   /// none, full (every layer keeps only its input and runs its forward again in backward), selective_op (torchtitan's per-op SAC),

@@ -304,12 +304,21 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                                 "adds stepsim prices); this scenario has '{}'", p.strategy));
     prec->finish();
   }
+  // activations.attention "auto" (the default): FlashAttention-2, the kernel PyTorch's SDPA runs
+  // on A100 and Hopper in bf16 since torch 2.2 (and torchtitan, Hugging Face's "sdpa"), where the
+  // profile has its measured throughput; elsewhere "flash", fused attention priced as on-chip
+  // matmuls at the GEMM efficiency.
+  const auto resolve_auto = [&s] {
+    if (s.hardware.attention_kernel("flash-attention-2") != nullptr) s.activations.attention_kernel = "flash-attention-2";
+  };
+  if (!root.has("activations")) resolve_auto();
   if (const auto act = root.optional_object("activations")) {
-    std::vector<std::string> kinds = {"flash", "eager"};
+    std::vector<std::string> kinds = {"auto", "flash", "eager"};
     for (const auto& k : hardware::attention_kernel_names()) kinds.push_back(k);
-    const std::string attention = act->choice_or("attention", "flash", kinds);
+    const std::string attention = act->choice_or("attention", "auto", kinds);
     s.activations.flash_attention = attention != "eager";
-    if (attention != "eager" && attention != "flash") {
+    if (attention == "auto") resolve_auto();
+    if (attention != "eager" && attention != "flash" && attention != "auto") {
       s.activations.attention_kernel = attention;
       // A kernel named explicitly must have measured throughput on this profile.
       if (s.hardware.attention_kernel(attention) == nullptr) {

@@ -252,13 +252,14 @@ TEST_CASE("sweep: issue 4 Done-when bucket sweep at seq_len 2048 names all three
   // Perfect overlap as in seed 000 §4 (sim.overlap_model off): the default 1.19 compute
   // slowdown lengthens backward, which then hides more of the tiny buckets' communication.
   // Compute as the seed counts it, matmul FLOPs at one efficiency (framework.implementation
-  // compile: no eager op-by-op elementwise traffic, issue 14 item 3; sim.gemm_model flat).
+  // compile: no eager op-by-op elementwise traffic, issue 14 item 3; sim.gemm_model flat; attention as
+  // on-chip matmuls, activations.attention flash).
   SweepOptions opt;
   opt.threads = 2;
   const SweepResult r = run_sweep(kDefault, {parse_vary("parallelism.bucket_cap_mb=0.01:10000:x40"), parse_vary("batch.seq_len=2048"),
                                              parse_vary("sim.overlap_model=off"),
                                              parse_vary("framework.implementation=compile"),
-                                             parse_vary("sim.gemm_model=flat")}, opt);
+                                             parse_vary("sim.gemm_model=flat"), parse_vary("activations.attention=flash")}, opt);
   const SweepSummary s = summarize_sweep(r);
   REQUIRE(s.bucket_curves.size() == 1);
   const BucketCurve& c = s.bucket_curves[0];
