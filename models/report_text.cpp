@@ -52,8 +52,8 @@ std::string report_text(const Report& r) {
       line(fmt::format("  gemm        curve {} ({})", hardware::describe_gemm_curve(c),
                        s.calibration && s.calibration->gemm ? "calibration" : "profile " + s.hardware.name));
     if (s.hardware.clock_fraction() < 1)
-      line(fmt::format("  clocks      {:g} of {:g} MHz sustained (compute.sustained_clock_mhz): tensor-core work at {:.1f} % "
-                       "of the {:g} TFLOP/s peak, HBM unchanged",
+      line(fmt::format("  clocks      {:g} of {:g} MHz sustained (compute.sustained_clock_mhz; how it was chosen: the profile's "
+                       "sources): tensor-core work at {:.1f} % of the {:g} TFLOP/s peak; HBM bandwidth not scaled",
                        s.hardware.sustained_clock_mhz, s.hardware.boost_clock_mhz, 100 * s.hardware.clock_fraction(),
                        s.hardware.peak_flops_per_s / 1e12));
     if (s.framework.host_op_s > 0)
@@ -115,7 +115,7 @@ std::string report_text(const Report& r) {
   if (const ErrorBand& b = r.error_band; b.present())
     line(fmt::format("accuracy         real steps of this kind took {:.2f}-{:.2f}x this prediction (p10-p90 of {} {} runs on "
                      "{}, {} DP; stepsim accuracy)", b.real_over_predicted_low(), b.real_over_predicted_high(), b.rows,
-                     b.set, b.kind.family == "hopper" ? "H100/H200/H800" : b.kind.family == "a100" ? "A100" : "V100",
+                     b.set, b.kind.family == "hopper" ? "Hopper GPUs" : b.kind.family == "a100" ? "A100" : "V100",
                      b.kind.sharded ? "sharded" : "replicated"));
   else
     line(fmt::format("accuracy         no error band: no public measured set has runs on {} with {} DP yet (stepsim accuracy)",

@@ -194,7 +194,8 @@ std::string accuracy_text(const std::vector<AccuracySetResult>& sets) {
   auto pct = [](double x) { return fmt::format("{:+.1f} %", 100 * x); };
   auto apct = [](double x) { return fmt::format("{:.1f} %", 100 * x); };
   line("stepsim accuracy: predicted vs measured on public measurements; the error is on step time,");
-  line("(predicted - measured) / measured: < 0 means stepsim is too fast. Rows stepsim cannot express yet are listed");
+  line("(predicted - measured) / measured: < 0 means stepsim is too fast (for a throughput column: predicted above");
+  line("measured). Rows stepsim cannot express yet are listed");
   line("with what they need and left out of the statistics; odd rows are the 'check' half (docs/accuracy.md).");
   line("");
   line(fmt::format("{:<20} {:>5} {:>9} {:>13} {:>11} {:>10} {:>10}", "set", "rows", "simulated", "median |err|",
