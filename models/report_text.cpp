@@ -106,20 +106,28 @@ std::string report_text(const Report& r) {
   line(fmt::format("  forward        {}", ms(r.forward_time_s)));
   line(fmt::format("  backward       {}", ms(r.backward_time_s)));
   line(fmt::format("  optimizer      {}", ms(r.optimizer_time_s)));
-  line(fmt::format("  framework ops  {}   (bucket copies, copy-outs, waits)", ms(r.overhead_time_s)));
+  // The strategy's own kernels: FSDP and HSDP copy all-gathered parameters out of the gather
+  // buffer (models/strategy/fsdp.cpp); DDP and ZeRO copy gradient buckets.
+  const std::string& st = s.parallelism.strategy;
+  line(fmt::format("  framework ops  {}   ({})", ms(r.overhead_time_s),
+                   st == "fsdp" || st == "hsdp" ? "all-gather copy-outs, waits" : "bucket copies, copy-outs, waits"));
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
   if (r.per_rank.present)  // the rows above add up to the step time (issue 13 item 20)
     line(fmt::format("  waiting        {}   (rank 0 idle: other ranks late to its collectives, then the slowest "
                      "rank's end)", ms(r.wait_time_s)));
+  // The GPU family a band is kept for (models/error_band.hpp), or the profile when none covers it.
+  const auto family = [&s](const std::string& f) {
+    return f == "hopper" ? std::string("Hopper GPUs") : f == "a100" ? std::string("A100") : f == "v100" ? std::string("V100")
+                                                                                                          : s.hardware.name;
+  };
   if (const ErrorBand& b = r.error_band; b.present())
     line(fmt::format("accuracy         real steps of this kind took {:.2f}-{:.2f}x this prediction (p10-p90 of {} {} runs on "
                      "{}, {} DP; stepsim accuracy)", b.real_over_predicted_low(), b.real_over_predicted_high(), b.rows,
-                     b.set, b.kind.family == "hopper" ? "Hopper GPUs" : b.kind.family == "a100" ? "A100" : "V100",
-                     b.kind.sharded ? "sharded" : "replicated"));
+                     b.set, family(b.kind.family), b.kind.sharded ? "sharded" : "replicated"));
   else
-    line(fmt::format("accuracy         no error band: no public measured set has runs on {} with {} DP yet (stepsim accuracy)",
-                     s.hardware.name, r.error_band.kind.sharded ? "sharded" : "replicated"));
+    line(fmt::format("accuracy         no error band: no public measured set has 5 runs or more on {} with {} DP yet (stepsim "
+                     "accuracy)", family(r.error_band.kind.family), r.error_band.kind.sharded ? "sharded" : "replicated"));
   line(fmt::format("communication    {}   ({:.1f} % hidden behind compute)", ms(r.comm_time_s),
                    100 * r.overlap_fraction));
   if (r.overlap_slowdown_s > 0 || r.link_sharing_stretch_s > 0)
