@@ -14,6 +14,22 @@ namespace stepsim::hardware {
 
 double gemm_flops(const GemmShape& g) { return 2.0 * g.m * g.n * g.k * g.batch; }
 
+const char* gemm_math_name(GemmMath m) {
+  switch (m) {
+    case GemmMath::Tf32: return "tf32";
+    case GemmMath::Fp32: return "fp32";
+    case GemmMath::Fp8: return "fp8";
+    case GemmMath::Tensor16: break;
+  }
+  return "bf16";
+}
+
+double gemm_bytes(const GemmShape& g) {
+  const double operand = g.math == GemmMath::Fp8 ? 1.0 : g.math == GemmMath::Tensor16 ? 2.0 : 4.0;
+  const double result = g.math == GemmMath::Fp8 ? 2.0 : operand;
+  return (operand * (g.m * g.k + g.k * g.n) + result * g.m * g.n) * g.batch;
+}
+
 double wave_efficiency(const GemmCurve& curve, const GemmShape& g) {
   const double tiles = std::ceil(g.m / curve.tile_m) * std::ceil(g.n / curve.tile_n) * g.batch;
   const double waves = tiles / static_cast<double>(curve.sms);
@@ -21,22 +37,21 @@ double wave_efficiency(const GemmCurve& curve, const GemmShape& g) {
 }
 
 double gemm_time_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g) {
-  const double compute = gemm_flops(g) / (hw.sustained_flops_per_s() * curve.max_efficiency * wave_efficiency(curve, g));
+  const double compute =
+      gemm_flops(g) / (hw.sustained_flops_per_s(g.math) * curve.max_efficiency_for(g.math) * wave_efficiency(curve, g));
   if (g.on_chip) return compute;
-  // bf16/fp16 operands: A and B read once, C written once (the tiles' re-reads hit L2).
-  const double bytes = 2.0 * (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch;
-  const double memory = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
+  const double memory = gemm_bytes(g) / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
   return curve.overhead_s + std::max(compute, memory);
 }
 
 double gemm_efficiency(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g) {
-  return gemm_flops(g) / (hw.peak_flops_per_s * gemm_time_s(hw, curve, g));
+  return gemm_flops(g) / (hw.peak_for(g.math) * gemm_time_s(hw, curve, g));
 }
 
 namespace {
 
 double one_gemm_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g) {
-  return curve.present() ? gemm_time_s(hw, curve, g) : gemm_flops(g) / (hw.sustained_flops_per_s() * hw.gemm_efficiency);
+  return curve.present() ? gemm_time_s(hw, curve, g) : gemm_flops(g) / (hw.sustained_flops_per_s(g.math) * hw.gemm_efficiency);
 }
 
 }  // namespace
@@ -57,7 +72,7 @@ double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, con
                          (hw.clock_fraction() * attention_flops_per_s(hw.attention.at(a.kernel), a.causal, a.head_dim, a.seq_len)),
                      host_op_s);
   if (work.gemms.empty() && work.attention.empty() && flops > 0)
-    gemm = std::max(flops / share / (hw.sustained_flops_per_s() * hw.gemm_efficiency), host_op_s);
+    gemm = std::max(flops / share / (hw.sustained_flops_per_s(work.math) * hw.gemm_efficiency), host_op_s);
   const double stream = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
   return share * gemm + std::max(stream, share * work.streaming_kernels * host_op_s) + share * work.host_only_ops * host_op_s;
 }

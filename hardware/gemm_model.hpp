@@ -5,9 +5,10 @@
 // Form (per GEMM C[m,n] = A[m,k]·B[k,n], `batch` independent products, 2-byte operands):
 //   waves    = ceil(m / tile_m) · ceil(n / tile_n) · batch / sms
 //   w(shape) = waves / ceil(waves)                      wave quantization, ∈ (0, 1]
-//   t        = overhead_s + max(2·m·n·k·batch / (peak · max_efficiency · w),
+//   t        = overhead_s + max(2·m·n·k·batch / (peak(math) · max_efficiency(math) · w),
 //                               bytes / (hbm_bw · hbm_efficiency))
-//   bytes    = 2·(m·k + k·n + m·n)·batch                 operands read once, result written once
+//   bytes    = e·(m·k + k·n)·batch + e_out·m·n·batch     operands read once, result written once
+// (e = e_out = 2 bytes for BF16/FP16, 4 for TF32/FP32; FP8: e = 1, e_out = 2; GemmShape::math)
 // Wave quantization is NVIDIA's "Matrix Multiplication Background User's Guide" (GPU
 // performance, §"Wave quantization": a grid of tiles runs in ceil(tiles / SMs) waves; a partial
 // last wave costs as much as a full one). overhead_s is the fixed per-kernel cost (launch,
@@ -30,11 +31,20 @@ namespace stepsim::hardware {
 /// and registers (FlashAttention's QKᵀ and PV: Dao et al. 2022, the s×s scores never reach
 /// HBM), priced by its FLOPs and waves only: no HBM term, no per-kernel overhead (the fused
 /// kernel's launch is counted once with its layer's streaming kernels).
+/// `math`: the arithmetic it runs in (HardwareProfile::peak_for gives its peak,
+/// GemmCurve::max_efficiency_for its efficiency) and so its operand bytes: 2 per element for
+/// Tensor16, 4 for Tf32 / Fp32, 1 for Fp8 operands with a 2-byte (BF16) result (torch._scaled_mm
+/// as torchao's Float8Linear calls it).
 struct GemmShape {
   double m = 0, n = 0, k = 0;
   double batch = 1;
   bool on_chip = false;
+  GemmMath math = GemmMath::Tensor16;
 };
+
+/// HBM bytes of one GEMM: A and B read once, C written once (the tiles' re-reads hit L2),
+/// at the element sizes of `g.math` (GemmShape).
+double gemm_bytes(const GemmShape& g);
 
 /// A GEMM of a task's work and how many times it runs (fractional counts scale work, e.g. the
 /// trainable share of a weight gradient).
@@ -68,6 +78,16 @@ struct KernelWork {
   std::vector<AttentionWork> attention;
   double streaming_kernels = 0;
   double host_only_ops = 0;
+  /// The arithmetic of the task's FLOPs when it has no GEMM shapes (FLOP-described layers).
+  GemmMath math = GemmMath::Tensor16;
+  /// True when some work runs in another arithmetic than BF16/FP16 (the flat roofline of
+  /// hardware::sequence_time_s would price it at the wrong peak).
+  bool other_math() const {
+    if (math != GemmMath::Tensor16) return true;
+    for (const auto& w : gemms)
+      if (w.shape.math != GemmMath::Tensor16) return true;
+    return false;
+  }
 };
 
 /// Time of a task doing `share` of `work` plus `bytes` of streaming traffic, when each op costs
@@ -92,7 +112,8 @@ double wave_efficiency(const GemmCurve& curve, const GemmShape& g);
 /// Precondition: curve.present(), every size > 0.
 double gemm_time_s(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g);
 
-/// Achieved fraction of peak of one GEMM under `curve`: gemm_flops / (peak · gemm_time_s).
+/// Achieved fraction of peak of one GEMM under `curve`: gemm_flops / (peak_for(g.math) · gemm_time_s),
+/// against the datasheet peak of its arithmetic.
 double gemm_efficiency(const HardwareProfile& hw, const GemmCurve& curve, const GemmShape& g);
 
 /// Time of a GEMM list, Σ count · gemm_time_s [s]; with `curve` absent (!present()) the flat
@@ -102,7 +123,8 @@ double gemm_list_time_s(const HardwareProfile& hw, const GemmCurve& curve, const
 /// FLOPs of a GEMM list: Σ count · gemm_flops.
 double gemm_list_flops(const GemmList& list);
 
-/// "e_max 0.78, overhead 6 us, tile 128x256, 132 SMs" (for reports).
+/// "e_max 0.78, overhead 6 us, tile 128x256, 132 SMs" (for reports; the BF16/FP16 e_max, the
+/// other arithmetics' are reported where a scenario uses them).
 std::string describe_gemm_curve(const GemmCurve& curve);
 
 /// Checks a curve's invariants; `source` and `pointer` name it in the message.

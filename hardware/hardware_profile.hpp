@@ -46,8 +46,30 @@ struct NcclTopology {
 
 /// Parameters of the shape-dependent GEMM time (hardware/gemm_model.hpp has the formula and
 /// its sources). `max_efficiency` == 0 means "no curve": GEMMs take the flat gemm_efficiency.
+/// The arithmetic a GEMM runs in, each with its own datasheet peak (HardwareProfile::peak_for):
+/// Tensor16 = BF16/FP16 tensor cores (`compute.peak_flops_per_s`); Tf32 = TF32 tensor cores
+/// (fp32 tensors under torch.set_float32_matmul_precision("high"), `compute.tf32_flops_per_s`);
+/// Fp32 = IEEE FP32 on the CUDA cores (PyTorch's default for fp32 tensors, "highest",
+/// `compute.fp32_flops_per_s`); Fp8 = FP8 e4m3/e5m2 tensor cores (torchao Float8Linear,
+/// Transformer Engine; `compute.fp8_flops_per_s`).
+enum class GemmMath { Tensor16, Tf32, Fp32, Fp8 };
+
+/// "bf16", "tf32", "fp32", "fp8" (reports).
+const char* gemm_math_name(GemmMath m);
+
 struct GemmCurve {
   double max_efficiency = 0;  ///< fraction of peak of a full wave of large tiles, (0, 1]
+  /// The same fraction for the other GemmMath kinds (of their own peak); 0 = max_efficiency.
+  /// Each profile cites the square-matmul benchmark it takes them from.
+  double tf32_max_efficiency = 0, fp32_max_efficiency = 0, fp8_max_efficiency = 0;
+  /// max_efficiency of `m`: the kind's own value when given, else max_efficiency.
+  double max_efficiency_for(GemmMath m) const {
+    const double v = m == GemmMath::Tf32 ? tf32_max_efficiency
+                     : m == GemmMath::Fp32 ? fp32_max_efficiency
+                     : m == GemmMath::Fp8  ? fp8_max_efficiency
+                                           : max_efficiency;
+    return v > 0 ? v : max_efficiency;
+  }
   double overhead_s = 0;      ///< fixed time per GEMM kernel (launch, prologue, fill), ≥ 0
   int tile_m = 128;           ///< output tile rows of the kernels the curve describes
   int tile_n = 128;           ///< output tile columns
@@ -107,6 +129,25 @@ struct HardwareProfile {
   double clock_fraction() const { return boost_clock_mhz > 0 ? sustained_clock_mhz / boost_clock_mhz : 1.0; }
   /// The compute rate the cost models use: peak_flops_per_s × clock_fraction() [FLOP/s].
   double sustained_flops_per_s() const { return peak_flops_per_s * clock_fraction(); }
+  /// `compute.tf32_flops_per_s`, `compute.fp32_flops_per_s`, `compute.fp8_flops_per_s`: the
+  /// datasheet's dense peaks of the other GEMM arithmetics (0 = the part has none or the
+  /// profile does not say; peak_for falls back as it documents).
+  double tf32_flops_per_s = 0, fp32_flops_per_s = 0, fp8_flops_per_s = 0;
+  /// The datasheet peak `m` runs at [FLOP/s]. Fallbacks, each what the hardware does: TF32 on a
+  /// part without it (V100) runs IEEE FP32; FP8 on a part without FP8 tensor cores runs its
+  /// operands upcast on the BF16/FP16 ones. A profile that gives no FP32 peak prices FP32 at
+  /// peak_flops_per_s (the behaviour before per-arithmetic peaks; reports name the peak used).
+  double peak_for(GemmMath m) const {
+    switch (m) {
+      case GemmMath::Tf32: return tf32_flops_per_s > 0 ? tf32_flops_per_s : peak_for(GemmMath::Fp32);
+      case GemmMath::Fp32: return fp32_flops_per_s > 0 ? fp32_flops_per_s : peak_flops_per_s;
+      case GemmMath::Fp8: return fp8_flops_per_s > 0 ? fp8_flops_per_s : peak_flops_per_s;
+      case GemmMath::Tensor16: break;
+    }
+    return peak_flops_per_s;
+  }
+  /// peak_for(m) × clock_fraction() [FLOP/s].
+  double sustained_flops_per_s(GemmMath m) const { return peak_for(m) * clock_fraction(); }
   double gemm_efficiency = 0;        ///< default achieved fraction of peak for large GEMMs
   int sm_count = 0;                  ///< streaming multiprocessors (0 = not given); `compute.sm_count`
   GemmCurve gemm_curve;              ///< `compute.gemm_curve`; absent = flat gemm_efficiency

@@ -40,6 +40,9 @@ GemmCurve read_gemm_curve(const JsonReader& r, int default_sms) {
   c.max_efficiency = r.number("max_efficiency", Check::Fraction);
   c.overhead_s = r.number_or("overhead_s", 0.0, Check::NonNegative, Dimension::Seconds);
   if (c.overhead_s >= 1.0) r.fail("overhead_s", fmt::format("expected a per-kernel overhead below 1 s (e.g. \"5us\"), got {:g}", c.overhead_s));
+  c.tf32_max_efficiency = r.number_or("tf32_max_efficiency", 0.0, Check::Fraction);
+  c.fp32_max_efficiency = r.number_or("fp32_max_efficiency", 0.0, Check::Fraction);
+  c.fp8_max_efficiency = r.number_or("fp8_max_efficiency", 0.0, Check::Fraction);
   c.tile_m = static_cast<int>(r.integer_or("tile_m", 128, 1, 4096));
   c.tile_n = static_cast<int>(r.integer_or("tile_n", 128, 1, 4096));
   if (default_sms > 0)
@@ -72,6 +75,9 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   const JsonReader compute = root.object("compute");
   p.peak_flops_per_s = compute.number("peak_flops_per_s", Check::Positive, Dimension::FlopsPerSecond);
   p.gemm_efficiency = compute.number_or("gemm_efficiency", 0.7, Check::Fraction);
+  p.tf32_flops_per_s = compute.number_or("tf32_flops_per_s", 0.0, Check::Positive, Dimension::FlopsPerSecond);
+  p.fp32_flops_per_s = compute.number_or("fp32_flops_per_s", 0.0, Check::Positive, Dimension::FlopsPerSecond);
+  p.fp8_flops_per_s = compute.number_or("fp8_flops_per_s", 0.0, Check::Positive, Dimension::FlopsPerSecond);
   p.sm_count = static_cast<int>(compute.integer_or("sm_count", 0, 0, 4096));
   if (compute.has("boost_clock_mhz") || compute.has("sustained_clock_mhz")) {
     p.boost_clock_mhz = compute.number("boost_clock_mhz", Check::Positive);
@@ -210,6 +216,9 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
       r.fail(key, fmt::format("expected {} in [{:g}, {:g}] {}, got {:g}", key, lo, hi, unit, v));
   };
   in_range(compute, "peak_flops_per_s", p.peak_flops_per_s, 1e6, 1e21, "FLOP/s");
+  for (const auto& [key, v] : {std::pair{"tf32_flops_per_s", p.tf32_flops_per_s}, std::pair{"fp32_flops_per_s", p.fp32_flops_per_s},
+                               std::pair{"fp8_flops_per_s", p.fp8_flops_per_s}})
+    if (compute.has(key)) in_range(compute, key, v, 1e6, 1e21, "FLOP/s");
   in_range(memory, "hbm_bytes", p.hbm_bytes, 1e6, 1e18, "bytes");
   in_range(memory, "hbm_bandwidth_bytes_per_s", p.hbm_bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");
   in_range(intra, "bandwidth_bytes_per_s", p.intra_node.bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");

@@ -60,8 +60,9 @@ double StepCostModel::seconds(const sim::Task& task) const {
       const GemmCurve& curve = gemm_curve();
       if (task.work == sim::kNoWork) return sequence_time_s(hw_, task.flops, task.bytes);
       STEPSIM_ASSERT(task.work < work_.size(), "task '{}' names unknown work {}", task.name, task.work);
-      // The kernel list matters with a GEMM curve, a host cost per op, or a measured attention kernel.
-      if (!curve.present() && host_op_s_ == 0 && work_[task.work].attention.empty())
+      // The kernel list matters with a GEMM curve, a host cost per op, a measured attention
+      // kernel, or GEMMs in another arithmetic than BF16/FP16 (their own peak).
+      if (!curve.present() && host_op_s_ == 0 && work_[task.work].attention.empty() && !work_[task.work].other_math())
         return sequence_time_s(hw_, task.flops, task.bytes);
       return kernel_work_time_s(hw_, curve, work_[task.work], task.work_share, task.flops, task.bytes, host_op_s_);
     }

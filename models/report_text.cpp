@@ -3,6 +3,7 @@
 #include "models/report.hpp"
 
 #include "hardware/gemm_model.hpp"
+#include "models/float8.hpp"
 
 #include <fmt/format.h>
 
@@ -56,6 +57,37 @@ std::string report_text(const Report& r) {
                        "sources): tensor-core work at {:.1f} % of the {:g} TFLOP/s peak; HBM bandwidth not scaled",
                        s.hardware.sustained_clock_mhz, s.hardware.boost_clock_mhz, 100 * s.hardware.clock_fraction(),
                        s.hardware.peak_flops_per_s / 1e12));
+    // GEMMs in another arithmetic than BF16/FP16: which, at what peak and efficiency.
+    const auto math_text = [&](hardware::GemmMath m) {
+      const std::string eff = c.present() ? fmt::format(", curve e_max {:.3g}", c.max_efficiency_for(m))
+                                          : fmt::format(", flat efficiency {:.3g}", s.hardware.gemm_efficiency);
+      return fmt::format("{:g} TFLOP/s peak{}", s.hardware.peak_for(m) / 1e12, eff);
+    };
+    using Math = hardware::GemmMath;
+    if (s.precision.gemm_math != Math::Tensor16) {
+      const char* what = s.precision.gemm_math == Math::Tf32 ? "TF32 tensor cores"
+                         : s.precision.gemm_math == Math::Fp8 ? "FP8 tensor cores"
+                         : s.hardware.fp32_flops_per_s > 0    ? "IEEE FP32 on the CUDA cores"
+                                                              : "FP32 at the BF16/FP16 peak: the profile gives no compute.fp32_flops_per_s";
+      line(fmt::format("  gemm math   {}: {} ({} tensors{})", what, math_text(s.precision.gemm_math), dtype_name(s.precision.param_dtype),
+                       s.precision.gemm_math == Math::Fp32 || s.precision.gemm_math == Math::Tf32
+                           ? fmt::format(", fp32_matmul_precision {}", s.precision.fp32_matmul_tf32 ? "high" : "highest")
+                           : std::string()));
+    }
+    if (s.precision.float8 != PrecisionConfig::Float8::None) {
+      std::size_t linears = 0, blocks = 0;
+      for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
+        const std::size_t n = float8_linear_count(s, l);
+        linears += n;
+        blocks += n > 0 ? 1 : 0;
+      }
+      const bool gathers = s.parallelism.strategy == "fsdp" || s.parallelism.strategy == "hsdp";
+      line(fmt::format("  float8      tensorwise: {} linears in {} blocks run FP8 GEMMs ({}) plus amax/cast kernels{}", linears,
+                       blocks, math_text(Math::Fp8),
+                       !gathers                        ? ""
+                       : s.precision.float8_all_gather ? "; FSDP all-gathers their weights in FP8"
+                                                       : "; FSDP all-gathers their weights in bf16 (float8_all_gather off)"));
+    }
     if (s.framework.host_op_s > 0)
       line(fmt::format("  framework   {:.3g} us of CPU per op; kernels wait for their launch", s.framework.host_op_s * 1e6));
     // Which kernels run: only for models with composites or a loss over logits, naming theirs.

@@ -84,6 +84,24 @@ struct PrecisionConfig {
   /// Bytes per element of the gradient collective of a tensor held in `tensor_dtype`.
   double reduce_bytes(DType tensor_dtype) const { return dtype_bytes(reduce_dtype.value_or(tensor_dtype)); }
   bool fp32_grad_accum = false;  ///< accumulate gradients across micro-batches in an fp32 buffer
+  /// `precision.fp32_matmul_precision`, torch.set_float32_matmul_precision's names: "highest"
+  /// (PyTorch's default since 1.12: fp32 GEMMs in IEEE FP32 on the CUDA cores) or "high" (TF32
+  /// tensor cores). Acts only when the GEMMs' tensors are fp32 (gemm_math).
+  bool fp32_matmul_tf32 = false;
+  /// `precision.float8` (torchao Float8Linear, torchtitan's `quantize.linear.float8`): "none" or
+  /// "tensorwise" (dynamic per-tensor scaling, torchao's default recipe, cuBLAS FP8 GEMMs). The
+  /// transformer blocks' linear layers (not the LM head: torchtitan's llama3 configs filter
+  /// "output"; not a layer with a dimension that is no multiple of 16, which torchao skips) run
+  /// their three GEMMs in FP8 plus their amax/cast kernels (compute_tasks.hpp float8_cast_bytes).
+  enum class Float8 { None, Tensorwise };
+  Float8 float8 = Float8::None;
+  /// `precision.float8_all_gather` (torchtitan's enable_fsdp_float8_all_gather with
+  /// precompute_float8_dynamic_scale_for_fsdp): FSDP2 all-gathers those layers' weights in FP8,
+  /// 1 byte per element, cast once per gather on the local shard.
+  bool float8_all_gather = false;
+  /// The arithmetic of the model's GEMMs, from its tensors' dtype: fp32 → Fp32 (Tf32 under
+  /// fp32_matmul_tf32), fp8 → Fp8, else Tensor16. Float8 layers run Fp8 on top of it.
+  hardware::GemmMath gemm_math = hardware::GemmMath::Tensor16;
 };
 
 /// Activation memory and recomputation (Korthikanti et al. 2022).

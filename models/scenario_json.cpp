@@ -5,6 +5,7 @@
 #include "hardware/calibration_json.hpp"
 #include "hardware/hardware_profile_json.hpp"
 #include "models/model_spec_json.hpp"
+#include "models/float8.hpp"
 #include "models/recompute.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
@@ -302,14 +303,52 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     if (s.precision.fp32_grad_accum && p.strategy != "ddp")
       prec->fail("fp32_grad_accum", fmt::format("applies to strategy 'ddp' only (the one whose gradient-accumulation "
                                                 "adds stepsim prices); this scenario has '{}'", p.strategy));
+    s.precision.fp32_matmul_tf32 = prec->choice_or("fp32_matmul_precision", "highest", {"highest", "high"}) == "high";
+    const std::string float8 = prec->choice_or("float8", "none", {"none", "tensorwise", "rowwise", "rowwise_with_gw_hp"});
+    if (float8 == "rowwise" || float8 == "rowwise_with_gw_hp")
+      prec->fail("float8", fmt::format("\"{}\" (torchao's CUTLASS rowwise-scaled GEMM) has no published kernel benchmark "
+                                       "stepsim could price it with (torchtitan measured it slower than bf16 on Llama 3 "
+                                       "70B); expected \"tensorwise\" or \"none\"", float8));
+    if (float8 == "tensorwise") s.precision.float8 = PrecisionConfig::Float8::Tensorwise;
+    s.precision.float8_all_gather = prec->boolean_or("float8_all_gather", false);
     prec->finish();
+    if (s.precision.float8 != PrecisionConfig::Float8::None) {
+      if (!(s.hardware.fp8_flops_per_s > 0))
+        prec->fail("float8", fmt::format("profile '{}' has no FP8 tensor cores (no compute.fp8_flops_per_s; torchao's "
+                                         "float8 training needs SM 8.9 or newer: H100, H200, H800, L40S)", s.hardware.name));
+      bool any = false;
+      for (std::size_t l = 0; l < s.model.layers.size(); ++l) any = any || float8_linear_count(s, l) > 0;
+      if (!any)
+        prec->fail("float8", fmt::format("model '{}' has no linear layer float8 would convert (it converts the "
+                                         "transformer blocks' linears with GEMM shapes, dimensions multiples of 16)",
+                                         s.model.name));
+    }
+    if (s.precision.float8_all_gather && s.precision.float8 == PrecisionConfig::Float8::None)
+      prec->fail("float8_all_gather", "needs precision.float8 \"tensorwise\" (FSDP gathers the Float8Linear weights)");
+    if (s.precision.float8_all_gather &&
+        !((p.strategy == "fsdp" || p.strategy == "hsdp") && s.sharding.fsdp_version == "fsdp2"))
+      prec->fail("float8_all_gather", fmt::format("torchao casts the weights for FSDP2's all-gather (fully_shard "
+                                                  "pre-all-gather hooks); this scenario has strategy '{}'{}",
+                                                  p.strategy, p.strategy == "fsdp" ? " with fsdp_version fsdp1" : ""));
   }
+  // The GEMMs' arithmetic follows the dtype most of the parameters are held in.
+  {
+    double by_dtype[4] = {0, 0, 0, 0};
+    for (const auto& l : s.model.layers)
+      for (const auto& t : l.params) by_dtype[static_cast<int>(t.dtype)] += static_cast<double>(t.numel);
+    const auto dominant = static_cast<DType>(std::max_element(std::begin(by_dtype), std::end(by_dtype)) - std::begin(by_dtype));
+    s.precision.gemm_math = dominant == DType::FP32 ? (s.precision.fp32_matmul_tf32 ? hardware::GemmMath::Tf32 : hardware::GemmMath::Fp32)
+                            : dominant == DType::FP8 ? hardware::GemmMath::Fp8
+                                                     : hardware::GemmMath::Tensor16;
+  }
+  const bool fp32_math = s.precision.gemm_math == hardware::GemmMath::Fp32 || s.precision.gemm_math == hardware::GemmMath::Tf32;
   // activations.attention "auto" (the default): FlashAttention-2, the kernel PyTorch's SDPA runs
   // on A100 and Hopper in bf16 since torch 2.2 (and torchtitan, Hugging Face's "sdpa"), where the
   // profile has its measured throughput; elsewhere "flash", fused attention priced as on-chip
   // matmuls at the GEMM efficiency.
-  const auto resolve_auto = [&s] {
-    if (s.hardware.attention_kernel("flash-attention-2") != nullptr) s.activations.attention_kernel = "flash-attention-2";
+  // FlashAttention runs fp16/bf16 only: with fp32 tensors SDPA takes another kernel ("flash").
+  const auto resolve_auto = [&s, fp32_math] {
+    if (!fp32_math && s.hardware.attention_kernel("flash-attention-2") != nullptr) s.activations.attention_kernel = "flash-attention-2";
   };
   if (!root.has("activations")) resolve_auto();
   if (const auto act = root.optional_object("activations")) {
@@ -328,6 +367,10 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                            "\"flash\" or add the kernel to the profile's compute.attention",
                                            s.hardware.name, attention, have.empty() ? "none" : have));
       }
+      if (fp32_math)
+        act->fail("attention", fmt::format("'{}' runs fp16/bf16 tensors only, and this scenario's are fp32 (SDPA "
+                                           "takes its memory-efficient or math kernel): use \"flash\" or \"eager\"",
+                                           attention));
     }
     s.activations.recompute = recompute_from_name(act->choice_or("recompute", "none", recompute_names()));
     using Recompute = ActivationConfig::Recompute;
@@ -569,6 +612,12 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   resolved["precision"] = {{"param_dtype", dtype_name(s.precision.param_dtype)},
                            {"reduce_dtype", s.precision.reduce_dtype ? dtype_name(*s.precision.reduce_dtype) : "param"},
                            {"fp32_grad_accum", s.precision.fp32_grad_accum}};
+  if (s.precision.gemm_math == hardware::GemmMath::Fp32 || s.precision.gemm_math == hardware::GemmMath::Tf32)
+    resolved["precision"]["fp32_matmul_precision"] = s.precision.fp32_matmul_tf32 ? "high" : "highest";
+  if (s.precision.float8 != PrecisionConfig::Float8::None) {
+    resolved["precision"]["float8"] = "tensorwise";
+    resolved["precision"]["float8_all_gather"] = s.precision.float8_all_gather;
+  }
   resolved["activations"] = {{"attention", !s.activations.flash_attention          ? std::string("eager")
                                            : s.activations.attention_kernel.empty() ? std::string("flash")
                                                                                     : s.activations.attention_kernel},

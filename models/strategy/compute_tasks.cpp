@@ -3,6 +3,7 @@
 #include "models/strategy/compute_tasks.hpp"
 
 #include "hardware/task_cost.hpp"
+#include "models/float8.hpp"
 #include "models/model_spec.hpp"
 #include "models/recompute.hpp"
 #include "models/scenario.hpp"
@@ -82,7 +83,7 @@ sim::Task forward_task(const Scenario& s, std::size_t layer, const std::string& 
     t.work = static_cast<std::uint32_t>(2 * layer);
     t.flops = forward_flops(s, l);
     t.bytes = static_cast<double>(s.tokens_per_micro_batch()) * streaming_bytes_per_token(s, l) +
-              kEagerScoreBytesFwd * eager_score_elements(s, l);
+              kEagerScoreBytesFwd * eager_score_elements(s, l) + float8_casts(s, layer).fwd_bytes;
   }
   t.alloc_bytes[kActivationCounter] = layer_activation_bytes(s, layer);
   return t;
@@ -111,8 +112,11 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
   const RecomputeWork re = recompute_work(s, layer);
   const double bwd_gemm = tokens * l.fwd_gemm_flops_per_token * (2.0 - frozen_share + re.linear_flops_share);
   const double bwd_attn = (2.0 + re.attention) * tokens * l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len);
+  // Recomputation casts the re-run linears' inputs again (float8.hpp), as a share of the forward's.
+  const Float8Casts casts = float8_casts(s, layer);
   const double bwd_stream = (2.0 + re.streaming) * tokens * streaming_bytes_per_token(s, l) +
-                            (kEagerScoreBytesBwd + re.attention * kEagerScoreBytesFwd) * eager_score_elements(s, l);
+                            (kEagerScoreBytesBwd + re.attention * kEagerScoreBytesFwd) * eager_score_elements(s, l) +
+                            casts.bwd_bytes + re.linear_flops_share * casts.fwd_bytes;
   const double fixed_bwd = l.bwd_s ? *l.bwd_s + (re.policy == LayerRecompute::Full ? l.fwd_s.value_or(0.0) : 0.0) : 0.0;
   const double activations = layer_activation_bytes(s, layer);
   // Recomputation rebuilds the layer's activations (all of them, less the kept ones) when its
@@ -238,13 +242,14 @@ void add_attention_gemms(const Scenario& s, const LayerGemm& g, hardware::GemmLi
   // attention kernel in the profile, flash attention is priced by it instead (layer_attention).
   const bool flash = s.activations.flash_attention;
   if (flash && !s.activations.attention_kernel.empty()) return;  // priced by layer_attention
+  const hardware::GemmMath math = s.precision.gemm_math;
   if (g.kind == LayerGemm::Kind::AttentionScores) {
-    fwd.push_back({{seq, seq, g.head_dim, batch, flash}, 1});
-    bwd.push_back({{seq, g.head_dim, seq, batch, flash}, 2});  // dQ = dS·K, dK = dSᵀ·Q
+    fwd.push_back({{seq, seq, g.head_dim, batch, flash, math}, 1});
+    bwd.push_back({{seq, g.head_dim, seq, batch, flash, math}, 2});  // dQ = dS·K, dK = dSᵀ·Q
   } else {
-    fwd.push_back({{seq, g.head_dim, seq, batch, flash}, 1});
-    bwd.push_back({{seq, seq, g.head_dim, batch, flash}, 1});  // dP = dO·Vᵀ
-    bwd.push_back({{seq, g.head_dim, seq, batch, flash}, 1});  // dV = Pᵀ·dO
+    fwd.push_back({{seq, g.head_dim, seq, batch, flash, math}, 1});
+    bwd.push_back({{seq, seq, g.head_dim, batch, flash, math}, 1});  // dP = dO·Vᵀ
+    bwd.push_back({{seq, g.head_dim, seq, batch, flash, math}, 1});  // dV = Pᵀ·dO
   }
 }
 
@@ -260,10 +265,12 @@ hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backwa
     const LayerGemm& g = l.gemms[gi];
     const std::size_t fwd_before = fwd.size();
     if (g.kind == LayerGemm::Kind::Linear) {
-      fwd.push_back({{tokens, g.n, g.k, 1}, 1});
-      bwd.push_back({{tokens, g.k, g.n, 1}, 1});  // dgrad: dX = dY·Wᵀ
+      // Float8Linear runs all three in FP8 (models/float8.hpp).
+      const hardware::GemmMath math = float8_gemm(s, l, g) ? hardware::GemmMath::Fp8 : s.precision.gemm_math;
+      fwd.push_back({{tokens, g.n, g.k, 1, false, math}, 1});
+      bwd.push_back({{tokens, g.k, g.n, 1, false, math}, 1});  // dgrad: dX = dY·Wᵀ
       const bool trainable = g.param < 0 || l.params.at(static_cast<std::size_t>(g.param)).trainable;
-      if (trainable) bwd.push_back({{g.n, g.k, tokens, 1}, 1});  // wgrad: dW = dYᵀ·X
+      if (trainable) bwd.push_back({{g.n, g.k, tokens, 1, false, math}, 1});  // wgrad: dW = dYᵀ·X
     } else {
       add_attention_gemms(s, g, fwd, bwd);
     }
@@ -309,13 +316,17 @@ std::vector<hardware::KernelWork> kernel_work_table(const Scenario& s) {
     const double eager = eager_score_elements(s, l) > 0 ? kEagerKernelsFwd : 0.0;
     const double streaming = streaming_kernels(s, l);
     const double kernels = streaming + eager;
-    out.push_back({layer_gemms(s, i, false), layer_attention(s, i, false), kernels, l.fwd_host_only_ops});
+    const Float8Casts casts = float8_casts(s, i);
+    const hardware::GemmMath math = s.precision.gemm_math;
+    out.push_back({layer_gemms(s, i, false), layer_attention(s, i, false), kernels + casts.fwd_kernels,
+                   l.fwd_host_only_ops, math});
     // Backward: each forward kernel's backward (about two kernels: input grad, parameter/bias
     // grad) and the views' backward views, plus what recomputation runs again (recompute.hpp).
     const RecomputeWork re = recompute_work(s, i);
     out.push_back({layer_gemms(s, i, true), layer_attention(s, i, true),
-                   2.0 * kernels + re.streaming * streaming + re.attention * eager,
-                   (1.0 + re.streaming) * l.fwd_host_only_ops});
+                   2.0 * kernels + re.streaming * streaming + re.attention * eager + casts.bwd_kernels +
+                       re.linear_flops_share * casts.fwd_kernels,
+                   (1.0 + re.streaming) * l.fwd_host_only_ops, math});
   }
   return out;
 }

@@ -28,6 +28,7 @@
 // runs only on the last micro-batch (set_requires_all_reduce(False), rule 52).
 // Gradient accumulation: set_requires_gradient_sync(False) skips every reduction but the last
 // micro-batch's (rule 52); parameters are still resharded after each backward.
+#include "models/float8.hpp"
 #include "models/scenario.hpp"
 #include "models/strategy/compute_tasks.hpp"
 #include "models/strategy/strategy.hpp"
@@ -50,7 +51,7 @@ struct Unit {
   std::string name;
   std::vector<std::size_t> layers;  // forward order
   bool root = false;
-  double param_bytes = 0;  // unsharded, in the parameter dtype (AllGather buffer)
+  double param_bytes = 0;  // unsharded, in the parameter dtype (FP8 for float8 all-gather; AllGather buffer)
   double grad_bytes = 0;   // unsharded gradients in the reduce dtype (ReduceScatter buffer)
   bool reshard = true;     // reshard after forward
 };
@@ -80,8 +81,10 @@ std::vector<Unit> make_units(const Scenario& s) {
          return all;
        }()) {
     for (std::size_t l : u->layers)
-      for (const auto& p : m.layers[l].params) {
-        u->param_bytes += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
+      for (std::size_t i = 0; i < m.layers[l].params.size(); ++i) {
+        const ParamTensor& p = m.layers[l].params[i];
+        // Float8Linear weights travel in FP8 under float8 all-gather (models/float8.hpp).
+        u->param_bytes += static_cast<double>(p.numel) * all_gather_bytes_per_element(s, l, i);
         if (p.trainable) u->grad_bytes += static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype);
       }
   }

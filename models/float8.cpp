@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// Float8 linear layers (rules and sources in float8.hpp).
+#include "models/float8.hpp"
+
+#include <cmath>
+
+namespace stepsim::models {
+
+namespace {
+
+bool multiple_of_16(double v) { return std::fmod(v, 16.0) == 0; }
+
+}  // namespace
+
+bool float8_gemm(const Scenario& s, const LayerSpec& layer, const LayerGemm& g) {
+  return s.precision.float8 != PrecisionConfig::Float8::None && !layer.root && g.kind == LayerGemm::Kind::Linear &&
+         multiple_of_16(g.n) && multiple_of_16(g.k);
+}
+
+std::size_t float8_linear_count(const Scenario& s, std::size_t layer) {
+  const LayerSpec& l = s.model.layers.at(layer);
+  std::size_t n = 0;
+  for (const auto& g : l.gemms) n += float8_gemm(s, l, g) ? 1 : 0;
+  return n;
+}
+
+bool float8_weight(const Scenario& s, std::size_t layer, std::size_t param) {
+  const LayerSpec& l = s.model.layers.at(layer);
+  for (const auto& g : l.gemms)
+    if (g.param == static_cast<std::int64_t>(param) && float8_gemm(s, l, g)) return true;
+  return false;
+}
+
+double all_gather_bytes_per_element(const Scenario& s, std::size_t layer, std::size_t param) {
+  if (s.precision.float8_all_gather && float8_weight(s, layer, param)) return 1.0;
+  return dtype_bytes(s.model.layers.at(layer).params.at(param).dtype);
+}
+
+Float8Casts float8_casts(const Scenario& s, std::size_t layer) {
+  Float8Casts c;
+  const LayerSpec& l = s.model.layers.at(layer);
+  const double tokens = static_cast<double>(s.tokens_per_micro_batch());
+  const bool gathered = s.precision.float8_all_gather;
+  // torch.compile fuses each amax and each scaled cast into one kernel; eager runs them op by op.
+  const bool eager = s.framework.eager();
+  const double cast = eager ? 17 : 5, cast_kernels = eager ? 5 : 2;
+  const double rescale = eager ? 11 : 3, rescale_kernels = eager ? 3 : 1;
+  for (const auto& g : l.gemms) {
+    if (!float8_gemm(s, l, g)) continue;
+    const double x = tokens * g.k, w = g.k * g.n, dy = tokens * g.n;
+    c.fwd_bytes += cast * x + (gathered ? 0.0 : cast * w);
+    c.fwd_kernels += cast_kernels * (gathered ? 1 : 2);
+    c.bwd_bytes += cast * dy + 2 * dy + rescale * x + (gathered ? 2.0 : rescale) * w;
+    c.bwd_kernels += cast_kernels + 1 + rescale_kernels + (gathered ? 1 : rescale_kernels);
+  }
+  return c;
+}
+
+}  // namespace stepsim::models

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+// Precision that changes time (issue 14 item 5): per-arithmetic GEMM peaks and efficiencies
+// (hardware/hardware_profile.hpp GemmMath), fp32 scenarios, and torchao's Float8 linear layers
+// (models/float8.hpp).
+#include "hardware/gemm_model.hpp"
+#include "hardware/hardware_profile_json.hpp"
+#include "models/float8.hpp"
+#include "models/report.hpp"
+#include "models/scenario.hpp"
+#include "models/strategy/strategy.hpp"
+#include "sim/support/error.hpp"
+#include "tests/support/catch.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+using namespace stepsim;
+using namespace stepsim::models;
+using hardware::GemmMath;
+using hardware::GemmShape;
+
+namespace {
+
+// Square torch.mm on a Tesla V100-SXM2-16GB, torch 2.7.0+cu128, TFLOP/s
+// (zzc0721/torch-performance-test-data#140): the benchmark v100-sxm2's curve comes from.
+double v100_tflops(double n, GemmMath math) {
+  const auto hw = hardware::load_profile("v100-sxm2");
+  const GemmShape g{n, n, n, 1, false, math};
+  return hardware::gemm_flops(g) / hardware::gemm_time_s(hw, hw.gemm_curve, g) / 1e12;
+}
+
+Scenario llama_fsdp(const std::string& precision, const std::string& hardware = "h100-sxm", const std::string& strategy = "fsdp") {
+  auto doc = nlohmann::json::parse(R"({"model": "llama3-8b", "parallelism": {"dp": 8},
+      "batch": {"micro_batch_size": 2, "seq_len": 8192}, "activations": {"recompute": "selective_op"},
+      "framework": {"implementation": "compile"}})");
+  doc["hardware"] = hardware;
+  doc["parallelism"]["strategy"] = strategy;
+  if (!precision.empty()) doc["precision"] = nlohmann::json::parse(precision);
+  return parse_scenario(doc, "test.json");
+}
+
+std::string parse_error(const nlohmann::json& doc) {
+  try {
+    parse_scenario(doc, "test.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("gemm math: each arithmetic runs at its own peak, with the fallbacks the hardware has", "[hardware]") {
+  const auto h100 = hardware::load_profile("h100-sxm");
+  CHECK(h100.peak_for(GemmMath::Tensor16) == 989e12);  // datasheet dense peaks (kernels.md conventions)
+  CHECK(h100.peak_for(GemmMath::Tf32) == 494.5e12);
+  CHECK(h100.peak_for(GemmMath::Fp32) == 67e12);
+  CHECK(h100.peak_for(GemmMath::Fp8) == 1979e12);
+  const auto v100 = hardware::load_profile("v100-sxm2");
+  CHECK(v100.peak_for(GemmMath::Fp32) == 15.7e12);
+  CHECK(v100.peak_for(GemmMath::Tf32) == 15.7e12);  // no TF32 on Volta: allow_tf32 still runs FP32
+  const auto a100 = hardware::load_profile("a100-sxm");
+  CHECK(a100.peak_for(GemmMath::Fp8) == 312e12);  // no FP8 tensor cores: upcast to BF16
+  const auto tpu = hardware::load_profile("tpu-v5p");
+  CHECK(tpu.peak_for(GemmMath::Fp32) == tpu.peak_flops_per_s);  // no FP32 peak given: the old behaviour
+  // A 500 W H100 sustains 1400 of 1830 MHz for every tensor-core arithmetic.
+  const auto capped = hardware::load_profile("h100-hbm2e-500w");
+  CHECK(capped.sustained_flops_per_s(GemmMath::Fp8) == Approx(1979e12 * 1400 / 1830));
+  // Operand bytes: FP8 reads 1 B per operand element and writes a BF16 result; FP32 4 B.
+  CHECK(hardware::gemm_bytes({1024, 1024, 1024, 1, false, GemmMath::Fp8}) == 4.0 * 1024 * 1024);
+  CHECK(hardware::gemm_bytes({1024, 1024, 1024, 1, false, GemmMath::Fp32}) == 12.0 * 1024 * 1024);
+  CHECK(hardware::gemm_bytes({1024, 1024, 1024, 1, false, GemmMath::Tensor16}) == 6.0 * 1024 * 1024);
+}
+
+TEST_CASE("gemm math: v100-sxm2's curve gives the measured square matmuls of its source", "[hardware]") {
+  // FP16 57.30 / 78.23 / 95.73 / 97.36 TFLOP/s at 1024 / 2048 / 4096 / 8192; FP32 10.56 / 12.71 /
+  // 13.85 / 14.38. 2k-8k within 3 % (FP16) and 10 % (FP32); 1k, which the source flags as partly
+  // launch-bound, within 20 %.
+  CHECK(v100_tflops(2048, GemmMath::Tensor16) == Approx(78.23).epsilon(0.03));
+  CHECK(v100_tflops(4096, GemmMath::Tensor16) == Approx(95.73).epsilon(0.03));
+  CHECK(v100_tflops(8192, GemmMath::Tensor16) == Approx(97.36).epsilon(0.03));
+  CHECK(v100_tflops(1024, GemmMath::Tensor16) == Approx(57.30).epsilon(0.20));
+  CHECK(v100_tflops(2048, GemmMath::Fp32) == Approx(12.71).epsilon(0.10));
+  CHECK(v100_tflops(4096, GemmMath::Fp32) == Approx(13.85).epsilon(0.10));
+  CHECK(v100_tflops(8192, GemmMath::Fp32) == Approx(14.38).epsilon(0.10));
+}
+
+TEST_CASE("gemm math: no GEMM of any arithmetic beats its peak on any built-in GPU profile", "[hardware][property]") {
+  for (const auto& name : hardware::builtin_profile_names()) {
+    const auto hw = hardware::load_profile(name);
+    if (!hw.gemm_curve.present()) continue;
+    CAPTURE(name);
+    for (GemmMath m : {GemmMath::Tensor16, GemmMath::Tf32, GemmMath::Fp32, GemmMath::Fp8})
+      for (double mm : {64.0, 1000.0, 4096.0, 16384.0})
+        for (double nk : {128.0, 3000.0, 14336.0}) {
+          const GemmShape g{mm, nk, nk, 1, false, m};
+          const double eff = hardware::gemm_efficiency(hw, hw.gemm_curve, g);
+          CHECK(eff > 0);
+          CHECK(eff <= hw.gemm_curve.max_efficiency_for(m) + 1e-12);
+        }
+  }
+}
+
+TEST_CASE("fp32 scenarios: GEMMs at the FP32 (or TF32) peak, attention off FlashAttention", "[models]") {
+  auto doc = nlohmann::json::parse(R"({"hardware": "a100-sxm", "model": "llama3.2-1b", "parallelism": {"dp": 8},
+      "batch": {"seq_len": 2048}, "precision": {"param_dtype": "fp32"}})");
+  const Scenario fp32 = parse_scenario(doc, "test.json");
+  CHECK(fp32.precision.gemm_math == GemmMath::Fp32);
+  CHECK(fp32.activations.attention_kernel.empty());  // "auto" takes "flash", not FlashAttention-2
+  doc["precision"]["fp32_matmul_precision"] = "high";
+  const Scenario tf32 = parse_scenario(doc, "test.json");
+  CHECK(tf32.precision.gemm_math == GemmMath::Tf32);
+  doc["precision"].erase("param_dtype");
+  const Scenario bf16 = parse_scenario(doc, "test.json");
+  CHECK(bf16.precision.gemm_math == GemmMath::Tensor16);  // fp32_matmul_precision acts on fp32 tensors only
+  const double t32 = run(fp32).step_time_s, ttf = run(tf32).step_time_s, t16 = run(bf16).step_time_s;
+  // FP32 at 19.5 TFLOP/s is far slower than TF32 at 156, itself slower than BF16 at 312.
+  CHECK(t32 > 4 * ttf);
+  CHECK(ttf > 1.3 * t16);
+  doc["precision"]["param_dtype"] = "fp32";
+  doc["activations"] = {{"attention", "flash-attention-2"}};
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("runs fp16/bf16 tensors only"));
+}
+
+TEST_CASE("float8: the blocks' linears run FP8 GEMMs, the LM head stays bf16", "[models]") {
+  const Scenario s = llama_fsdp(R"({"float8": "tensorwise"})");
+  REQUIRE(s.model.layers.size() == 35);
+  CHECK(float8_linear_count(s, 0) == 0);   // embedding
+  CHECK(float8_linear_count(s, 1) == 7);   // wq wk wv wo w1 w3 w2
+  CHECK(float8_linear_count(s, 34) == 0);  // LM head (torchtitan filters "output")
+  const Scenario plain = llama_fsdp("");
+  CHECK(float8_linear_count(plain, 1) == 0);
+  // Cast bytes of one block for one micro-batch of T = 16384 tokens (float8.hpp's rules):
+  // inputs X (T·k), outputs dY (T·n), weights W (k·n) summed over the 7 linears.
+  const double T = 16384, h = 4096, kv = 1024, f = 14336;
+  const double x = T * (6 * h + f);                         // k: h for q k v o gate up, f for down
+  const double dy = T * (h + 2 * kv + h + 2 * f + h);       // n
+  const double w = 2 * h * h + 2 * h * kv + 3 * h * f;
+  const Float8Casts c = float8_casts(s, 1);
+  CHECK(c.fwd_bytes == Approx(5 * x + 5 * w));
+  CHECK(c.bwd_bytes == Approx(7 * dy + 3 * x + 3 * w));
+  CHECK(c.fwd_kernels == 28);
+  CHECK(c.bwd_kernels == 35);
+  const Scenario gathered = llama_fsdp(R"({"float8": "tensorwise", "float8_all_gather": true})");
+  const Float8Casts g = float8_casts(gathered, 1);
+  CHECK(g.fwd_bytes == Approx(5 * x));  // the weight arrives cast
+  CHECK(g.bwd_bytes == Approx(7 * dy + 3 * x + 2 * w));
+  // Eager PyTorch runs torchao's casts op by op: 17 B/elem per amax + cast, 11 per rescale.
+  auto doc = nlohmann::json::parse(R"({"hardware": "h100-sxm", "model": "llama3-8b", "parallelism": {"dp": 8},
+      "batch": {"micro_batch_size": 2, "seq_len": 8192}, "precision": {"float8": "tensorwise"}})");
+  const Float8Casts e = float8_casts(parse_scenario(doc, "test.json"), 1);
+  CHECK(e.fwd_bytes == Approx(17 * x + 17 * w));
+  CHECK(e.bwd_bytes == Approx(17 * dy + 2 * dy + 11 * x + 11 * w));
+  CHECK(e.fwd_kernels == 70);
+  CHECK(e.bwd_kernels == 7 * (5 + 1 + 3 + 3));
+}
+
+TEST_CASE("float8: torchao's single-linear check, 4096 x 8192 x 16384 on H100 (1.39x measured)", "[models]") {
+  // torchao/float8/README.md (kernels.md §1.3(d)): forward + backward of one linear, including the
+  // scaling, (M, K, N) = (4096, 8192, 16384) runs 1.39x faster than bf16. The three GEMMs on
+  // h100-sxm's curve plus the tensorwise casts of float8.hpp (weight cast every step) at HBM speed.
+  const auto hw = hardware::load_profile("h100-sxm");
+  const double M = 4096, K = 8192, N = 16384;
+  auto three = [&](GemmMath m) {
+    return hardware::gemm_time_s(hw, hw.gemm_curve, {M, N, K, 1, false, m}) +
+           hardware::gemm_time_s(hw, hw.gemm_curve, {M, K, N, 1, false, m}) +
+           hardware::gemm_time_s(hw, hw.gemm_curve, {N, K, M, 1, false, m});
+  };
+  const double x = M * K, w = K * N, dy = M * N;
+  const double casts = (5 * x + 5 * w + 7 * dy + 3 * x + 3 * w) / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
+  const double speedup = three(GemmMath::Tensor16) / (three(GemmMath::Fp8) + casts);
+  CHECK(speedup == Approx(1.39).epsilon(0.10));
+}
+
+TEST_CASE("float8: FSDP all-gathers the Float8Linear weights in FP8, the norms in bf16", "[models]") {
+  auto gather_bytes = [](const Scenario& s) {
+    const LoweredStep step = lower_fsdp(s);
+    double most = 0;  // the largest AllGather: a transformer block unit
+    for (sim::TaskId t = 0; t < step.graph.size(); ++t) {
+      const sim::Task& task = step.graph.task(t);
+      if (task.name.rfind("allgather.unit", 0) == 0) most = std::max(most, task.bytes);
+    }
+    return most;
+  };
+  const double h = 4096, kv = 1024, f = 14336;
+  const double linear = 2 * h * h + 2 * h * kv + 3 * h * f, norms = 2 * h;
+  CHECK(gather_bytes(llama_fsdp("")) == Approx(2 * (linear + norms)));
+  CHECK(gather_bytes(llama_fsdp(R"({"float8": "tensorwise"})")) == Approx(2 * (linear + norms)));
+  CHECK(gather_bytes(llama_fsdp(R"({"float8": "tensorwise", "float8_all_gather": true})")) == Approx(linear + 2 * norms));
+  // And the step is faster than bf16 (FP8 GEMMs at twice the peak), slower than half of it.
+  const double bf16 = run(llama_fsdp("")).step_time_s;
+  const double fp8 = run(llama_fsdp(R"({"float8": "tensorwise", "float8_all_gather": true})")).step_time_s;
+  CHECK(fp8 < 0.9 * bf16);
+  CHECK(fp8 > 0.5 * bf16);
+}
+
+TEST_CASE("float8: refused where it cannot run or would be ignored", "[models][errors]") {
+  auto doc = nlohmann::json::parse(R"({"hardware": "h100-sxm", "model": "llama3-8b",
+      "parallelism": {"strategy": "fsdp", "dp": 8}, "batch": {"seq_len": 8192}})");
+  doc["precision"] = {{"float8", "rowwise"}};
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("no published kernel benchmark"));
+  doc["precision"] = {{"float8", "tensorwse"}};
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("/precision/float8"));
+  doc["precision"] = {{"float8_all_gather", true}};
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("needs precision.float8"));
+  doc["precision"] = {{"float8", "tensorwise"}, {"float8_all_gather", true}};
+  CHECK(parse_error(doc).empty());
+  doc["parallelism"]["strategy"] = "ddp";
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("FSDP2"));
+  doc["parallelism"]["strategy"] = "fsdp";
+  doc["parallelism"]["fsdp_version"] = "fsdp1";
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("fsdp_version fsdp1"));
+  doc["parallelism"].erase("fsdp_version");
+  doc["hardware"] = "a100-sxm";
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("no FP8 tensor cores"));
+  doc["hardware"] = "h100-sxm";
+  // A model of FLOP-described layers has no linear layer to convert.
+  doc["model"] = nlohmann::json::parse(R"({"name": "flops", "kind": "layers", "layers": [
+      {"name": "l0", "params": [{"name": "w", "numel": 1048576}], "fwd_flops_per_token": 2097152}]})");
+  doc["precision"] = {{"float8", "tensorwise"}};
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("no linear layer float8 would convert"));
+  // An MLP's linears convert (torchao swaps every nn.Linear its filter keeps).
+  doc["model"] = "seed-mlp";
+  CHECK(parse_error(doc).empty());
+}
