@@ -64,17 +64,22 @@ double gemm_list_time_s(const HardwareProfile& hw, const GemmCurve& curve, const
 
 double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
                           double flops, double bytes, double host_op_s) {
-  double gemm = 0;
-  for (const auto& w : work.gemms)  // a fused on-chip matmul is no op of its own on the host
-    gemm += w.count * (w.shape.on_chip ? one_gemm_s(hw, curve, w.shape) : std::max(one_gemm_s(hw, curve, w.shape), host_op_s));
-  for (const auto& a : work.attention)
-    gemm += std::max(a.passes * a.forward_flops() /
-                         (hw.clock_fraction() * attention_flops_per_s(hw.attention.at(a.kernel), a.causal, a.head_dim, a.seq_len)),
-                     host_op_s);
-  if (work.gemms.empty() && work.attention.empty() && flops > 0)
-    gemm = std::max(flops / share / (hw.sustained_flops_per_s(work.math) * hw.gemm_efficiency), host_op_s);
+  double gpu = 0, launches = work.streaming_kernels + work.host_only_ops;
+  for (const auto& w : work.gemms) {
+    gpu += w.count * one_gemm_s(hw, curve, w.shape);
+    if (!w.shape.on_chip) launches += w.count;  // a fused on-chip matmul is no op of its own on the host
+  }
+  for (const auto& a : work.attention) {
+    gpu += a.passes * a.forward_flops() /
+           (hw.clock_fraction() * attention_flops_per_s(hw.attention.at(a.kernel), a.causal, a.head_dim, a.seq_len));
+    launches += 1;
+  }
+  if (work.gemms.empty() && work.attention.empty() && flops > 0) {
+    gpu = flops / share / (hw.sustained_flops_per_s(work.math) * hw.gemm_efficiency);
+    launches += 1;
+  }
   const double stream = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
-  return share * gemm + std::max(stream, share * work.streaming_kernels * host_op_s) + share * work.host_only_ops * host_op_s;
+  return std::max(share * gpu + stream, share * launches * host_op_s);
 }
 
 double gemm_list_flops(const GemmList& list) {

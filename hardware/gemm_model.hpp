@@ -91,12 +91,18 @@ struct KernelWork {
 };
 
 /// Time of a task doing `share` of `work` plus `bytes` of streaming traffic, when each op costs
-/// the CPU `host_op_s` to launch and the GPU cannot run ahead of it [s]:
-///   share · Σ_GEMM count · max(t_gemm, h) + share · Σ_attention max(passes · forward_flops / r, h)
-///   + max(bytes / (hbm_bw · hbm_efficiency), share · streaming_kernels · h) + share · host_only_ops · h
-/// where r = clock_fraction · attention_flops_per_s(hw.attention[kernel], causal, head_dim, seq_len)
-/// (the streaming bytes are spread evenly over the streaming kernels). t_gemm from `curve`, or
-/// the flat roofline without one; with no GEMM shapes, `flops` at the flat efficiency (one op).
+/// the CPU `host_op_s` (h) to launch [s]. CUDA launches are asynchronous: the CPU enqueues
+/// kernels while the GPU runs earlier ones, so within a task the step takes whichever is longer,
+/// the GPU's work or the CPU's launches:
+///   max( share · (Σ_GEMM count · t_gemm + Σ_attention passes · forward_flops / r) + bytes / (hbm_bw · hbm_efficiency),
+///        share · (Σ_GEMM count + attention kernels + streaming_kernels + host_only_ops) · h )
+/// where r = clock_fraction · attention_flops_per_s(hw.attention[kernel], causal, head_dim, seq_len).
+/// On-chip matmuls (inside a fused kernel) launch nothing. t_gemm from `curve`, or the flat
+/// roofline without one; with no GEMM shapes, `flops` at the flat efficiency (one launch).
+/// Bound taken (docs/accuracy.md, vTrain): the CPU runs freely ahead inside a task (one layer's
+/// forward or backward segment) but not across tasks; the earlier per-op bound, in which each
+/// kernel waited for its own launch (Σ max(t_i, h)), charged the short kernels between long
+/// GEMMs although the CPU had queued them during those GEMMs.
 /// With h = 0 this is the sum of GEMM times and the streaming time.
 double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
                           double flops, double bytes, double host_op_s);

@@ -89,7 +89,7 @@ std::string report_text(const Report& r) {
                                                        : "; FSDP all-gathers their weights in bf16 (float8_all_gather off)"));
     }
     if (s.framework.host_op_s > 0)
-      line(fmt::format("  framework   {:.3g} us of CPU per op; kernels wait for their launch", s.framework.host_op_s * 1e6));
+      line(fmt::format("  framework   {:.3g} us of CPU per op; a layer takes the longer of its kernels and its launches", s.framework.host_op_s * 1e6));
     // Which kernels run: only for models with composites or a loss over logits, naming theirs.
     if (!s.model.eager_composites.empty() || s.model.has_logits_loss()) {
       using Impl = FrameworkConfig::Implementation;

@@ -123,9 +123,9 @@ struct ActivationConfig {
 };
 
 /// The training framework's host side (`framework`): what the CPU costs per PyTorch op. With
-/// host_op_s > 0 every kernel of a layer takes at least that long (the GPU waits for the CPU to
-/// launch it): a layer task takes Σ_GEMM max(t_gemm, h) + max(t_streaming, n_kernels·h) +
-/// n_host_only_ops·h (hardware::StepCostModel). 0 (the default): kernels only, as before.
+/// host_op_s = h > 0 a layer task takes max(its GPU time, n_ops·h): the CPU launches
+/// asynchronously and runs ahead of the GPU within the task (hardware::kernel_work_time_s).
+/// 0 (the default): kernels only.
 struct FrameworkConfig {
   double host_op_s = 0;  ///< CPU time per eager op (Python + dispatcher + launch), seconds ≥ 0
   /// How the model's code runs (`framework.implementation`, issue 14 item 3): "eager" (PyTorch

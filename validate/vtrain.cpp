@@ -366,7 +366,7 @@ const char* kAssumptions[] = {
     "model: GPT, ffn = 4*hidden, GeLU MLP (not gated), LayerNorm, biases, learned positions, tied embeddings, vocab 50304 (50257 padded to 128)",
     "hardware: a100-sxm (A100 SXM4 80 GB, NVSwitch, 8 x 200 Gb/s HDR per node), nominal profile (its GEMM curve), no calibration",
     "precision: fp16 where the row is blank; activations: eager attention (a*s^2 score traffic), recompute full (activation checkpointing)",
-    "framework: 20 us of CPU per PyTorch op; each kernel waits for its launch (Megatron-DeepSpeed eager mode)",
+    "framework: 37 us of CPU per PyTorch op (chosen on the even rows); the CPU launches ahead of the GPU within a layer (Megatron-DeepSpeed eager mode)",
     "zero_stage blank or 0: ddp with one gradient bucket (one AllReduce after the last backward, no overlap); 1/2/3: zero1/zero2/zero3",
     "optimizer: adam; batch: micro_batch, grad_accum and dp from the row",
 };

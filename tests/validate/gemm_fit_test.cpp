@@ -214,8 +214,11 @@ TEST_CASE("hardware.kernel_work: per-op host cost, by hand") {
   const double bytes = 8e6, stream = bytes / (4.8e12 * 0.85);  // 1.96 us over 4 kernels
   // h = 0: GEMMs + streaming, the old sequence time.
   CHECK(kernel_work_time_s(hw, hw.gemm_curve, w, 1.0, 0, bytes, 0) == Approx(2 * g + stream).epsilon(1e-12));
-  // h = 20 us: every kernel waits for its launch; views cost the CPU too.
+  // h = 20 us: the 9 launches (2 GEMMs, 4 streaming kernels, 3 views) outlast the kernels.
   CHECK(kernel_work_time_s(hw, hw.gemm_curve, w, 1.0, 0, bytes, 20e-6) == Approx(2 * 20e-6 + 4 * 20e-6 + 3 * 20e-6).epsilon(1e-12));
+  // h = 0.5 us: 4.5 us of launches run ahead of 8.2 us of kernels: the GPU's time, not the
+  // per-kernel bound 2·max(g, h) + max(stream, 4h) + 3h = 9.7 us.
+  CHECK(kernel_work_time_s(hw, hw.gemm_curve, w, 1.0, 0, bytes, 0.5e-6) == Approx(2 * g + stream).epsilon(1e-12));
   // A half share (one of two backward segments) does half the launches; bytes are the task's own.
   CHECK(kernel_work_time_s(hw, hw.gemm_curve, w, 0.5, 0, bytes / 2, 20e-6) == Approx(0.5 * 9 * 20e-6).epsilon(1e-12));
 }
