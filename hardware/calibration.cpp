@@ -172,9 +172,14 @@ std::string describe_overlay(const CalibrationOverlay& overlay) {
   return out + ")";
 }
 
-const GemmCurve& effective_gemm_curve(const HardwareProfile& hw, const CalibrationOverlay* overlay) {
-  if (overlay != nullptr && overlay->gemm) return overlay->gemm->curve;
-  return hw.gemm_curve;
+GemmCurve effective_gemm_curve(const HardwareProfile& hw, const CalibrationOverlay* overlay) {
+  if (overlay == nullptr || !overlay->gemm) return hw.gemm_curve;
+  GemmCurve c = overlay->gemm->curve;
+  for (auto [mine, profile] : {std::pair{&c.tf32_max_efficiency, hw.gemm_curve.tf32_max_efficiency},
+                               std::pair{&c.fp32_max_efficiency, hw.gemm_curve.fp32_max_efficiency},
+                               std::pair{&c.fp8_max_efficiency, hw.gemm_curve.fp8_max_efficiency}})
+    if (*mine <= 0) *mine = profile;
+  return c;
 }
 
 void check_overlay(const CalibrationOverlay& overlay, const std::string& source) {

@@ -85,8 +85,9 @@ struct CalibrationOverlay {
 };
 
 /// The GEMM curve a cost model uses: the overlay's fitted one, else the profile's
-/// `compute.gemm_curve`, else an absent curve (flat gemm_efficiency).
-const GemmCurve& effective_gemm_curve(const HardwareProfile& hw, const CalibrationOverlay* overlay);
+/// `compute.gemm_curve`, else an absent curve (flat gemm_efficiency). An overlay fitted on a
+/// BF16 sweep gives no TF32 / FP32 / FP8 efficiency; those it leaves out stay the profile's.
+GemmCurve effective_gemm_curve(const HardwareProfile& hw, const CalibrationOverlay* overlay);
 
 /// The segment a lookup chose.
 struct CalibrationMatch {

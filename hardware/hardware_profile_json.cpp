@@ -43,6 +43,11 @@ GemmCurve read_gemm_curve(const JsonReader& r, int default_sms) {
   c.tf32_max_efficiency = r.number_or("tf32_max_efficiency", 0.0, Check::Fraction);
   c.fp32_max_efficiency = r.number_or("fp32_max_efficiency", 0.0, Check::Fraction);
   c.fp8_max_efficiency = r.number_or("fp8_max_efficiency", 0.0, Check::Fraction);
+  for (const auto& [key, v] : {std::pair{"max_efficiency", c.max_efficiency}, std::pair{"tf32_max_efficiency", c.tf32_max_efficiency},
+                               std::pair{"fp32_max_efficiency", c.fp32_max_efficiency}, std::pair{"fp8_max_efficiency", c.fp8_max_efficiency}})
+    if (r.has(key) && v < 0.01)
+      r.fail(key, fmt::format("{:g} of peak is no achieved GEMM efficiency (a large cuBLAS GEMM reaches 0.5-0.9); "
+                              "expected a fraction in [0.01, 1]", v));
   c.tile_m = static_cast<int>(r.integer_or("tile_m", 128, 1, 4096));
   c.tile_n = static_cast<int>(r.integer_or("tile_n", 128, 1, 4096));
   if (default_sms > 0)
@@ -219,6 +224,20 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   for (const auto& [key, v] : {std::pair{"tf32_flops_per_s", p.tf32_flops_per_s}, std::pair{"fp32_flops_per_s", p.fp32_flops_per_s},
                                std::pair{"fp8_flops_per_s", p.fp8_flops_per_s}})
     if (compute.has(key)) in_range(compute, key, v, 1e6, 1e21, "FLOP/s");
+  // The arithmetics' peaks keep the order every GPU has: FP32 ≤ TF32 ≤ BF16/FP16 ≤ FP8.
+  const auto order = [&](const char* key, double v, const char* than, double w, const char* rel) {
+    compute.fail(key, fmt::format("{:g} FLOP/s is {} compute.{} ({:g}); expected FP32 <= TF32 <= BF16/FP16 "
+                                  "(peak_flops_per_s) <= FP8, as on every GPU",
+                                  v, rel, than, w));
+  };
+  if (p.fp8_flops_per_s > 0 && p.fp8_flops_per_s < p.peak_flops_per_s)
+    order("fp8_flops_per_s", p.fp8_flops_per_s, "peak_flops_per_s", p.peak_flops_per_s, "below");
+  if (p.tf32_flops_per_s > p.peak_flops_per_s)
+    order("tf32_flops_per_s", p.tf32_flops_per_s, "peak_flops_per_s", p.peak_flops_per_s, "above");
+  if (p.fp32_flops_per_s > p.peak_flops_per_s)
+    order("fp32_flops_per_s", p.fp32_flops_per_s, "peak_flops_per_s", p.peak_flops_per_s, "above");
+  if (p.tf32_flops_per_s > 0 && p.fp32_flops_per_s > p.tf32_flops_per_s)
+    order("fp32_flops_per_s", p.fp32_flops_per_s, "tf32_flops_per_s", p.tf32_flops_per_s, "above");
   in_range(memory, "hbm_bytes", p.hbm_bytes, 1e6, 1e18, "bytes");
   in_range(memory, "hbm_bandwidth_bytes_per_s", p.hbm_bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");
   in_range(intra, "bandwidth_bytes_per_s", p.intra_node.bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");

@@ -38,7 +38,8 @@ StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
                              std::shared_ptr<const CalibrationOverlay> calibration, CollectiveModel model,
                              Contention contention)
     : hw_(std::move(hw)), groups_(std::move(groups)), algorithm_(algorithm),
-      calibration_(std::move(calibration)), model_(model), contention_(contention) {
+      calibration_(std::move(calibration)), curve_(effective_gemm_curve(hw_, calibration_.get())), model_(model),
+      contention_(contention) {
   STEPSIM_ASSERT(contention_.compute_slowdown >= 1, "compute slowdown {} < 1", contention_.compute_slowdown);
   STEPSIM_ASSERT(!calibration_ || calibration_->tables.empty() || model_ == CollectiveModel::AlphaBeta,
                  "a calibration overlay needs the alpha-beta cost model");

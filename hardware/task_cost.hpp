@@ -70,7 +70,7 @@ class StepCostModel final : public sim::TaskCostModel {
     host_op_s_ = host_op_s;
   }
   /// The GEMM curve in use (absent: flat gemm_efficiency).
-  const GemmCurve& gemm_curve() const { return effective_gemm_curve(hw_, calibration_.get()); }
+  const GemmCurve& gemm_curve() const { return curve_; }
   /// @throws InputError naming the task when its duration is outside sim::Time's range.
   sim::Time duration(const sim::Task& task) const override;
   /// duration(task) split as the engine's fluid model needs it (see Contention): a collective
@@ -97,6 +97,7 @@ class StepCostModel final : public sim::TaskCostModel {
   std::vector<GroupShape> groups_;
   CollectiveAlgorithm algorithm_;
   std::shared_ptr<const CalibrationOverlay> calibration_;
+  GemmCurve curve_;  ///< effective_gemm_curve(hw_, calibration_), once
   CollectiveModel model_ = CollectiveModel::AlphaBeta;
   Contention contention_;
   std::vector<KernelWork> work_;

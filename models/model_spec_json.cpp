@@ -106,13 +106,15 @@ std::vector<std::string> builtin_model_names() {
   return names;
 }
 
-ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, const std::string& pointer) {
+ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, const std::string& pointer,
+                      std::optional<DType> dtype_override) {
   JsonReader r(doc, source, pointer);
   const std::string name = r.string("name");
   const std::string kind = r.choice_or("kind", "", {"mlp", "transformer", "layers"});
   if (kind.empty()) r.fail("kind", "required field is missing (one of: mlp, transformer, layers)");
   const std::string src = r.string_or("source", "");
-  const DType dtype = r.has("dtype") ? parse_dtype(r.string("dtype"), source, r.path("dtype")) : DType::BF16;
+  const DType described = r.has("dtype") ? parse_dtype(r.string("dtype"), source, r.path("dtype")) : DType::BF16;
+  const DType dtype = dtype_override.value_or(described);
   // DType order in dtype_names() matches the enum.
   static_assert(static_cast<int>(DType::FP32) == 0 && static_cast<int>(DType::FP8) == 3);
   ModelSpec m;
@@ -145,12 +147,13 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, cons
   return m;
 }
 
-ModelSpec load_model(const std::string& ref, const std::string& source, const std::string& pointer) {
+ModelSpec load_model(const std::string& ref, const std::string& source, const std::string& pointer,
+                     std::optional<DType> dtype) {
   const bool is_path = ref.find('/') != std::string::npos ||
                        (ref.size() > 5 && ref.substr(ref.size() - 5) == ".json");
-  if (is_path) return parse_model(read_json_file(ref), ref, "");
+  if (is_path) return parse_model(read_json_file(ref), ref, "", dtype);
   for (const auto& f : detail::builtin_models())
-    if (ref == f.name) return parse_model(parse_json_text(f.text, "models/catalog/" + ref + ".json"), ref, "");
+    if (ref == f.name) return parse_model(parse_json_text(f.text, "models/catalog/" + ref + ".json"), ref, "", dtype);
   const auto names = builtin_model_names();
   throw InputError(source, pointer,
                    "no model '" + ref + "' in the catalog; known models: " + join_names(names) +

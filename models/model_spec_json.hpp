@@ -7,6 +7,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <string>
+#include <optional>
 #include <vector>
 
 namespace stepsim::models {
@@ -16,13 +17,17 @@ std::vector<std::string> builtin_model_names();
 
 /// Resolves a catalog name or a path to a JSON file ('/' inside or ".json" suffix).
 /// @throws InputError naming the reference and listing the catalog, or any error of the file.
+/// `dtype`: as parse_model's.
 ModelSpec load_model(const std::string& ref, const std::string& source = "",
-                     const std::string& pointer = "");
+                     const std::string& pointer = "", std::optional<DType> dtype = std::nullopt);
 
 /// Parses a model description (forms "mlp", "transformer", "layers") found at `pointer` in
-/// `source`. @throws InputError for any missing, invalid or unknown field.
+/// `source`. `dtype`, when given, replaces the description's "dtype" (a scenario's
+/// precision.param_dtype): every tensor is held in it and, for the shape-built forms (mlp,
+/// transformer), the activations too; a "layers" model gives its bytes itself, so only its
+/// parameters change. @throws InputError for any missing, invalid or unknown field.
 ModelSpec parse_model(const nlohmann::json& doc, const std::string& source,
-                      const std::string& pointer);
+                      const std::string& pointer, std::optional<DType> dtype = std::nullopt);
 
 /// "bf16" etc. to DType. @throws InputError{source, pointer, ...} listing the valid names.
 DType parse_dtype(const std::string& text, const std::string& source, const std::string& pointer);

@@ -3,6 +3,7 @@
 #include "models/report.hpp"
 
 #include "hardware/gemm_model.hpp"
+#include "models/float8.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,27 @@ std::string report_json(const Report& r) {
     j["gemm_curve"] = {{"max_efficiency", curve.max_efficiency}, {"overhead_s", curve.overhead_s}, {"tile_m", curve.tile_m},
                        {"tile_n", curve.tile_n}, {"sms", curve.sms},
                        {"from", r.scenario.calibration && r.scenario.calibration->gemm ? "calibration" : "profile"}};
+  // The GEMM arithmetics in use beyond BF16/FP16: their peak and efficiency (issue 14 item 5).
+  {
+    const Scenario& sc = r.scenario;
+    auto math_json = [&](hardware::GemmMath m) {
+      nlohmann::ordered_json o = {{"math", hardware::gemm_math_name(m)},
+                                  {"peak_flops_per_s", sc.hardware.peak_for(m)},
+                                  {"sustained_flops_per_s", sc.hardware.sustained_flops_per_s(m)}};
+      o["max_efficiency"] = curve.present() ? curve.max_efficiency_for(m) : sc.hardware.gemm_efficiency;
+      return o;
+    };
+    if (sc.precision.gemm_math != hardware::GemmMath::Tensor16) j["gemm_math"] = math_json(sc.precision.gemm_math);
+    if (sc.precision.float8 != PrecisionConfig::Float8::None) {
+      std::size_t linears = 0;
+      for (std::size_t l = 0; l < sc.model.layers.size(); ++l) linears += float8_linear_count(sc, l);
+      nlohmann::ordered_json f = math_json(hardware::GemmMath::Fp8);
+      f["recipe"] = "tensorwise";
+      f["linears"] = linears;
+      f["all_gather_fp8"] = sc.precision.float8_all_gather;
+      j["float8"] = f;
+    }
+  }
   if (r.scenario.framework.host_op_s > 0) j["host_op_s"] = r.scenario.framework.host_op_s;
   j["step_time_s"] = r.step_time_s;
   {

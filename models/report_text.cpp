@@ -67,11 +67,12 @@ std::string report_text(const Report& r) {
     if (s.precision.gemm_math != Math::Tensor16) {
       const char* what = s.precision.gemm_math == Math::Tf32 ? "TF32 tensor cores"
                          : s.precision.gemm_math == Math::Fp8 ? "FP8 tensor cores"
-                         : s.hardware.fp32_flops_per_s > 0    ? "IEEE FP32 on the CUDA cores"
-                                                              : "FP32 at the BF16/FP16 peak: the profile gives no compute.fp32_flops_per_s";
-      line(fmt::format("  gemm math   {}: {} ({} tensors{})", what, math_text(s.precision.gemm_math), dtype_name(s.precision.param_dtype),
+                                                              : "IEEE FP32 on the CUDA cores";
+      line(fmt::format("  gemm math   {}: {} ({} tensors{})", what, math_text(s.precision.gemm_math), dtype_name(s.precision.held_dtype),
                        s.precision.gemm_math == Math::Fp32 || s.precision.gemm_math == Math::Tf32
-                           ? fmt::format(", fp32_matmul_precision {}", s.precision.fp32_matmul_tf32 ? "high" : "highest")
+                           ? fmt::format(", fp32_matmul_precision {}", !s.precision.fp32_matmul_tf32 ? "highest"
+                                                                         : s.precision.gemm_math == Math::Tf32 ? "high"
+                                                                         : "high, but this GPU has no TF32")
                            : std::string()));
     }
     if (s.precision.float8 != PrecisionConfig::Float8::None) {
@@ -86,7 +87,8 @@ std::string report_text(const Report& r) {
                        blocks, math_text(Math::Fp8),
                        !gathers                        ? ""
                        : s.precision.float8_all_gather ? "; FSDP all-gathers their weights in FP8"
-                                                       : "; FSDP all-gathers their weights in bf16 (float8_all_gather off)"));
+                                                       : "; FSDP all-gathers their weights in " + dtype_name(s.precision.held_dtype) +
+                                                             " (float8_all_gather off)"));
     }
     if (s.framework.host_op_s > 0)
       line(fmt::format("  framework   {:.3g} us of CPU per op; a layer takes the longer of its kernels and its launches", s.framework.host_op_s * 1e6));

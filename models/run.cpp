@@ -346,8 +346,13 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   r.tokens_per_s = r.step_time_s > 0 ? r.tokens_per_step / r.step_time_s : 0;
   r.model_flops_per_gpu = model_flops_per_gpu_step(s);
   r.mfu = r.step_time_s > 0 ? r.model_flops_per_gpu / (r.step_time_s * s.hardware.peak_flops_per_s) : 0;
-  if (!step.groups.empty() && step.groups[0].ranks > 1)
-    r.comm_bound_threshold_tokens_per_gpu = hardware::dp_threshold(s.hardware, step.groups[0]).tokens_per_gpu;
+  if (!step.groups.empty() && step.groups[0].ranks > 1) {
+    // "At peak FLOP/s": the peak of the arithmetic the linears run in (FP8 under float8).
+    hardware::HardwareProfile peak = s.hardware;
+    peak.peak_flops_per_s = s.hardware.peak_for(s.precision.float8 != PrecisionConfig::Float8::None ? hardware::GemmMath::Fp8
+                                                                                                   : s.precision.gemm_math);
+    r.comm_bound_threshold_tokens_per_gpu = hardware::dp_threshold(peak, step.groups[0]).tokens_per_gpu;
+  }
   const double syncs = s.parallelism.sync_every_micro_batch ? static_cast<double>(s.batch.grad_accum) : 1.0;
   const double backward_per_mb = r.backward_time_s / static_cast<double>(s.batch.grad_accum);
   if (backward_per_mb > 0 && r.comm_time_s > 0)

@@ -102,6 +102,8 @@ struct PrecisionConfig {
   /// The arithmetic of the model's GEMMs, from its tensors' dtype: fp32 → Fp32 (Tf32 under
   /// fp32_matmul_tf32), fp8 → Fp8, else Tensor16. Float8 layers run Fp8 on top of it.
   hardware::GemmMath gemm_math = hardware::GemmMath::Tensor16;
+  /// The dtype most of the parameters are held in (gemm_math follows it), for reports.
+  DType held_dtype = DType::BF16;
 };
 
 /// Activation memory and recomputation (Korthikanti et al. 2022).

@@ -198,7 +198,15 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   root.string_or("description", "");
   root.string_or("$schema", "");
 
-  s.model = read_reference<ModelSpec>(root, doc, "model", s.model_ref, load_model, parse_model);
+  // precision.param_dtype holds every tensor, activations included, in that dtype: the model is
+  // built in it (parse_model's dtype).
+  std::optional<DType> param_dtype;
+  if (const auto prec = root.optional_object("precision"); prec && prec->has("param_dtype"))
+    param_dtype = parse_dtype(prec->string("param_dtype"), source, prec->path("param_dtype"));
+  s.model = read_reference<ModelSpec>(
+      root, doc, "model", s.model_ref,
+      [&](const std::string& ref, const std::string& src, const std::string& ptr) { return load_model(ref, src, ptr, param_dtype); },
+      [&](const nlohmann::json& j, const std::string& src, const std::string& ptr) { return parse_model(j, src, ptr, param_dtype); });
   s.hardware = read_reference<hardware::HardwareProfile>(
       root, doc, "hardware", s.hardware_ref, hardware::load_profile,
       [](const nlohmann::json& j, const std::string& src, const std::string& ptr) {
@@ -325,11 +333,12 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     }
     if (s.precision.float8_all_gather && s.precision.float8 == PrecisionConfig::Float8::None)
       prec->fail("float8_all_gather", "needs precision.float8 \"tensorwise\" (FSDP gathers the Float8Linear weights)");
-    if (s.precision.float8_all_gather &&
-        !((p.strategy == "fsdp" || p.strategy == "hsdp") && s.sharding.fsdp_version == "fsdp2"))
+    const bool fsdp_like = p.strategy == "fsdp" || p.strategy == "hsdp";
+    if (s.precision.float8_all_gather && !(fsdp_like && s.sharding.fsdp_version == "fsdp2"))
       prec->fail("float8_all_gather", fmt::format("torchao casts the weights for FSDP2's all-gather (fully_shard "
-                                                  "pre-all-gather hooks); this scenario has strategy '{}'{}",
-                                                  p.strategy, p.strategy == "fsdp" ? " with fsdp_version fsdp1" : ""));
+                                                  "pre-all-gather hooks); this scenario has {}: expected strategy fsdp "
+                                                  "or hsdp with fsdp_version fsdp2",
+                                                  fsdp_like ? "fsdp_version fsdp1" : "strategy '" + p.strategy + "'"));
   }
   // The GEMMs' arithmetic follows the dtype most of the parameters are held in.
   {
@@ -337,9 +346,36 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     for (const auto& l : s.model.layers)
       for (const auto& t : l.params) by_dtype[static_cast<int>(t.dtype)] += static_cast<double>(t.numel);
     const auto dominant = static_cast<DType>(std::max_element(std::begin(by_dtype), std::end(by_dtype)) - std::begin(by_dtype));
-    s.precision.gemm_math = dominant == DType::FP32 ? (s.precision.fp32_matmul_tf32 ? hardware::GemmMath::Tf32 : hardware::GemmMath::Fp32)
+    s.precision.held_dtype = dominant;
+    // TF32 where the GPU has it; a part without TF32 (V100) runs allow_tf32 matmuls in FP32.
+    const bool tf32 = s.precision.fp32_matmul_tf32 && s.hardware.tf32_flops_per_s > 0;
+    s.precision.gemm_math = dominant == DType::FP32 ? (tf32 ? hardware::GemmMath::Tf32 : hardware::GemmMath::Fp32)
                             : dominant == DType::FP8 ? hardware::GemmMath::Fp8
                                                      : hardware::GemmMath::Tensor16;
+    // The arithmetic must have a peak on this profile: refused, not priced at another's.
+    const auto prec = root.optional_object("precision");
+    const auto fail_dtype = [&](const std::string& why) {
+      if (prec && prec->has("param_dtype")) prec->fail("param_dtype", why);
+      root.fail("model", why);
+    };
+    if (dominant == DType::FP32 && !(s.hardware.fp32_flops_per_s > 0))
+      fail_dtype(fmt::format("fp32 tensors run their GEMMs in FP32 (or TF32), and profile '{}' gives no "
+                             "compute.fp32_flops_per_s to price them with; add it (and tf32_flops_per_s where the "
+                             "part has TF32) to the profile, or train in bf16",
+                             s.hardware.name));
+    if (dominant == DType::FP8 && !(s.hardware.fp8_flops_per_s > 0))
+      fail_dtype(fmt::format("fp8 tensors need FP8 tensor cores, and profile '{}' has none (no compute.fp8_flops_per_s)",
+                             s.hardware.name));
+    if (s.precision.float8 != PrecisionConfig::Float8::None) {
+      if (dominant == DType::FP8)
+        prec->fail("float8", "the parameters are already held in fp8 (precision.param_dtype or model.dtype); torchao's "
+                             "Float8Linear casts bf16/fp32 weights: use one or the other");
+      if (s.tokens_per_micro_batch() % 16 != 0)
+        prec->fail("float8", fmt::format("{} tokens per micro-batch: torch._scaled_mm needs the weight-gradient GEMM's "
+                                         "inner dimension (the tokens) to be a multiple of 16 (torchao's pad_inner_dim "
+                                         "is off by default); expected micro_batch_size x seq_len divisible by 16",
+                                         s.tokens_per_micro_batch()));
+    }
   }
   const bool fp32_math = s.precision.gemm_math == hardware::GemmMath::Fp32 || s.precision.gemm_math == hardware::GemmMath::Tf32;
   // activations.attention "auto" (the default): FlashAttention-2, the kernel PyTorch's SDPA runs
@@ -418,6 +454,10 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     if (fw->has("cross_entropy") && !s.model.has_logits_loss())
       fw->fail("cross_entropy", fmt::format("model '{}' computes no loss over logits (no LM head); drop "
                                             "framework.cross_entropy", s.model.name));
+    if (s.framework.implementation == FrameworkConfig::Implementation::MegatronTE &&
+        s.precision.float8 != PrecisionConfig::Float8::None)
+      fw->fail("implementation", "\"megatron_te\" trains FP8 with Transformer Engine's own recipe, which stepsim does "
+                                 "not model; precision.float8 is torchao's Float8Linear (torchtitan): use \"compile\" or \"eager\"");
     fw->finish();
   }
   s.optimizer = root.choice_or("optimizer", "adam", {"adam", "none"});

@@ -2,6 +2,7 @@
 // Precision that changes time (issue 14 item 5): per-arithmetic GEMM peaks and efficiencies
 // (hardware/hardware_profile.hpp GemmMath), fp32 scenarios, and torchao's Float8 linear layers
 // (models/float8.hpp).
+#include "hardware/calibration.hpp"
 #include "hardware/gemm_model.hpp"
 #include "hardware/hardware_profile_json.hpp"
 #include "models/float8.hpp"
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <string>
 
 using namespace stepsim;
@@ -223,4 +225,87 @@ TEST_CASE("float8: refused where it cannot run or would be ignored", "[models][e
   // An MLP's linears convert (torchao swaps every nn.Linear its filter keeps).
   doc["model"] = "seed-mlp";
   CHECK(parse_error(doc).empty());
+}
+
+TEST_CASE("gemm math: refusals and fallbacks a hostile-input trial asked for", "[models][errors]") {
+  auto doc = nlohmann::json::parse(R"({"hardware": "a100-sxm", "model": "llama3.2-1b", "parallelism": {"dp": 8},
+      "batch": {"seq_len": 2048}})");
+  // No FP8 tensor cores: fp8 tensors are refused, not priced at the BF16 peak.
+  doc["precision"] = {{"param_dtype", "fp8"}};
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("/precision/param_dtype: fp8 tensors need FP8 tensor cores"));
+  // A profile without an FP32 peak: fp32 tensors are refused.
+  doc["hardware"] = "tpu-v5p";
+  doc["precision"] = {{"param_dtype", "fp32"}};
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("gives no compute.fp32_flops_per_s"));
+  // V100 has no TF32: "high" runs FP32, at FP32's efficiency.
+  doc["hardware"] = "v100-sxm2";
+  doc["activations"] = {{"attention", "flash"}};
+  doc["precision"] = {{"param_dtype", "fp32"}, {"fp32_matmul_precision", "high"}};
+  const Scenario high = parse_scenario(doc, "test.json");
+  CHECK(high.precision.gemm_math == GemmMath::Fp32);
+  doc["precision"]["fp32_matmul_precision"] = "highest";
+  CHECK(run(high).step_time_s == run(parse_scenario(doc, "test.json")).step_time_s);
+  // param_dtype holds the activations too: fp32 activations are twice the bf16 ones (less the
+  // fp32 logits, already 4 B).
+  doc["hardware"] = "a100-sxm";
+  const Report fp32 = run(parse_scenario(doc, "test.json"));
+  doc.erase("precision");
+  const Report bf16 = run(parse_scenario(doc, "test.json"));
+  CHECK(fp32.memory.activations_bytes > 1.4 * bf16.memory.activations_bytes);
+  // float8 with fp8-held weights, an odd token count, or Megatron-TE's implementation: refused.
+  doc = nlohmann::json::parse(R"({"hardware": "h100-sxm", "model": "llama3-8b", "parallelism": {"strategy": "fsdp", "dp": 8},
+      "batch": {"seq_len": 8191}, "precision": {"float8": "tensorwise"}})");
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("multiple of 16"));
+  doc["batch"]["seq_len"] = 8192;
+  doc["precision"]["param_dtype"] = "fp8";
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("already held in fp8"));
+  doc["precision"].erase("param_dtype");
+  doc["framework"] = {{"implementation", "megatron_te"}};
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("Transformer Engine's own recipe"));
+  doc.erase("framework");
+  doc["parallelism"] = {{"strategy", "hsdp"}, {"dp", 16}, {"fsdp_version", "fsdp1"}};
+  doc["precision"]["float8_all_gather"] = true;
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("this scenario has fsdp_version fsdp1: expected strategy fsdp or hsdp"));
+}
+
+TEST_CASE("gemm math: a profile's peaks keep FP32 <= TF32 <= BF16 <= FP8; efficiencies are plausible", "[hardware][errors]") {
+  std::ifstream in(std::string(STEPSIM_SOURCE_DIR) + "/configs/examples/hardware/a100-4nic-cluster.json");
+  auto profile = nlohmann::json::parse(in);  // peaks 312 BF16, 156 TF32, 19.5 FP32 TFLOP/s
+  auto error = [&](const char* key, double v) {
+    auto p = profile;
+    p["compute"][key] = v;
+    try {
+      hardware::parse_profile(p, "p.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error("fp8_flops_per_s", 1e12), Catch::Matchers::Contains("/compute/fp8_flops_per_s: 1e+12 FLOP/s is below"));
+  CHECK_THAT(error("fp32_flops_per_s", 2000e12), Catch::Matchers::Contains("/compute/fp32_flops_per_s"));
+  CHECK_THAT(error("tf32_flops_per_s", 1000e12), Catch::Matchers::Contains("/compute/tf32_flops_per_s"));
+  CHECK_THAT(error("tf32_flops_per_s", 10e12), Catch::Matchers::Contains("/compute/fp32_flops_per_s"));
+  CHECK(error("fp8_flops_per_s", 624e12).empty());
+  profile["compute"]["gemm_curve"] = {{"max_efficiency", 0.7}, {"fp8_max_efficiency", 1e-9}};
+  CHECK_THAT(error("fp8_flops_per_s", 624e12), Catch::Matchers::Contains("/compute/gemm_curve/fp8_max_efficiency"));
+}
+
+TEST_CASE("float8: a BF16 calibration keeps the profile's FP8 efficiency; the JSON report names what runs", "[models]") {
+  hardware::HardwareProfile hw = hardware::load_profile("h100-sxm");
+  hardware::CalibrationOverlay overlay;
+  overlay.hardware = hw.name;
+  overlay.gemm = hardware::GemmCalibration{};
+  overlay.gemm->curve = hw.gemm_curve;
+  overlay.gemm->curve.max_efficiency = 0.9;
+  overlay.gemm->curve.fp8_max_efficiency = 0;
+  overlay.gemm->curve.fp32_max_efficiency = 0;
+  const hardware::GemmCurve c = hardware::effective_gemm_curve(hw, &overlay);
+  CHECK(c.max_efficiency == 0.9);
+  CHECK(c.fp8_max_efficiency == hw.gemm_curve.fp8_max_efficiency);
+  CHECK(c.fp32_max_efficiency == hw.gemm_curve.fp32_max_efficiency);
+  const auto j = nlohmann::json::parse(report_json(run(llama_fsdp(R"({"float8": "tensorwise", "float8_all_gather": true})"))));
+  CHECK(j.at("float8").at("linears") == 224);
+  CHECK(j.at("float8").at("peak_flops_per_s") == 1979e12);
+  CHECK(j.at("float8").at("max_efficiency") == Approx(0.6));
+  CHECK(j.at("float8").at("all_gather_fp8") == true);
 }
