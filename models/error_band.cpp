@@ -36,6 +36,23 @@ ErrorBand error_band_for(const Scenario& s) {
   return none;
 }
 
+CalibrationBand calibration_band_for(const Scenario& s) {
+  CalibrationBand b;
+  if (!s.calibration) return b;
+  const hardware::CalibrationOverlay& o = *s.calibration;
+  b.overlay = o.name;
+  if (o.gemm) {
+    b.points += static_cast<std::size_t>(std::max(o.gemm->points, 0));
+    b.max_residual = std::max(b.max_residual, o.gemm->max_residual);
+  }
+  for (const auto& t : o.tables)
+    for (const auto& seg : t.segments) {
+      b.points += static_cast<std::size_t>(std::max(seg.points, 0));
+      b.max_residual = std::max(b.max_residual, seg.max_residual);
+    }
+  return b;
+}
+
 double quantile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

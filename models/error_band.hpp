@@ -34,6 +34,25 @@ struct ErrorBand {
   double real_over_predicted_high() const { return 1.0 / (1.0 + p10); }
 };
 
+/// What a calibrated run (scenario `calibration`) reports in place of the set's band (issue 14
+/// item 6): how closely the overlay's fits reproduce the measurements they were fitted on.
+/// The residuals are per measured GEMM or collective, not per step: the parts of a step the
+/// overlay does not price (memory-bound kernels, the collectives it has no table for) keep the
+/// uncertainty of the nominal model, which the set's band (kept beside it) describes.
+struct CalibrationBand {
+  std::string overlay;          ///< the overlay's name (file); empty = not calibrated
+  std::size_t points = 0;       ///< measured GEMMs + collective sizes the overlay was fitted on
+  double max_residual = 0;      ///< the largest |t_fit − t_meas| / t_meas over them
+  bool present() const { return !overlay.empty(); }
+  /// Real time of a calibrated kernel or collective as a multiple of its prediction, at worst:
+  /// [1 / (1 + max_residual), 1 / (1 − max_residual)] (the upper end unbounded at ≥ 1).
+  double real_over_predicted_low() const { return 1.0 / (1.0 + max_residual); }
+  double real_over_predicted_high() const { return max_residual < 1 ? 1.0 / (1.0 - max_residual) : 0.0; }
+};
+
+/// The residual band of `s`'s calibration overlay (absent without one).
+CalibrationBand calibration_band_for(const Scenario& s);
+
 /// The bands stepsim reports, one per kind that a measured set covers with at least 5 runs:
 /// the set chosen for a kind is the one with the most such runs. The numbers are those
 /// `stepsim accuracy --bands` prints; a test checks them against a fresh run of the sets.

@@ -54,6 +54,9 @@ struct Report {
   /// How far real runs of this kind were from stepsim (issue 14 item 6): the measured set, its
   /// runs and their error quantiles; no set when none covers the kind.
   ErrorBand error_band;
+  /// With a calibration overlay: its fits' residuals, reported in place of error_band (which
+  /// stays for the parts the overlay does not price).
+  CalibrationBand calibration_band;
   double compute_time_s = 0;     ///< compute stream busy (forward, backward, optimizer, copies)
   double forward_time_s = 0;
   double backward_time_s = 0;

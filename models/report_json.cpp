@@ -68,6 +68,13 @@ std::string report_json(const Report& r) {
       band["real_over_predicted"] = {b.real_over_predicted_low(), b.real_over_predicted_high()};
     }
     j["error_band"] = std::move(band);
+    if (const CalibrationBand& c = r.calibration_band; c.present()) {
+      nlohmann::ordered_json cb = {{"overlay", c.overlay}, {"points", c.points}, {"max_residual", c.max_residual},
+                                   {"real_over_predicted_low", c.real_over_predicted_low()}};
+      cb["real_over_predicted_high"] =
+          c.real_over_predicted_high() > 0 ? nlohmann::ordered_json(c.real_over_predicted_high()) : nlohmann::ordered_json();
+      j["calibration_band"] = std::move(cb);
+    }
   }
   j["compute_time_s"] = r.compute_time_s;
   j["forward_time_s"] = r.forward_time_s;

@@ -155,7 +155,16 @@ std::string report_text(const Report& r) {
     return f == "hopper" ? std::string("Hopper GPUs") : f == "a100" ? std::string("A100") : f == "v100" ? std::string("V100")
                                                                                                           : s.hardware.name;
   };
-  if (const ErrorBand& b = r.error_band; b.present())
+  if (const CalibrationBand& c = r.calibration_band; c.present()) {
+    const std::string high = c.real_over_predicted_high() > 0 ? fmt::format("{:.2f}", c.real_over_predicted_high()) : "inf";
+    line(fmt::format("accuracy         calibrated ({}): its fits reproduce their {} measured points within {:.1f} % "
+                     "(real {:.2f}-{}x the fitted time of each calibrated GEMM or collective)",
+                     c.overlay, c.points, 100 * c.max_residual, c.real_over_predicted_low(), high));
+    if (const ErrorBand& b = r.error_band; b.present())
+      line(fmt::format("                 what it does not price keeps the nominal band: {:.2f}-{:.2f}x (p10-p90 of {} {} runs "
+                       "on {}, {} DP)", b.real_over_predicted_low(), b.real_over_predicted_high(), b.rows, b.set,
+                       family(b.kind.family), b.kind.sharded ? "sharded" : "replicated"));
+  } else if (const ErrorBand& b = r.error_band; b.present())
     line(fmt::format("accuracy         real steps of this kind took {:.2f}-{:.2f}x this prediction (p10-p90 of {} {} runs on "
                      "{}, {} DP; stepsim accuracy)", b.real_over_predicted_low(), b.real_over_predicted_high(), b.rows,
                      b.set, family(b.kind.family), b.kind.sharded ? "sharded" : "replicated"));

@@ -276,6 +276,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
 
   r.step_time_s = r.per_rank.present ? r.per_rank.step_time_max_s : tl.makespan().seconds();
   r.error_band = error_band_for(s);
+  r.calibration_band = calibration_band_for(s);
   const auto compute = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Compute && t.rank == 0; });
   const auto comm = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Transfer && t.rank == 0; });
   r.compute_time_s = sim::total_length(compute).seconds();

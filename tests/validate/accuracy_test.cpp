@@ -5,6 +5,9 @@
 #include "tests/support/catch.hpp"
 #include "tests/support/shared_data.hpp"
 #include "validate/accuracy.hpp"
+#include "models/error_band.hpp"
+#include "models/report.hpp"
+#include "hardware/calibration.hpp"
 
 #include <algorithm>
 
@@ -190,4 +193,32 @@ TEST_CASE("accuracy: --set overrides every row's scenario (what-if runs, issue 1
   CHECK_THROWS_WITH(run_accuracy_set(set, 0, {"activations.recompute=bogus"}),
                     Contains("torchtitan.json row 'd1-t1-llama3.1-8b-8xh100-fsdp-eager' (--set activations.recompute=bogus)") &&
                         Contains("/activations/recompute"));
+}
+
+TEST_CASE("accuracy: a calibrated run reports its calibration's residuals (issue 14 item 6)", "[validate][accuracy]") {
+  models::Scenario s = models::load_scenario(std::string(STEPSIM_SOURCE_DIR) + "/configs/examples/default.json",
+                                             {"hardware=a100-sxm"});
+  CHECK_FALSE(models::calibration_band_for(s).present());
+  auto overlay = std::make_shared<hardware::CalibrationOverlay>();
+  overlay->name = "cal.json";
+  overlay->hardware = "a100-sxm";
+  overlay->gemm = hardware::GemmCalibration{};
+  overlay->gemm->curve = s.hardware.gemm_curve;
+  overlay->gemm->points = 12;
+  overlay->gemm->max_residual = 0.04;
+  hardware::CalibrationTable t;
+  t.segments = {hardware::CalibrationSegment{0, 1e6, 1, 1, 5, 0.06}, hardware::CalibrationSegment{1e6, 1e9, 1, 1, 7, 0.02}};
+  overlay->tables = {t};
+  s.calibration = overlay;
+  const models::CalibrationBand b = models::calibration_band_for(s);
+  CHECK(b.overlay == "cal.json");
+  CHECK(b.points == 24);          // 12 GEMMs + 5 + 7 collective sizes
+  CHECK(b.max_residual == 0.06);  // the worst of them
+  CHECK(b.real_over_predicted_low() == Approx(1 / 1.06));
+  CHECK(b.real_over_predicted_high() == Approx(1 / 0.94));
+  // The report shows it in place of the set's band, and keeps the set's band for the rest.
+  s.collective_model = hardware::CollectiveModel::AlphaBeta;
+  const std::string text = models::report_text(models::run(s));
+  CHECK_THAT(text, Catch::Matchers::Contains("calibrated (cal.json): its fits reproduce their 24 measured points within 6.0 %"));
+  CHECK_THAT(text, Catch::Matchers::Contains("what it does not price keeps the nominal band"));
 }
