@@ -89,6 +89,7 @@ std::string report_json(const Report& r) {
   j["overlap_fraction"] = r.overlap_fraction;
   j["tokens_per_step"] = r.tokens_per_step;
   j["tokens_per_s"] = r.tokens_per_s;
+  j["tokens_per_s_per_gpu"] = r.tokens_per_s / static_cast<double>(r.scenario.parallelism.dp);
   j["model_flops_per_gpu"] = r.model_flops_per_gpu;
   j["mfu"] = r.mfu;
   j["comm_bound_threshold_tokens_per_gpu"] = r.comm_bound_threshold_tokens_per_gpu;

@@ -90,7 +90,10 @@ std::string report_text(const Report& r) {
                                                        : "; FSDP all-gathers their weights in " + dtype_name(s.precision.held_dtype) +
                                                              " (float8_all_gather off)"));
     }
-    if (s.framework.host_op_s > 0)
+    if (s.framework.cuda_graphs)
+      line("  framework   CUDA graphs: kernels and collectives replay from captured graphs; no per-op CPU launch cost, "
+           "no NCCL launch overhead");
+    else if (s.framework.host_op_s > 0)
       line(fmt::format("  framework   {:.3g} us of CPU per op; a layer takes the longer of its kernels and its launches", s.framework.host_op_s * 1e6));
     // Which kernels run: only for models with composites or a loss over logits, naming theirs.
     if (!s.model.eager_composites.empty() || s.model.has_logits_loss()) {
@@ -181,8 +184,9 @@ std::string report_text(const Report& r) {
                          ? fmt::format("sm_partition, NCCL holds {} SMs", s.contention.nccl_sms)
                          : s.contention.overlap_model,
                      r.overlap_slowdown_s * 1e3, r.link_sharing_stretch_s * 1e3));
-  line(fmt::format("throughput       {} tokens/s, MFU {:.1f} % (model FLOPs / peak {:.0f} TFLOP/s)",
-                   count(r.tokens_per_s), 100 * r.mfu, s.hardware.peak_flops_per_s / 1e12));
+  line(fmt::format("throughput       {} tokens/s ({} per GPU), MFU {:.1f} % (model FLOPs / BF16 peak {:.0f} TFLOP/s)",
+                   count(r.tokens_per_s), count(r.tokens_per_s / static_cast<double>(s.parallelism.dp)), 100 * r.mfu,
+                   s.hardware.peak_flops_per_s / 1e12));
   if (r.comm_bound_threshold_tokens_per_gpu > 0) {
     const double tokens = static_cast<double>(s.tokens_per_micro_batch());
     line(fmt::format("comm-bound at    {:.0f} tokens/GPU per micro-batch for this DP group at peak FLOP/s "

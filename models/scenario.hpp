@@ -130,6 +130,12 @@ struct ActivationConfig {
 /// 0 (the default): kernels only.
 struct FrameworkConfig {
   double host_op_s = 0;  ///< CPU time per eager op (Python + dispatcher + launch), seconds ≥ 0
+  /// `framework.cuda_graphs` (torch.cuda.graphs / torch.compile mode "reduce-overhead", Megatron
+  /// --enable-cuda-graph): the step's kernels and collectives replay from captured graphs, so
+  /// no op pays host_op_s and no collective pays the NCCL launch overhead
+  /// (NcclTopology::launch_overhead_s, which parse_scenario sets to 0). The graph launches
+  /// themselves (a few per step) are not modelled.
+  bool cuda_graphs = false;
   /// How the model's code runs (`framework.implementation`, issue 14 item 3): "eager" (PyTorch
   /// modules op by op, as torchtitan and Hugging Face run them: RMSNorm, rotary, repeat_kv,
   /// SwiGLU and the loss cast as separate kernels, LayerSpec::eager_extra_*), "compile"

@@ -358,6 +358,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
       if (prec && prec->has("param_dtype")) prec->fail("param_dtype", why);
       root.fail("model", why);
     };
+    if (dominant != DType::FP32 && prec && prec->has("fp32_matmul_precision"))
+      prec->fail("fp32_matmul_precision", fmt::format("acts on fp32 tensors only, and this scenario holds its parameters in "
+                                                      "{}; drop it or set precision.param_dtype fp32", dtype_name(dominant)));
     if (dominant == DType::FP32 && !(s.hardware.fp32_flops_per_s > 0))
       fail_dtype(fmt::format("fp32 tensors run their GEMMs in FP32 (or TF32), and profile '{}' gives no "
                              "compute.fp32_flops_per_s to price them with; add it (and tf32_flops_per_s where the "
@@ -441,6 +444,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     s.framework.host_op_s = fw->number_or("host_op_s", 0.0, Check::NonNegative, Dimension::Seconds);
     if (s.framework.host_op_s > 0.01)
       fw->fail("host_op_s", fmt::format("expected a per-op CPU time below 10 ms (e.g. \"20us\"), got {:g} s", s.framework.host_op_s));
+    s.framework.cuda_graphs = fw->boolean_or("cuda_graphs", false);
+    if (s.framework.cuda_graphs && s.framework.host_op_s > 0)
+      fw->fail("cuda_graphs", fmt::format("a graph replays its kernels without the CPU launching each op, so host_op_s "
+                                          "({:g} s) would act on nothing; drop one of them", s.framework.host_op_s));
+    if (s.framework.cuda_graphs) s.hardware.nccl.launch_overhead_s = 0;  // captured collectives launch from the graph
     const auto names = implementation_names();
     const std::string impl = fw->choice_or("implementation", names.front(), names);
     s.framework.implementation =
@@ -671,6 +679,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   resolved["framework"] = {{"implementation", implementation_names().at(static_cast<std::size_t>(s.framework.implementation))}};
   if (s.model.has_logits_loss()) resolved["framework"]["cross_entropy"] = s.framework.upcast_logits ? "upcast" : "fused";
   if (s.framework.host_op_s > 0) resolved["framework"]["host_op_s"] = s.framework.host_op_s;
+  if (s.framework.cuda_graphs) resolved["framework"]["cuda_graphs"] = true;
   resolved["optimizer"] = s.optimizer;
   resolved["collectives"] = {{"cost_model", s.cost_model},
                              {"algorithm", s.algorithm == hardware::CollectiveAlgorithm::Ring ? "ring"

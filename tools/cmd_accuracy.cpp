@@ -65,7 +65,10 @@ int cmd_accuracy(AccuracyArgs a) {
                                                           set.name));
     results.push_back(validate::run_accuracy_set(set, a.threads, a.overrides));
   }
-  if (a.bands) print(validate::error_bands_inc(validate::compute_error_bands(results)));
+  if (a.bands && a.format == "inc") print(validate::error_bands_inc(validate::compute_error_bands(results)));
+  else if (a.bands && a.format == "json") print(validate::error_bands_json(validate::compute_error_bands(results)).dump(2) + "\n");
+  else if (a.bands) print(validate::error_bands_text(validate::compute_error_bands(results)));
+  else if (a.format == "inc") throw InputError("--format", "", "\"inc\" is the C++ table of --bands (models/error_bands.inc); add --bands");
   else if (a.format == "json") print(validate::accuracy_json(results).dump(2) + "\n");
   else print(validate::accuracy_text(results));
   return 0;
@@ -83,9 +86,10 @@ void add_accuracy_command(CLI::App& app, Action& action) {
                       ", or a set file ending in .json; 'vtrain CSV' prints vTrain's detailed table for that CSV");
   acc->add_option("--vtrain-csv", a->vtrain_csv, "vTrain's measurements for the vtrain set")
       ->capture_default_str();
-  acc->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  acc->add_option("--format", a->format, "output format (inc: --bands as the C++ table models/error_bands.inc)")
+      ->check(CLI::IsMember({"text", "json", "inc"}));
   acc->add_flag("--bands", a->bands,
-                 "print the error bands the sets give, as models/error_bands.inc (run with every set)");
+                 "print the error bands the sets give (run with every set; --format inc regenerates models/error_bands.inc)");
   acc->add_option("--set", a->overrides,
                   "KEY=VALUE applied to every row's scenario, as stepsim run --set (what-if: e.g. "
                   "sim.gemm_model=flat, framework.implementation=compile); the guards and --bands mean the sets as published");

@@ -107,6 +107,13 @@ AccuracySetResult vtrain_set_result(const VtrainAccuracy& a);
 std::vector<models::ErrorBand> compute_error_bands(const std::vector<AccuracySetResult>& sets);
 
 /// compute_error_bands() as the initializer lines of models/error_bands.inc.
+/// The bands as a readable table (`stepsim accuracy --bands`): set, GPU family, sharded or
+/// replicated DP, runs, p10 / median / p90 signed error, and the real/predicted range reports quote.
+std::string error_bands_text(const std::vector<models::ErrorBand>& bands);
+
+/// The bands as JSON (`--bands --format json`): {"schema": "stepsim.error_bands/1", "bands": [...]}.
+nlohmann::json error_bands_json(const std::vector<models::ErrorBand>& bands);
+
 std::string error_bands_inc(const std::vector<models::ErrorBand>& bands);
 
 /// Text: a summary table over the sets, then each set's rows (predicted vs measured).

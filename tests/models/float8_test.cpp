@@ -113,9 +113,11 @@ TEST_CASE("fp32 scenarios: GEMMs at the FP32 (or TF32) peak, attention off Flash
   doc["precision"]["fp32_matmul_precision"] = "high";
   const Scenario tf32 = parse_scenario(doc, "test.json");
   CHECK(tf32.precision.gemm_math == GemmMath::Tf32);
-  doc["precision"].erase("param_dtype");
+  doc["precision"].erase("param_dtype");  // fp32_matmul_precision acts on fp32 tensors only: refused
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("/precision/fp32_matmul_precision: acts on fp32 tensors only"));
+  doc.erase("precision");
   const Scenario bf16 = parse_scenario(doc, "test.json");
-  CHECK(bf16.precision.gemm_math == GemmMath::Tensor16);  // fp32_matmul_precision acts on fp32 tensors only
+  CHECK(bf16.precision.gemm_math == GemmMath::Tensor16);
   const double t32 = run(fp32).step_time_s, ttf = run(tf32).step_time_s, t16 = run(bf16).step_time_s;
   // FP32 at 19.5 TFLOP/s is far slower than TF32 at 156, itself slower than BF16 at 312.
   CHECK(t32 > 4 * ttf);
@@ -308,4 +310,23 @@ TEST_CASE("float8: a BF16 calibration keeps the profile's FP8 efficiency; the JS
   CHECK(j.at("float8").at("peak_flops_per_s") == 1979e12);
   CHECK(j.at("float8").at("max_efficiency") == Approx(0.6));
   CHECK(j.at("float8").at("all_gather_fp8") == true);
+}
+
+TEST_CASE("framework.cuda_graphs: no NCCL launch overhead, refused with a per-op host cost", "[models]") {
+  auto doc = nlohmann::json::parse(R"({"hardware": "h100-sxm", "model": "llama3.2-1b", "parallelism": {"dp": 64},
+      "batch": {"seq_len": 2048}})");
+  const Scenario plain = parse_scenario(doc, "test.json");
+  CHECK(plain.hardware.nccl.launch_overhead_s == 4e-6);  // NcclTopology::kDefaultLaunchOverheadS
+  doc["framework"] = {{"cuda_graphs", true}};
+  const Scenario graphs = parse_scenario(doc, "test.json");
+  CHECK(graphs.hardware.nccl.launch_overhead_s == 0);
+  // Each collective loses its 4 us launch: the communication time drops; compute moves only by
+  // when the collectives overlap it (sim.overlap_model factor), well under 1 %.
+  const Report a = run(plain), b = run(graphs);
+  CHECK(b.comm_time_s < a.comm_time_s);
+  CHECK(b.compute_time_s == Approx(a.compute_time_s).epsilon(0.01));
+  CHECK(b.step_time_s <= a.step_time_s);
+  CHECK_THAT(report_text(b), Catch::Matchers::Contains("CUDA graphs"));
+  doc["framework"]["host_op_s"] = 2e-5;
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("/framework/cuda_graphs"));
 }
