@@ -19,10 +19,10 @@ ModelStates zero_model_states(double psi, std::int64_t ranks, int stage, double 
 }
 
 std::vector<StrategyModelStates> strategy_model_states(double psi, std::int64_t ranks, std::int64_t shard_group,
-                                                       double k) {
-  return {{"ddp", zero_model_states(psi, ranks, 0, k)},   {"zero1", zero_model_states(psi, ranks, 1, k)},
-          {"zero2", zero_model_states(psi, ranks, 2, k)}, {"zero3", zero_model_states(psi, ranks, 3, k)},
-          {"fsdp", zero_model_states(psi, ranks, 3, k)},  {"hsdp", zero_model_states(psi, shard_group, 3, k)}};
+                                                       double k, double b) {
+  return {{"ddp", zero_model_states(psi, ranks, 0, k, b)},   {"zero1", zero_model_states(psi, ranks, 1, k, b)},
+          {"zero2", zero_model_states(psi, ranks, 2, k, b)}, {"zero3", zero_model_states(psi, ranks, 3, k, b)},
+          {"fsdp", zero_model_states(psi, ranks, 3, k, b)},  {"hsdp", zero_model_states(psi, shard_group, 3, k, b)}};
 }
 
 double activation_bytes(const Scenario& s) {

@@ -35,8 +35,9 @@ struct StrategyModelStates {
 /// zero_model_states() for every strategy: ddp, zero1–3 over `ranks`; fsdp (FULL_SHARD, the
 /// ZeRO-3 accounting) over `ranks`; hsdp (ZeRO-3 accounting inside a shard group) over
 /// `shard_group` ranks. Preconditions as zero_model_states(), 1 ≤ shard_group ≤ ranks.
+/// `param_bytes`: bytes per parameter and per gradient element (2 for bf16, 4 for fp32).
 std::vector<StrategyModelStates> strategy_model_states(double psi, std::int64_t ranks, std::int64_t shard_group,
-                                                       double optimizer_bytes_per_param = 12);
+                                                       double optimizer_bytes_per_param = 12, double param_bytes = 2);
 
 /// Peak memory of one GPU, in bytes (decimal GB = 1e9 in reports).
 struct MemoryBreakdown {

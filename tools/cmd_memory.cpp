@@ -26,6 +26,7 @@ struct MemoryArgs {
   long long shard_group_size = 0;  // HSDP's row; 0 = the scenario's, else the node's GPUs
   std::string hardware;            // --hardware (parameter-count form): capacity for "fits" and the largest model
   double optimizer_bytes_per_param = 12;
+  bool optimizer_bytes_given = false;  ///< --optimizer-bytes-per-param was given
   std::string format = "text";
 };
 
@@ -37,6 +38,7 @@ int cmd_memory(const MemoryArgs& a) {
   double psi = a.params;
   std::int64_t dp = a.dp;
   double k = a.optimizer_bytes_per_param;
+  double param_bytes = 2;
   double activations = -1;
   std::optional<hardware::HardwareProfile> hw;
   std::int64_t group = a.shard_group_size;
@@ -45,6 +47,10 @@ int cmd_memory(const MemoryArgs& a) {
       throw InputError("--params/--dp/--hardware", "", "give either a scenario or --params and --dp (and --hardware), not both");
     const models::Scenario s = models::load_scenario(a.scenario, a.sets);
     psi = static_cast<double>(s.model.parameter_count());
+    // The scenario's parameter dtype: fp32 parameters are Adam's master weights themselves, so
+    // its state is m and v only (8 bytes), unless --optimizer-bytes-per-param says otherwise.
+    param_bytes = models::dtype_bytes(s.precision.held_dtype);
+    if (s.precision.held_dtype == models::DType::FP32 && !a.optimizer_bytes_given) k = 8;
     dp = s.parallelism.dp;
     activations = models::activation_bytes(s);
     hw = s.hardware;
@@ -69,14 +75,15 @@ int cmd_memory(const MemoryArgs& a) {
   j["dp"] = dp;
   j["shard_group_size"] = group;
   j["optimizer_bytes_per_param"] = k;
-  j["formula"] = "ZeRO paper §3.1 (bf16 params and grads, K bytes/param of optimizer state): ddp 2Ψ+2Ψ+KΨ; "
-                 "zero1 2Ψ+2Ψ+KΨ/N; zero2 2Ψ+(2+K)Ψ/N; zero3 and fsdp (FULL_SHARD) (2+2+K)Ψ/N; "
-                 "hsdp (2+2+K)Ψ/G over a shard group of G ranks";
-  std::string text = fmt::format("model-state memory per GPU for {:.4g} parameters, N_d = {}, K = {:g}, HSDP shard "
-                                 "group G = {} (GB = 1e9 bytes)\n", psi, dp, k, group);
+  j["param_bytes"] = param_bytes;
+  j["formula"] = "ZeRO paper §3.1 (B bytes per param and per grad, 2 for bf16, 4 for fp32; K bytes/param of optimizer "
+                 "state): ddp BΨ+BΨ+KΨ; zero1 BΨ+BΨ+KΨ/N; zero2 BΨ+(B+K)Ψ/N; zero3 and fsdp (FULL_SHARD) (B+B+K)Ψ/N; "
+                 "hsdp (B+B+K)Ψ/G over a shard group of G ranks";
+  std::string text = fmt::format("model-state memory per GPU for {:.4g} parameters, N_d = {}, B = {:g}, K = {:g}, HSDP "
+                                 "shard group G = {} (GB = 1e9 bytes)\n", psi, dp, param_bytes, k, group);
   text += fmt::format("  {:<7}{:>12}{:>12}{:>12}{:>12}{}{}\n", "", "params", "grads", "optimizer", "total",
                       activations >= 0 ? "  + activations" : "", hw ? "   largest model" : "");
-  for (const auto& row : models::strategy_model_states(psi, dp, group, k)) {
+  for (const auto& row : models::strategy_model_states(psi, dp, group, k, param_bytes)) {
     const auto& m = row.states;
     nlohmann::ordered_json e = {{"params_bytes", m.params_bytes},
                                 {"grads_bytes", m.grads_bytes},
@@ -132,10 +139,14 @@ void add_memory_command(CLI::App& app, Action& action) {
   cmd->add_option("--hardware", a->hardware, "profile (with --params): usable HBM, fits and the largest model per row");
   cmd->add_option("--shard-group-size", a->shard_group_size,
                   "HSDP's shard group G (default: the scenario's, else the GPUs of a node, at most N_d)");
-  cmd->add_option("--optimizer-bytes-per-param", a->optimizer_bytes_per_param,
-                  "K: optimizer-state bytes per parameter (Adam with fp32 master weights: 12)");
+  auto* k_opt = cmd->add_option("--optimizer-bytes-per-param", a->optimizer_bytes_per_param,
+                                 "K: optimizer-state bytes per parameter (Adam with fp32 master weights: 12; a scenario "
+                                 "with fp32 parameters: 8)");
   cmd->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
-  cmd->callback([a, &action] { action = [a] { return cmd_memory(*a); }; });
+  cmd->callback([a, k_opt, &action] {
+    a->optimizer_bytes_given = k_opt->count() > 0;
+    action = [a] { return cmd_memory(*a); };
+  });
 }
 
 }  // namespace stepsim::tools

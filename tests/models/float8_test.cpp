@@ -6,6 +6,7 @@
 #include "hardware/gemm_model.hpp"
 #include "hardware/hardware_profile_json.hpp"
 #include "models/float8.hpp"
+#include "models/memory.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
 #include "models/strategy/strategy.hpp"
@@ -329,4 +330,11 @@ TEST_CASE("framework.cuda_graphs: no NCCL launch overhead, refused with a per-op
   CHECK_THAT(report_text(b), Catch::Matchers::Contains("CUDA graphs"));
   doc["framework"]["host_op_s"] = 2e-5;
   CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("/framework/cuda_graphs"));
+}
+
+TEST_CASE("memory: fp32 parameters are 4 bytes and their own Adam master copy", "[models]") {
+  // ZeRO §3.1 with B = 4 bytes per parameter and gradient, K = 8 (m and v only): DDP (4 + 4 + 8)Ψ.
+  const auto rows = strategy_model_states(1e9, 8, 8, 8, 4);
+  CHECK(rows.front().states.total_bytes() == Approx(16e9));
+  CHECK(rows.back().states.total_bytes() == Approx(16e9 / 8));  // hsdp over a shard group of 8
 }
