@@ -15,6 +15,11 @@ RunKind run_kind(const Scenario& s) {
   else if (starts("h100") || starts("h200") || starts("h800")) k.family = "hopper";
   const std::string& st = s.parallelism.strategy;
   k.sharded = st == "fsdp" || st == "hsdp" || st == "zero3";
+  using Math = hardware::GemmMath;
+  const Math m = s.precision.gemm_math;
+  k.math = s.precision.float8 != PrecisionConfig::Float8::None || m == Math::Fp8 ? "fp8"
+           : m == Math::Fp32 || m == Math::Tf32                                 ? "fp32"
+                                                                                : "bf16";
   return k;
 }
 

@@ -14,11 +14,14 @@ namespace stepsim::models {
 struct RunKind {
   std::string family;  ///< "v100" | "a100" | "hopper" (h100, h200, h800) | "" (no measured set covers it)
   bool sharded = false;  ///< fsdp, hsdp, zero3 (parameters gathered per layer) vs ddp, zero1, zero2
+  /// The linears' arithmetic: "bf16" (BF16/FP16 tensor cores), "fp32" (FP32 or TF32), "fp8"
+  /// (precision.float8 or fp8 tensors): a band earned in one says little about another.
+  std::string math = "bf16";
   bool operator==(const RunKind&) const = default;
 };
 
 /// The kind of `s`: the family from its hardware profile's name (a100-*, h100-*, h200*, h800*,
-/// v100-*; a file profile by its `name`), sharded from its strategy.
+/// v100-*; a file profile by its `name`), sharded from its strategy, math from its precision.
 RunKind run_kind(const Scenario& s);
 
 /// The signed errors (predicted − measured) / measured of one set's simulated runs of one kind:

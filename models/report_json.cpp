@@ -59,7 +59,8 @@ std::string report_json(const Report& r) {
     const ErrorBand& b = r.error_band;
     nlohmann::ordered_json band = {{"set", b.present() ? nlohmann::ordered_json(b.set) : nlohmann::ordered_json()},
                                    {"family", b.kind.family},
-                                   {"sharded", b.kind.sharded}};
+                                   {"sharded", b.kind.sharded},
+                                   {"math", b.kind.math}};
     if (b.present()) {
       band["runs"] = b.rows;
       band["p10_error"] = b.p10;

@@ -158,6 +158,10 @@ std::string report_text(const Report& r) {
     return f == "hopper" ? std::string("Hopper GPUs") : f == "a100" ? std::string("A100") : f == "v100" ? std::string("V100")
                                                                                                           : s.hardware.name;
   };
+  // The arithmetic, named when it is not the BF16/FP16 most runs use.
+  const auto math = [](const RunKind& k) {
+    return k.math == "fp32" ? std::string(", fp32 GEMMs") : k.math == "fp8" ? std::string(", FP8 linears") : std::string();
+  };
   if (const CalibrationBand& c = r.calibration_band; c.present()) {
     const std::string high = c.real_over_predicted_high() > 0 ? fmt::format("{:.2f}", c.real_over_predicted_high()) : "inf";
     line(fmt::format("accuracy         calibrated ({}): its fits reproduce their {} measured points within {:.1f} % "
@@ -165,15 +169,16 @@ std::string report_text(const Report& r) {
                      c.overlay, c.points, 100 * c.max_residual, c.real_over_predicted_low(), high));
     if (const ErrorBand& b = r.error_band; b.present())
       line(fmt::format("                 what it does not price keeps the nominal band: {:.2f}-{:.2f}x (p10-p90 of {} {} runs "
-                       "on {}, {} DP)", b.real_over_predicted_low(), b.real_over_predicted_high(), b.rows, b.set,
-                       family(b.kind.family), b.kind.sharded ? "sharded" : "replicated"));
+                       "on {}, {} DP{})", b.real_over_predicted_low(), b.real_over_predicted_high(), b.rows, b.set,
+                       family(b.kind.family), b.kind.sharded ? "sharded" : "replicated", math(b.kind)));
   } else if (const ErrorBand& b = r.error_band; b.present())
     line(fmt::format("accuracy         real steps of this kind took {:.2f}-{:.2f}x this prediction (p10-p90 of {} {} runs on "
-                     "{}, {} DP; stepsim accuracy)", b.real_over_predicted_low(), b.real_over_predicted_high(), b.rows,
-                     b.set, family(b.kind.family), b.kind.sharded ? "sharded" : "replicated"));
+                     "{}, {} DP{}; stepsim accuracy)", b.real_over_predicted_low(), b.real_over_predicted_high(), b.rows,
+                     b.set, family(b.kind.family), b.kind.sharded ? "sharded" : "replicated", math(b.kind)));
   else
-    line(fmt::format("accuracy         no error band: no public measured set has 5 runs or more on {} with {} DP yet (stepsim "
-                     "accuracy)", family(r.error_band.kind.family), r.error_band.kind.sharded ? "sharded" : "replicated"));
+    line(fmt::format("accuracy         no error band: no public measured set has 5 runs or more on {} with {} DP{} yet (stepsim "
+                     "accuracy)", family(r.error_band.kind.family), r.error_band.kind.sharded ? "sharded" : "replicated",
+                     math(r.error_band.kind)));
   line(fmt::format("communication    {}   ({:.1f} % hidden behind compute)", ms(r.comm_time_s),
                    100 * r.overlap_fraction));
   if (r.overlap_slowdown_s > 0 || r.link_sharing_stretch_s > 0)
