@@ -57,6 +57,9 @@ CalibrationOverlay parse_calibration(const nlohmann::json& doc, const std::strin
     gc.points = static_cast<int>(g->integer_or("points", 0, 0, 1 << 30));
     gc.median_residual = g->number_or("median_residual", 0.0, Check::NonNegative);
     gc.max_residual = g->number_or("max_residual", 0.0, Check::NonNegative);
+    if (gc.max_residual >= 1)
+      g->fail("max_residual", fmt::format("{:g}: a fit off by 100 % or more of the measurement is no calibration; "
+                                          "expected a fraction below 1", gc.max_residual));
     if (const auto src = g->optional_object("source")) {
       gc.source.file = src->string("file");
       gc.source.sha256 = src->string_or("sha256", "");
@@ -88,6 +91,9 @@ CalibrationOverlay parse_calibration(const nlohmann::json& doc, const std::strin
       seg.bandwidth_factor = s.number("bandwidth_factor", Check::Positive);
       seg.points = static_cast<int>(s.integer_or("points", 0, 0, 1 << 30));
       seg.max_residual = s.number_or("max_residual", 0.0, Check::NonNegative);
+      if (seg.max_residual >= 1)
+        s.fail("max_residual", fmt::format("{:g}: a fit off by 100 % or more of the measurement is no calibration; "
+                                           "expected a fraction below 1", seg.max_residual));
       s.finish();
       table.segments.push_back(seg);
     }

@@ -17,9 +17,10 @@ RunKind run_kind(const Scenario& s) {
   k.sharded = st == "fsdp" || st == "hsdp" || st == "zero3";
   using Math = hardware::GemmMath;
   const Math m = s.precision.gemm_math;
-  k.math = s.precision.float8 != PrecisionConfig::Float8::None || m == Math::Fp8 ? "fp8"
-           : m == Math::Fp32 || m == Math::Tf32                                 ? "fp32"
-                                                                                : "bf16";
+  k.math = s.precision.float8 != PrecisionConfig::Float8::None ? "fp8"
+           : m == Math::Fp8                                       ? "fp8_tensors"
+           : m == Math::Fp32 || m == Math::Tf32                   ? "fp32"
+                                                                  : "bf16";
   return k;
 }
 

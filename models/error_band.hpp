@@ -15,7 +15,8 @@ struct RunKind {
   std::string family;  ///< "v100" | "a100" | "hopper" (h100, h200, h800) | "" (no measured set covers it)
   bool sharded = false;  ///< fsdp, hsdp, zero3 (parameters gathered per layer) vs ddp, zero1, zero2
   /// The linears' arithmetic: "bf16" (BF16/FP16 tensor cores), "fp32" (FP32 or TF32), "fp8"
-  /// (precision.float8 or fp8 tensors): a band earned in one says little about another.
+  /// (torchao Float8Linear, precision.float8), "fp8_tensors" (parameters held in fp8): a band
+  /// earned in one says little about another.
   std::string math = "bf16";
   bool operator==(const RunKind&) const = default;
 };

@@ -57,6 +57,8 @@ struct Report {
   /// With a calibration overlay: its fits' residuals, reported in place of error_band (which
   /// stays for the parts the overlay does not price).
   CalibrationBand calibration_band;
+  /// Why error_band is empty although a set covers the kind ("" = it is not withheld).
+  std::string error_band_withheld;
   double compute_time_s = 0;     ///< compute stream busy (forward, backward, optimizer, copies)
   double forward_time_s = 0;
   double backward_time_s = 0;

@@ -61,6 +61,7 @@ std::string report_json(const Report& r) {
                                    {"family", b.kind.family},
                                    {"sharded", b.kind.sharded},
                                    {"math", b.kind.math}};
+    if (!r.error_band_withheld.empty()) band["withheld"] = r.error_band_withheld;
     if (b.present()) {
       band["runs"] = b.rows;
       band["p10_error"] = b.p10;

@@ -119,7 +119,9 @@ std::string report_text(const Report& r) {
                          k->source.substr(0, k->source.find(';'))));
   }
   line(s.collective_model == hardware::CollectiveModel::Nccl
-           ? "  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen, + launch overhead)"
+           ? (s.framework.cuda_graphs ? "  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen; "
+                                        "no launch overhead under CUDA graphs)"
+                                      : "  collectives cost model nccl (NCCL v2.30 tuner: ring/tree/NVLS x LL/LL128/Simple, fastest chosen, + launch overhead)")
            : "  collectives cost model alpha-beta (seeds' ring / hierarchical / torus formulas)");
   if (s.parallelism.torus_axes > 0) {  // torus profiles (issue 13 item 21)
     std::string rings;
@@ -175,6 +177,8 @@ std::string report_text(const Report& r) {
     line(fmt::format("accuracy         real steps of this kind took {:.2f}-{:.2f}x this prediction (p10-p90 of {} {} runs on "
                      "{}, {} DP{}; stepsim accuracy)", b.real_over_predicted_low(), b.real_over_predicted_high(), b.rows,
                      b.set, family(b.kind.family), b.kind.sharded ? "sharded" : "replicated", math(b.kind)));
+  else if (!r.error_band_withheld.empty())
+    line("accuracy         no error band: " + r.error_band_withheld + " (a band describes measured runs that ran)");
   else
     line(fmt::format("accuracy         no error band: no public measured set has 5 runs or more on {} with {} DP{} yet (stepsim "
                      "accuracy)", family(r.error_band.kind.family), r.error_band.kind.sharded ? "sharded" : "replicated",

@@ -277,6 +277,9 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   r.step_time_s = r.per_rank.present ? r.per_rank.step_time_max_s : tl.makespan().seconds();
   r.error_band = error_band_for(s);
   r.calibration_band = calibration_band_for(s);
+  // The overlay's residuals describe this step only when it prices part of it: its GEMM curve
+  // (any GEMM) or a collective it has a table for (set below).
+  bool calibrated_any = s.calibration && s.calibration->gemm.has_value();
   const auto compute = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Compute && t.rank == 0; });
   const auto comm = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Transfer && t.rank == 0; });
   r.compute_time_s = sim::total_length(compute).seconds();
@@ -301,6 +304,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     }
     if (t.kind != sim::TaskKind::Transfer) continue;
     const auto c = cost.collective(t);
+    calibrated_any = calibrated_any || !c.calibration.empty();
     const std::string op = hardware::collective_op_label(hardware::collective_of(static_cast<hardware::OpCode>(t.op)));
     const auto& shape = step.groups[t.group];
     auto it = std::find_if(r.collectives.begin(), r.collectives.end(), [&](const CollectiveSummary& x) {
@@ -381,6 +385,12 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     r.critical_path_tail.push_back({g.task(path[i]).name, tl[path[i]].start.seconds(), tl[path[i]].end.seconds()});
 
   if (!r.memory.fits) r.warnings.push_back(does_not_fit_message(s, r.memory));
+  // A band describes runs that ran: a step that does not fit gets none.
+  if (!r.memory.fits && r.error_band.present()) {
+    r.error_band.set.clear();
+    r.error_band_withheld = "the step does not fit in memory";
+  }
+  if (!calibrated_any) r.calibration_band = CalibrationBand{};
   if (!s.variation.degraded_links.empty() && r.inter_node_collective_bytes == 0)
     r.warnings.push_back(
         "degraded_links: no collective of this step crosses the network (every communicator stays inside a "

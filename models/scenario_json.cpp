@@ -306,6 +306,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     if (prec->has("reduce_dtype"))
       s.precision.reduce_dtype = parse_dtype(prec->string("reduce_dtype"), source, prec->path("reduce_dtype"));
     s.precision.fp32_grad_accum = prec->boolean_or("fp32_grad_accum", false);
+    if (s.precision.fp32_grad_accum && s.precision.param_dtype == DType::FP32 && prec->has("param_dtype"))
+      prec->fail("fp32_grad_accum", "the parameters are fp32 already, so their gradients accumulate in fp32 without a "
+                                    "separate buffer; drop it");
     // Only DDP prices the accumulation adds (models/strategy/compute_tasks grad_accumulation_bytes);
     // elsewhere the knob would change memory but not time: refused rather than half applied.
     if (s.precision.fp32_grad_accum && p.strategy != "ddp")
@@ -605,6 +608,14 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                    "representative rank)");
     simcfg->finish();
   }
+  // CUDA graphs remove the NCCL tuner's launch overhead; the alpha-beta model has none to remove
+  // (and a torus profile is no CUDA GPU): the knob would act on nothing.
+  if (s.framework.cuda_graphs && s.collective_model != hardware::CollectiveModel::Nccl)
+    throw InputError(source, "/framework/cuda_graphs",
+                     fmt::format("CUDA graphs remove the per-op launch costs of NCCL's cost model, and this scenario prices "
+                                 "collectives with '{}' on profile '{}' (no launch overhead, no per-op host cost to "
+                                 "remove); expected collectives.cost_model \"nccl\" on a CUDA GPU profile",
+                                 s.cost_model, s.hardware.name));
   root.finish();
   if (s.hardware.is_torus() && s.algorithm != hardware::CollectiveAlgorithm::Auto)
     throw InputError(source, "/collectives/algorithm",

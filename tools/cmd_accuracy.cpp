@@ -37,6 +37,10 @@ bool known_set(const std::string& name) {
 }
 
 int cmd_accuracy(AccuracyArgs a) {
+  // The bands come from every set at once (each kind takes the set with the most runs of it).
+  if (a.bands && !a.sets.empty())
+    throw InputError("--bands", "", fmt::format("takes the bands of every set at once (each kind takes the set with the most "
+                                                "runs of it); drop the set argument '{}'", a.sets.front()));
   // `accuracy vtrain CSV` (a CSV path after "vtrain"): vTrain's detailed report.
   if (a.sets.size() == 2 && a.sets[0] == "vtrain" && !known_set(a.sets[1]) &&
       !(a.sets[1].size() > 5 && a.sets[1].substr(a.sets[1].size() - 5) == ".json")) {

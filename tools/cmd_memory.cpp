@@ -56,6 +56,9 @@ int cmd_memory(const MemoryArgs& a) {
     hw = s.hardware;
     if (group == 0) group = s.parallelism.strategy == "hsdp" ? s.shard_ranks() : s.ranks_per_node();
   } else {
+    if (!a.sets.empty())
+      throw InputError("--set", "", fmt::format("'{}' overrides a scenario's field, and none was given (with --params and "
+                                                "--dp, use --optimizer-bytes-per-param for K)", a.sets.front()));
     if (!(psi > 0) || psi > 1e15)
       throw InputError("--params", "", fmt::format("expected a parameter count in (0, 1e15], got {:g}", psi));
     if (dp < 1 || dp > 100'000'000)

@@ -5,6 +5,7 @@
 #include "hardware/calibration.hpp"
 #include "hardware/gemm_model.hpp"
 #include "hardware/hardware_profile_json.hpp"
+#include "models/error_band.hpp"
 #include "models/float8.hpp"
 #include "models/memory.hpp"
 #include "models/report.hpp"
@@ -337,4 +338,20 @@ TEST_CASE("memory: fp32 parameters are 4 bytes and their own Adam master copy", 
   const auto rows = strategy_model_states(1e9, 8, 8, 8, 4);
   CHECK(rows.front().states.total_bytes() == Approx(16e9));
   CHECK(rows.back().states.total_bytes() == Approx(16e9 / 8));  // hsdp over a shard group of 8
+}
+
+TEST_CASE("error bands: withheld from a step that does not fit; fp8-held tensors are their own kind", "[models]") {
+  auto doc = nlohmann::json::parse(R"({"hardware": "a100-sxm", "model": "llama3.2-1b", "parallelism": {"dp": 8},
+      "batch": {"seq_len": 8192}})");
+  const Report fits = run(parse_scenario(doc, "test.json"));
+  REQUIRE(fits.memory.fits);
+  CHECK(fits.error_band.present());  // vTrain's A100 replicated band
+  doc["batch"]["micro_batch_size"] = 8;
+  const Report big = run(parse_scenario(doc, "test.json"));
+  REQUIRE_FALSE(big.memory.fits);
+  CHECK_FALSE(big.error_band.present());
+  CHECK(big.error_band_withheld == "the step does not fit in memory");
+  CHECK_THAT(report_text(big), Catch::Matchers::Contains("no error band: the step does not fit in memory"));
+  CHECK(run_kind(llama_fsdp(R"({"float8": "tensorwise"})")).math == "fp8");
+  CHECK(run_kind(llama_fsdp(R"({"param_dtype": "fp8"})")).math == "fp8_tensors");
 }
