@@ -58,7 +58,7 @@ std::string report_json(const Report& r) {
   {
     const ErrorBand& b = r.error_band;
     nlohmann::ordered_json band = {{"set", b.present() ? nlohmann::ordered_json(b.set) : nlohmann::ordered_json()},
-                                   {"family", b.kind.family},
+                                   {"family", b.kind.family.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(b.kind.family)},
                                    {"sharded", b.kind.sharded},
                                    {"math", b.kind.math}};
     if (!r.error_band_withheld.empty()) band["withheld"] = r.error_band_withheld;

@@ -303,7 +303,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
       for (auto& layer : s.model.layers)
         for (auto& t : layer.params) t.dtype = s.precision.param_dtype;
     }
-    if (prec->has("reduce_dtype"))
+    // "param" (what the echo writes for the default): each tensor's gradients reduce in its own dtype.
+    if (prec->has("reduce_dtype") && prec->string("reduce_dtype") != "param")
       s.precision.reduce_dtype = parse_dtype(prec->string("reduce_dtype"), source, prec->path("reduce_dtype"));
     s.precision.fp32_grad_accum = prec->boolean_or("fp32_grad_accum", false);
     if (s.precision.fp32_grad_accum && s.precision.param_dtype == DType::FP32 && prec->has("param_dtype"))
@@ -644,10 +645,10 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
       case ReshardMode::False: par_echo["reshard_after_forward"] = false; break;
       case ReshardMode::Group: par_echo["reshard_after_forward"] = z.reshard_group; break;
     }
-    par_echo["backward_prefetch"] = z.backward_prefetch == BackwardPrefetch::BackwardPre    ? "BACKWARD_PRE"
-                                    : z.backward_prefetch == BackwardPrefetch::BackwardPost ? "BACKWARD_POST"
-                                                                                            : "none";
-    if (z.fsdp_version == "fsdp1") {
+    if (z.fsdp_version == "fsdp1") {  // FSDP1 options (refused under FSDP2)
+      par_echo["backward_prefetch"] = z.backward_prefetch == BackwardPrefetch::BackwardPre    ? "BACKWARD_PRE"
+                                      : z.backward_prefetch == BackwardPrefetch::BackwardPost ? "BACKWARD_POST"
+                                                                                              : "none";
       par_echo["forward_prefetch"] = z.forward_prefetch;
       par_echo["limit_all_gathers"] = z.limit_all_gathers;
     }
@@ -687,7 +688,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   resolved["batch"] = {{"micro_batch_size", s.batch.micro_batch_size},
                        {"seq_len", s.batch.seq_len},
                        {"grad_accum", s.batch.grad_accum}};
-  resolved["framework"] = {{"implementation", implementation_names().at(static_cast<std::size_t>(s.framework.implementation))}};
+  resolved["framework"] = nlohmann::json::object();
+  if (!s.model.eager_composites.empty() || s.model.has_logits_loss())  // refused on other models
+    resolved["framework"]["implementation"] = implementation_names().at(static_cast<std::size_t>(s.framework.implementation));
   if (s.model.has_logits_loss()) resolved["framework"]["cross_entropy"] = s.framework.upcast_logits ? "upcast" : "fused";
   if (s.framework.host_op_s > 0) resolved["framework"]["host_op_s"] = s.framework.host_op_s;
   if (s.framework.cuda_graphs) resolved["framework"]["cuda_graphs"] = true;
@@ -701,8 +704,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   resolved["sim"]["link_sharing"] = s.contention.link_sharing;
   resolved["sim"]["overlap_model"] = s.contention.overlap_model;
   resolved["sim"]["gemm_model"] = s.flat_gemm ? "flat" : "curve";
-  resolved["sim"]["overlap_compute_slowdown"] = s.contention.overlap_compute_slowdown;
-  resolved["sim"]["nccl_sms"] = s.contention.nccl_sms;
+  // Each overlap model's own knob only: the echo runs again as a scenario (knobs of another
+  // model are refused).
+  if (s.contention.overlap_model == "factor")
+    resolved["sim"]["overlap_compute_slowdown"] = s.contention.overlap_compute_slowdown;
+  if (s.contention.overlap_model == "sm_partition") resolved["sim"]["nccl_sms"] = s.contention.nccl_sms;
   resolved["sim"]["cuda_device_max_connections"] = s.contention.cuda_device_max_connections;
   if (s.variation.jitter_distribution != "none")
     resolved["sim"]["jitter"] = {{"distribution", s.variation.jitter_distribution},

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of models/: catalog shapes, bucket assignment, memory, scenario validation.
 #include "models/memory.hpp"
+#include "models/report.hpp"
 #include "models/model_spec_json.hpp"
 #include "models/scenario.hpp"
 #include "models/strategy/buckets.hpp"
@@ -8,6 +9,8 @@
 #include "tests/support/catch.hpp"
 
 #include <nlohmann/json.hpp>
+
+#include <filesystem>
 
 using namespace stepsim;
 using namespace stepsim::models;
@@ -121,4 +124,21 @@ TEST_CASE("scenario: errors name the path, the value and the expectation", "[mod
   CHECK_THROWS_WITH(scenario(R"({"model": "llama3.2-1b", "hardware": "h100-sxm", "parallelism": {"dp": 8}, "batch": {"seqlen": 8}})"),
                     Contains("/batch/seqlen: unknown key 'seqlen' (did you mean 'seq_len'?)"));
   CHECK_THROWS_AS(scenario(R"({"model": "gpt5", "hardware": "h100-sxm", "parallelism": {"dp": 8}})"), InputError);
+}
+
+TEST_CASE("scenario echo: a report's resolved scenario runs again to the same step", "[models]") {
+  // The JSON report's "scenario" names every default it used; fed back (from the same folder, so
+  // relative profile paths resolve alike) it must parse and give the same step time.
+  std::size_t checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(STEPSIM_SOURCE_DIR) + "/configs/examples")) {
+    if (entry.path().extension() != ".json") continue;
+    CAPTURE(entry.path().string());
+    const Report first = run(load_scenario(entry.path().string(), {}));
+    const nlohmann::json echo = nlohmann::json::parse(first.scenario.resolved->dump());
+    const Report again = run(parse_scenario(echo, entry.path().string()));
+    CHECK(again.step_time_s == first.step_time_s);
+    CHECK(again.memory.total_bytes == first.memory.total_bytes);
+    ++checked;
+  }
+  CHECK(checked >= 10);
 }
