@@ -24,6 +24,16 @@ std::size_t float8_linear_count(const Scenario& s, std::size_t layer) {
   return n;
 }
 
+Float8Linears float8_linear_total(const Scenario& s) {
+  Float8Linears t;
+  for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
+    const std::size_t n = float8_linear_count(s, l);
+    t.linears += n;
+    t.layers += n > 0 ? 1 : 0;
+  }
+  return t;
+}
+
 bool float8_weight(const Scenario& s, std::size_t layer, std::size_t param) {
   const LayerSpec& l = s.model.layers.at(layer);
   for (const auto& g : l.gemms)

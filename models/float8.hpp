@@ -54,6 +54,12 @@ bool float8_gemm(const Scenario& s, const LayerSpec& layer, const LayerGemm& g);
 /// Float8Linear modules in layer `layer` (0 without float8). Precondition: layer in range.
 std::size_t float8_linear_count(const Scenario& s, std::size_t layer);
 
+/// Float8Linear modules in the whole model, and the layers that hold at least one.
+struct Float8Linears {
+  std::size_t linears = 0, layers = 0;
+};
+Float8Linears float8_linear_total(const Scenario& s);
+
 /// True when parameter `param` of layer `layer` is the weight of a Float8Linear.
 bool float8_weight(const Scenario& s, std::size_t layer, std::size_t param);
 

@@ -44,11 +44,9 @@ std::string report_json(const Report& r) {
     };
     if (sc.precision.gemm_math != hardware::GemmMath::Tensor16) j["gemm_math"] = math_json(sc.precision.gemm_math);
     if (sc.precision.float8 != PrecisionConfig::Float8::None) {
-      std::size_t linears = 0;
-      for (std::size_t l = 0; l < sc.model.layers.size(); ++l) linears += float8_linear_count(sc, l);
       nlohmann::ordered_json f = math_json(hardware::GemmMath::Fp8);
       f["recipe"] = "tensorwise";
-      f["linears"] = linears;
+      f["linears"] = float8_linear_total(sc).linears;
       f["all_gather_fp8"] = sc.precision.float8_all_gather;
       j["float8"] = f;
     }

@@ -76,12 +76,7 @@ std::string report_text(const Report& r) {
                            : std::string()));
     }
     if (s.precision.float8 != PrecisionConfig::Float8::None) {
-      std::size_t linears = 0, blocks = 0;
-      for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
-        const std::size_t n = float8_linear_count(s, l);
-        linears += n;
-        blocks += n > 0 ? 1 : 0;
-      }
+      const auto [linears, blocks] = float8_linear_total(s);
       const bool gathers = s.parallelism.strategy == "fsdp" || s.parallelism.strategy == "hsdp";
       line(fmt::format("  float8      tensorwise: {} linears in {} blocks run FP8 GEMMs ({}) plus amax/cast kernels{}", linears,
                        blocks, math_text(Math::Fp8),

@@ -328,9 +328,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
       if (!(s.hardware.fp8_flops_per_s > 0))
         prec->fail("float8", fmt::format("profile '{}' has no FP8 tensor cores (no compute.fp8_flops_per_s; torchao's "
                                          "float8 training needs SM 8.9 or newer: H100, H200, H800, L40S)", s.hardware.name));
-      bool any = false;
-      for (std::size_t l = 0; l < s.model.layers.size(); ++l) any = any || float8_linear_count(s, l) > 0;
-      if (!any)
+      if (float8_linear_total(s).linears == 0)
         prec->fail("float8", fmt::format("model '{}' has no linear layer float8 would convert (it converts the "
                                          "transformer blocks' linears with GEMM shapes, dimensions multiples of 16)",
                                          s.model.name));

@@ -132,4 +132,13 @@ nlohmann::ordered_json accuracy_json(const std::vector<AccuracySetResult>& sets)
   return j;
 }
 
+nlohmann::json error_bands_json(const std::vector<models::ErrorBand>& bands) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& b : bands)
+    out.push_back({{"set", b.set}, {"family", b.kind.family}, {"sharded", b.kind.sharded}, {"math", b.kind.math}, {"runs", b.rows},
+                   {"p10_error", b.p10}, {"median_error", b.median}, {"p90_error", b.p90},
+                   {"real_over_predicted", {b.real_over_predicted_low(), b.real_over_predicted_high()}}});
+  return nlohmann::json{{"schema", "stepsim.error_bands/1"}, {"bands", out}};
+}
+
 }  // namespace stepsim::validate
