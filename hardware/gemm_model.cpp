@@ -24,14 +24,33 @@ const char* gemm_math_name(GemmMath m) {
   return "bf16";
 }
 
+double gemm_operand_bytes(GemmMath m) { return m == GemmMath::Fp8 ? 1.0 : m == GemmMath::Tensor16 ? 2.0 : 4.0; }
+
 double gemm_bytes(const GemmShape& g) {
-  const double operand = g.math == GemmMath::Fp8 ? 1.0 : g.math == GemmMath::Tensor16 ? 2.0 : 4.0;
+  if (g.hbm_bytes > 0) return g.hbm_bytes;
+  const double operand = gemm_operand_bytes(g.math);
   const double result = g.math == GemmMath::Fp8 ? 2.0 : operand;
   return (operand * (g.m * g.k + g.k * g.n) + result * g.m * g.n) * g.batch;
 }
 
+namespace {
+
+double output_tiles(const GemmCurve& curve, const GemmShape& g) {
+  return std::ceil(g.m / curve.tile_m) * std::ceil(g.n / curve.tile_n) * g.batch;
+}
+
+}  // namespace
+
+double split_k_factor(const GemmCurve& curve, const GemmShape& g) {
+  if (!g.split_k) return 1;
+  const double tiles = output_tiles(curve, g);
+  const double sms = static_cast<double>(curve.sms);
+  if (tiles >= sms) return 1;
+  return std::max(1.0, std::min(std::floor(sms / tiles), std::floor(g.k / kSplitKMinSlice)));
+}
+
 double wave_efficiency(const GemmCurve& curve, const GemmShape& g) {
-  const double tiles = std::ceil(g.m / curve.tile_m) * std::ceil(g.n / curve.tile_n) * g.batch;
+  const double tiles = output_tiles(curve, g) * split_k_factor(curve, g);
   const double waves = tiles / static_cast<double>(curve.sms);
   return waves / std::ceil(waves);
 }
@@ -40,7 +59,8 @@ double gemm_time_s(const HardwareProfile& hw, const GemmCurve& curve, const Gemm
   const double compute =
       gemm_flops(g) / (hw.sustained_flops_per_s(g.math) * curve.max_efficiency_for(g.math) * wave_efficiency(curve, g));
   if (g.on_chip) return compute;
-  const double memory = gemm_bytes(g) / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
+  const double partials = 2.0 * 4.0 * (split_k_factor(curve, g) - 1.0) * g.m * g.n * g.batch;
+  const double memory = (gemm_bytes(g) + partials) / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
   return curve.overhead_s + std::max(compute, memory);
 }
 

@@ -35,15 +35,35 @@ namespace stepsim::hardware {
 /// GemmCurve::max_efficiency_for its efficiency) and so its operand bytes: 2 per element for
 /// Tensor16, 4 for Tf32 / Fp32, 1 for Fp8 operands with a 2-byte (BF16) result (torch._scaled_mm
 /// as torchao's Float8Linear calls it).
+/// `hbm_bytes` > 0 replaces that traffic where A is not a stored matrix: an implicit-GEMM
+/// convolution builds its im2col rows on chip and reads the input, weight and output once
+/// (models::LayerGemm::Conv).
+/// `split_k`: the kernel may split the reduction across CTAs when its output tiles leave SMs
+/// idle (split_k_factor), as cuDNN's convolution weight-gradient kernels split the
+/// images × positions reduction ("Convolutional Layers User's Guide"; CUTLASS's split-K
+/// and parallel-reduction GEMMs).
 struct GemmShape {
   double m = 0, n = 0, k = 0;
   double batch = 1;
   bool on_chip = false;
   GemmMath math = GemmMath::Tensor16;
+  double hbm_bytes = 0;
+  bool split_k = false;
 };
 
+/// Smallest reduction slice a split-K kernel gives one CTA (elements of k).
+inline constexpr double kSplitKMinSlice = 256;
+
+/// Reduction splits s of a split_k GEMM: 1 when the tiles fill the SMs or the shape does not
+/// allow a split, else min(floor(sms / tiles), floor(k / kSplitKMinSlice)), tiles =
+/// ceil(m / tile_m)·ceil(n / tile_n)·batch. Each split writes an fp32 partial of C that a
+/// reduction reads back: 2·4·(s − 1)·m·n·batch more HBM bytes (gemm_time_s).
+
+/// Bytes per operand element of `m`'s arithmetic: 2 for Tensor16, 4 for Tf32 / Fp32, 1 for Fp8.
+double gemm_operand_bytes(GemmMath m);
+
 /// HBM bytes of one GEMM: A and B read once, C written once (the tiles' re-reads hit L2),
-/// at the element sizes of `g.math` (GemmShape).
+/// at the element sizes of `g.math` (GemmShape); g.hbm_bytes instead when it is > 0.
 double gemm_bytes(const GemmShape& g);
 
 /// A GEMM of a task's work and how many times it runs (fractional counts scale work, e.g. the
@@ -110,7 +130,10 @@ double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, con
 /// FLOPs of a shape: 2·m·n·k·batch.
 double gemm_flops(const GemmShape& g);
 
-/// Wave-quantization factor w = waves / ceil(waves), waves = tiles·batch / sms (see above).
+double split_k_factor(const GemmCurve& curve, const GemmShape& g);
+
+/// Wave-quantization factor w = waves / ceil(waves), waves = tiles·batch·splits / sms (see
+/// above; splits = split_k_factor, 1 unless g.split_k).
 /// Preconditions: curve.sms ≥ 1, tiles ≥ 1.
 double wave_efficiency(const GemmCurve& curve, const GemmShape& g);
 

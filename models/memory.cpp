@@ -54,8 +54,10 @@ MemoryBreakdown static_memory(const Scenario& s) {
       if (!p.trainable) continue;
       trainable_grad_bytes += numel * b;
       m.grads_bytes += numel * b / (stage >= 2 ? n : 1.0);
-      if (s.optimizer == "adam")
-        m.optimizer_bytes += numel * (8.0 + (p.dtype == DType::FP32 ? 0.0 : 4.0)) / (stage >= 1 ? n : 1.0);
+      // Adam: m and v; SGD: the momentum buffer; both: an fp32 master copy of low-precision params.
+      const double state = s.optimizer == "adam" ? 8.0 : s.optimizer == "sgd" ? 4.0 : 0.0;
+      if (state > 0)
+        m.optimizer_bytes += numel * (state + (p.dtype == DType::FP32 ? 0.0 : 4.0)) / (stage >= 1 ? n : 1.0);
       if (s.precision.fp32_grad_accum && s.batch.grad_accum > 1)
         m.grad_accum_bytes += numel * 4.0 / (stage >= 2 ? n : 1.0);
     }

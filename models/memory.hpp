@@ -43,7 +43,7 @@ std::vector<StrategyModelStates> strategy_model_states(double psi, std::int64_t 
 struct MemoryBreakdown {
   double params_bytes = 0;      ///< parameters held persistently (sharded by stage)
   double grads_bytes = 0;       ///< persistent gradients (sharded by stage)
-  double optimizer_bytes = 0;   ///< Adam: fp32 master copy (unless params are fp32) + m + v, sharded
+  double optimizer_bytes = 0;   ///< fp32 master copy (unless params are fp32) + Adam's m, v or SGD's momentum, sharded
   double grad_accum_bytes = 0;  ///< fp32 gradient-accumulation buffer (precision.fp32_grad_accum)
   double activations_bytes = 0; ///< saved for backward, one micro-batch (Korthikanti et al. 2022)
   double buffers_bytes = 0;     ///< framework buffers at the peak: DDP buckets, DeepSpeed IPG

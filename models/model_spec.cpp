@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ModelSpec builders: transformer and the seed's MLP.
+// ModelSpec builders: transformer, torchvision's ResNet and the seed's MLP.
 #include "models/model_spec.hpp"
 
 #include <fmt/format.h>
@@ -188,6 +188,147 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   head.fwd_streaming_kernels = 2;  // log-softmax and the loss
   if (act < 4) head.logits_upcast_bytes_per_token = (act + 4) * static_cast<double>(s.vocab);  // eager: cast, then the loss
   head.fused_loss_bytes_per_token = act * static_cast<double>(s.vocab);
+  m.layers.push_back(head);
+  return m;
+}
+
+namespace {
+
+// Output size of a convolution or pooling window along one axis (PyTorch's formula, dilation 1).
+std::int64_t window_out(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad) {
+  return (in + 2 * pad - kernel) / stride + 1;
+}
+
+// Builds one ResNet layer's convolutions, BatchNorms and pointwise ops (make_resnet's rules).
+class ResNetLayerBuilder {
+ public:
+  ResNetLayerBuilder(LayerSpec& layer, DType dtype) : l_(layer), dtype_(dtype), e_(dtype_bytes(dtype)) {}
+
+  // nn.Conv2d(c_in, c_out, kernel, stride, padding = kernel / 2, groups, bias=False) on an
+  // input of c_in × size × size; returns the output's side.
+  std::int64_t conv(const std::string& name, std::int64_t c_in, std::int64_t c_out, std::int64_t size,
+                    std::int64_t kernel, std::int64_t stride, std::int64_t groups, bool input_grad = true) {
+    const std::int64_t out = window_out(size, kernel, stride, kernel / 2);
+    l_.params.push_back({name + ".weight", c_out * (c_in / groups) * kernel * kernel, dtype_, true});
+    LayerGemm g;
+    g.kind = LayerGemm::Kind::Conv;
+    g.n = static_cast<double>(c_out);
+    g.k = static_cast<double>((c_in / groups) * kernel * kernel);
+    g.param = static_cast<std::int64_t>(l_.params.size() - 1);
+    g.rows = static_cast<double>(out * out);
+    g.groups = static_cast<double>(groups);
+    g.input_elements = static_cast<double>(c_in * size * size);
+    g.input_grad = input_grad;
+    l_.gemms.push_back(g);
+    l_.fwd_gemm_flops_per_token += g.flops_per_sample();
+    return out;
+  }
+  // nn.BatchNorm2d(c) in training mode over c × size × size: reads the input twice, writes once;
+  // keeps its input for backward.
+  void batch_norm(const std::string& name, std::int64_t c, std::int64_t size) {
+    l_.params.push_back({name + ".weight", c, dtype_, true});
+    l_.params.push_back({name + ".bias", c, dtype_, true});
+    const double elems = static_cast<double>(c * size * size);
+    l_.fwd_streaming_bytes_per_token += 3 * e_ * elems;
+    l_.activation_bytes_per_token += e_ * elems;
+    l_.fwd_streaming_kernels += 1;
+  }
+  // nn.ReLU(inplace=True): read and write; keeps its output for backward.
+  void relu(double elems) {
+    l_.fwd_streaming_bytes_per_token += 2 * e_ * elems;
+    l_.activation_bytes_per_token += e_ * elems;
+    l_.fwd_streaming_kernels += 1;
+  }
+  // out += identity: two reads, one write; keeps nothing.
+  void add(double elems) {
+    l_.fwd_streaming_bytes_per_token += 3 * e_ * elems;
+    l_.fwd_streaming_kernels += 1;
+  }
+
+ private:
+  LayerSpec& l_;
+  DType dtype_;
+  double e_;
+};
+
+}  // namespace
+
+ModelSpec make_resnet(const std::string& name, const ResNetShape& s) {
+  ModelSpec m;
+  m.name = name;
+  m.kind = "resnet";
+  const double e = dtype_bytes(s.dtype);
+  constexpr std::int64_t kExpansion = 4;  // Bottleneck.expansion
+
+  LayerSpec stem;
+  stem.name = "stem";
+  ResNetLayerBuilder sb(stem, s.dtype);
+  const double image = 3.0 * static_cast<double>(s.image_size * s.image_size);
+  std::int64_t size = sb.conv("conv1", 3, 64, s.image_size, 7, 2, 1, /*input_grad=*/false);
+  sb.batch_norm("bn1", 64, size);
+  sb.relu(64.0 * static_cast<double>(size * size));
+  // nn.MaxPool2d(3, stride 2, padding 1): reads its input, writes its output and int64
+  // indices, which it keeps for backward; its output is the first block's input.
+  const double conv_out = 64.0 * static_cast<double>(size * size);
+  size = window_out(size, 3, 2, 1);
+  const double pooled = 64.0 * static_cast<double>(size * size);
+  stem.fwd_streaming_bytes_per_token += e * conv_out + (e + 8) * pooled;
+  stem.fwd_streaming_kernels += 1;
+  stem.activation_bytes_per_token += e * image + 8 * pooled + e * pooled;
+  stem.input_bytes_per_token = e * image;
+  stem.root = true;
+  m.layers.push_back(stem);
+
+  std::int64_t inplanes = 64;
+  const std::int64_t planes_of[] = {64, 128, 256, 512};
+  for (std::size_t stage = 0; stage < s.depths.size(); ++stage) {
+    const std::int64_t planes = planes_of[stage];
+    const std::int64_t width = planes * s.width_per_group / 64 * s.groups;
+    for (std::int64_t block = 0; block < s.depths[stage]; ++block) {
+      const std::int64_t stride = block == 0 && stage > 0 ? 2 : 1;
+      LayerSpec b;
+      b.name = fmt::format("layer{}.{}", stage + 1, block);
+      ResNetLayerBuilder bb(b, s.dtype);
+      b.input_bytes_per_token = e * static_cast<double>(inplanes * size * size);
+      const std::int64_t in_size = size;
+      bb.conv(b.name + ".conv1", inplanes, width, in_size, 1, 1, 1);
+      bb.batch_norm(b.name + ".bn1", width, in_size);
+      bb.relu(static_cast<double>(width * in_size * in_size));
+      const std::int64_t out = bb.conv(b.name + ".conv2", width, width, in_size, 3, stride, s.groups);
+      bb.batch_norm(b.name + ".bn2", width, out);
+      bb.relu(static_cast<double>(width * out * out));
+      bb.conv(b.name + ".conv3", width, planes * kExpansion, out, 1, 1, 1);
+      bb.batch_norm(b.name + ".bn3", planes * kExpansion, out);
+      if (stride != 1 || inplanes != planes * kExpansion) {
+        // downsample = Sequential(conv1x1 stride s, BatchNorm2d): tensors "downsample.0/1".
+        bb.conv(b.name + ".downsample.0", inplanes, planes * kExpansion, in_size, 1, stride, 1);
+        bb.batch_norm(b.name + ".downsample.1", planes * kExpansion, out);
+      }
+      const double block_out = static_cast<double>(planes * kExpansion * out * out);
+      bb.add(block_out);
+      bb.relu(block_out);
+      m.layers.push_back(b);
+      inplanes = planes * kExpansion;
+      size = out;
+    }
+  }
+
+  LayerSpec head;
+  head.name = "head";
+  const double features = static_cast<double>(inplanes);
+  const double classes = static_cast<double>(s.num_classes);
+  head.params.push_back({"fc.weight", s.num_classes * inplanes, s.dtype, true});
+  head.params.push_back({"fc.bias", s.num_classes, s.dtype, true});
+  head.gemms.push_back({LayerGemm::Kind::Linear, classes, features, 0, 0, 0});
+  head.fwd_gemm_flops_per_token = 2.0 * features * classes;
+  // AdaptiveAvgPool2d(1) reads the last block's output, writes the features; fc keeps its
+  // input; the loss (log_softmax + nll_loss) reads and writes the fp32 logits and keeps its output.
+  head.fwd_streaming_bytes_per_token = e * features * static_cast<double>(size * size + 1) + 2 * 4.0 * classes;
+  head.activation_bytes_per_token = e * features + 4.0 * classes;
+  head.input_bytes_per_token = e * features * static_cast<double>(size * size);
+  head.fwd_streaming_kernels = 3;  // average pool, log_softmax, nll_loss
+  head.fwd_host_only_ops = 1;      // flatten
+  head.root = true;
   m.layers.push_back(head);
   return m;
 }

@@ -29,13 +29,28 @@ struct ParamTensor {
 /// One GEMM of a layer's forward, for the shape-dependent GEMM curve (hardware/gemm_model.hpp).
 /// Linear: C[tokens, n] = X[tokens, k]·W (W = params[param]). Attention (per sequence and head,
 /// head_dim = hidden / heads): Scores S[s, s] = Q[s, d]·Kᵀ; Values O[s, d] = P[s, s]·V.
+/// Conv (nn.Conv2d as cuDNN's implicit GEMM, NVIDIA's "Convolutional Layers User's Guide",
+/// §"Convolution algorithms": forward is a GEMM of M = N·P·Q output positions, N = K output
+/// channels, K = C·R·S per group): per group, Y[tokens·rows, n/groups] = X̃[tokens·rows, k]·W_g,
+/// with n = output channels, k = (input channels / groups)·kh·kw and rows = the output's
+/// height × width per sample; the im2col matrix X̃ is never stored, so HBM traffic is the input
+/// (input_elements per sample), the weight and the output, each once.
 struct LayerGemm {
-  enum class Kind { Linear, AttentionScores, AttentionValues };
+  enum class Kind { Linear, AttentionScores, AttentionValues, Conv };
   Kind kind = Kind::Linear;
-  double n = 0, k = 0;          ///< Linear: output and input features
-  std::int64_t param = -1;      ///< Linear: index of the weight in params (no wgrad when frozen); -1 = held elsewhere (tied), wgrad runs
+  double n = 0, k = 0;          ///< Linear: output and input features; Conv: output channels, reduction per group
+  std::int64_t param = -1;      ///< Linear/Conv: index of the weight in params (no wgrad when frozen); -1 = held elsewhere (tied), wgrad runs
   double heads = 0, head_dim = 0;  ///< attention kinds
   bool causal = false;             ///< attention kinds: a causal mask (decoder LMs)
+  double rows = 1;                 ///< Conv: output positions per sample (height × width)
+  double groups = 1;               ///< Conv: groups (ResNeXt's cardinality); n and input channels divide by it
+  double input_elements = 0;       ///< Conv: input elements per sample (channels × height × width)
+  bool input_grad = true;          ///< Conv: the input needs a gradient (false for a network's first conv on the images)
+  /// FLOPs per sample of the forward: 2·rows·n·k (Linear and Conv; 0 for the attention kinds,
+  /// whose FLOPs scale with the sequence).
+  double flops_per_sample() const { return kind == Kind::Linear || kind == Kind::Conv ? 2.0 * rows * n * k : 0.0; }
+  /// The attention kinds (Scores, Values).
+  bool attention() const { return kind == Kind::AttentionScores || kind == Kind::AttentionValues; }
 };
 
 /// One layer (module) as the simulator schedules it: forward runs layers in order, backward
@@ -85,7 +100,7 @@ struct LayerSpec {
   std::optional<double> bwd_s;  ///< measured backward time of one micro-batch
 };
 
-/// A model: ordered layers. `kind` is how it was described ("mlp", "transformer", "layers").
+/// A model: ordered layers. `kind` is how it was described ("mlp", "transformer", "resnet", "layers").
 struct ModelSpec {
   std::string name;
   std::string kind;
@@ -97,6 +112,9 @@ struct ModelSpec {
   /// A layer computes the loss over logits (LayerSpec::fused_loss_bytes_per_token > 0), so
   /// framework.cross_entropy applies.
   bool has_logits_loss() const;
+  /// What one sample of the simulator's batch is: "images" for convolutional networks (kind
+  /// "resnet", one image per sample, seq_len 1), else "tokens".
+  std::string sample_unit() const { return kind == "resnet" ? "images" : "tokens"; }
 
   /// Gradient-ready order of layer `l`'s tensors (grad_ready_order or reverse registration).
   std::vector<std::size_t> ready_order(std::size_t l) const;
@@ -156,6 +174,38 @@ struct TransformerShape {
 ///    `logits.float()`): act + 4 bytes per vocab entry, one kernel (logits_upcast_bytes_per_token).
 /// Precondition: shape validated (all sizes > 0, heads divisible by kv_heads).
 ModelSpec make_transformer(const std::string& name, const TransformerShape& shape);
+
+/// torchvision's ResNet / ResNeXt of Bottleneck blocks (torchvision/models/resnet.py; He et al.
+/// 2016, the "v1.5" variant with the stride on the 3×3 conv; ResNeXt: Xie et al. 2017).
+/// Samples are images (a "token" of the simulator is one image: batch.seq_len is 1).
+struct ResNetShape {
+  std::vector<std::int64_t> depths;    ///< Bottleneck blocks per stage: {3,4,6,3} ResNet-50, {3,4,23,3} ResNet-101
+  std::int64_t groups = 1;             ///< the 3×3 convs' groups (ResNeXt cardinality: 32)
+  std::int64_t width_per_group = 64;   ///< ResNeXt's bottleneck width per group (4 for 32x4d, 8 for 32x8d)
+  std::int64_t image_size = 224;       ///< square input images, pixels
+  std::int64_t num_classes = 1000;     ///< the classifier's outputs
+  DType dtype = DType::FP32;
+};
+
+/// Builds the layer list of a torchvision ResNet: "stem" (conv1 7×7/2, bn1, ReLU, 3×3/2 max
+/// pool), one layer per Bottleneck block ("layer1.0" …), "head" (average pool, fc, the loss).
+/// Tensors carry torchvision's names in its registration order (model.parameters()), so DDP's
+/// buckets are PyTorch's. A Bottleneck of `planes` p, width w = p·width_per_group/64·groups:
+/// conv1 1×1 (in→w), bn1, ReLU; conv2 3×3 stride s, groups (w→w), bn2, ReLU; conv3 1×1
+/// (w→4p), bn3; the first block of a stage adds downsample = 1×1 conv stride s (in→4p) + BN;
+/// then += shortcut, ReLU. Stages: p = 64, 128, 256, 512 at stride 1, 2, 2, 2.
+/// Per sample, with e = activation bytes per element and `out` a conv's output elements:
+///  * FLOPs: 2·rows·n·k per conv (LayerGemm::Conv), 2·2048·num_classes for fc;
+///  * streaming bytes (forward): training BatchNorm reads its input twice (statistics, then
+///    normalisation) and writes once, 3·e·out; in-place ReLU 2·e·out; the residual add 3·e·out;
+///    max pool reads its input and writes its output and int64 indices; average pool reads its
+///    input. Backward moves twice the forward's (the simulator's convention for streaming ops).
+///  * activations kept for backward: each BatchNorm's input (the conv output) and each ReLU's
+///    output, e·out each (a conv's input is the previous ReLU's output, the same tensor), the
+///    image for conv1's weight gradient, max pool's indices (8 B per output element), fc's input;
+///    the logits (fp32) for the loss.
+/// Precondition: shape validated (depths has 4 stages, every size ≥ 1, image_size ≥ 32).
+ModelSpec make_resnet(const std::string& name, const ResNetShape& shape);
 
 /// The seed's MLP model (seed 000 §2.3): L layers of W_in[D,F], W_out[F,D], no biases.
 /// Forward 2·2·D·F FLOPs per token per layer; activations 2·(D + 2F) bytes per token.

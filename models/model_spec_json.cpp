@@ -58,6 +58,26 @@ TransformerShape read_transformer(const JsonReader& r, DType dtype) {
   return s;
 }
 
+ResNetShape read_resnet(const JsonReader& r, DType dtype) {
+  ResNetShape s;
+  s.depths = r.integers("depths", 1, 1024);
+  if (s.depths.size() != 4)
+    r.fail("depths", fmt::format("expected 4 stages of Bottleneck blocks (torchvision's layer1..layer4, e.g. "
+                                 "[3, 4, 6, 3] for ResNet-50), got {}", s.depths.size()));
+  s.groups = r.integer_or("groups", 1, 1, 1024);
+  s.width_per_group = r.integer_or("width_per_group", 64, 1, 65536);
+  s.image_size = r.integer_or("image_size", 224, 32, 8192);
+  s.num_classes = r.integer_or("num_classes", 1000, 1, 1 << 24);
+  s.dtype = dtype;
+  // The widest 3×3 conv (stage 4) bounds the tensor sizes: keep every count exact.
+  const double width = 8.0 * static_cast<double>(s.width_per_group) * static_cast<double>(s.groups);
+  const double conv = width * width / static_cast<double>(s.groups) * 9.0;
+  if (conv > kMaxParams)
+    r.fail("width_per_group", fmt::format("groups {} x width_per_group {} gives a stage-4 3x3 conv of about {:.3g} "
+                                          "parameters; expected at most {:g}", s.groups, s.width_per_group, conv, kMaxParams));
+  return s;
+}
+
 LayerSpec read_layer(const JsonReader& r, DType dtype) {
   LayerSpec l;
   l.name = r.string("name");
@@ -110,8 +130,8 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, cons
                       std::optional<DType> dtype_override) {
   JsonReader r(doc, source, pointer);
   const std::string name = r.string("name");
-  const std::string kind = r.choice_or("kind", "", {"mlp", "transformer", "layers"});
-  if (kind.empty()) r.fail("kind", "required field is missing (one of: mlp, transformer, layers)");
+  const std::string kind = r.choice_or("kind", "", {"mlp", "transformer", "resnet", "layers"});
+  if (kind.empty()) r.fail("kind", "required field is missing (one of: mlp, transformer, resnet, layers)");
   const std::string src = r.string_or("source", "");
   const DType described = r.has("dtype") ? parse_dtype(r.string("dtype"), source, r.path("dtype")) : DType::BF16;
   const DType dtype = dtype_override.value_or(described);
@@ -120,6 +140,8 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, cons
   ModelSpec m;
   if (kind == "transformer") {
     m = make_transformer(name, read_transformer(r, dtype));
+  } else if (kind == "resnet") {
+    m = make_resnet(name, read_resnet(r, dtype));
   } else if (kind == "mlp") {
     const auto layers = r.integer("layers", 1, kMaxLayers);
     const auto hidden = r.integer("hidden", 1, kMaxDim);

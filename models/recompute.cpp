@@ -14,7 +14,7 @@ using Policy = ActivationConfig::Recompute;
 
 bool has_kind(const LayerSpec& l, bool linear) {
   return std::any_of(l.gemms.begin(), l.gemms.end(),
-                     [&](const LayerGemm& g) { return (g.kind == LayerGemm::Kind::Linear) == linear; });
+                     [&](const LayerGemm& g) { return linear ? g.kind == LayerGemm::Kind::Linear : g.attention(); });
 }
 
 // 0-based position of `layer` among the non-root layers (the transformer blocks), counted in
@@ -88,7 +88,7 @@ RecomputeWork recompute_work(const Scenario& s, std::size_t layer) {
     }
     case LayerRecompute::CoreAttention:
       for (std::size_t i = 0; i < l.gemms.size(); ++i)
-        if (l.gemms[i].kind != LayerGemm::Kind::Linear) w.gemms.push_back(i);
+        if (l.gemms[i].attention()) w.gemms.push_back(i);
       w.attention = 1;
       break;
   }

@@ -127,9 +127,15 @@ std::string report_text(const Report& r) {
   }
   line(fmt::format("  model     {} parameters ({} trainable), {} layers, {}", count(static_cast<double>(s.model.parameter_count())),
                    count(static_cast<double>(s.model.trainable_parameter_count())), s.model.layers.size(), s.model.kind));
-  line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/GPU/step, {} tokens/step in all",
-                   s.batch.micro_batch_size, s.batch.seq_len, s.batch.grad_accum, count(static_cast<double>(s.tokens_per_gpu_step())),
-                   count(r.tokens_per_step)));
+  const std::string unit = s.model.sample_unit();
+  if (unit == "images")
+    line(fmt::format("  batch     micro_batch_size {} x grad_accum {} = {} images/GPU/step, {} images/step in all",
+                     s.batch.micro_batch_size, s.batch.grad_accum, count(static_cast<double>(s.tokens_per_gpu_step())),
+                     count(r.tokens_per_step)));
+  else
+    line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/GPU/step, {} tokens/step in all",
+                     s.batch.micro_batch_size, s.batch.seq_len, s.batch.grad_accum,
+                     count(static_cast<double>(s.tokens_per_gpu_step())), count(r.tokens_per_step)));
   if (r.bucket_count > 0)  // DDP and ZeRO-1/2 buckets; FSDP and ZeRO-3 have none, so no line
     line(fmt::format("  buckets   {} (first_bucket_mb {:g}, bucket_cap_mb {:g}; largest {}), {} of gradients per sync",
                      r.bucket_count, s.parallelism.first_bucket_mb, s.parallelism.bucket_cap_mb,
@@ -188,13 +194,13 @@ std::string report_text(const Report& r) {
                          ? fmt::format("sm_partition, NCCL holds {} SMs", s.contention.nccl_sms)
                          : s.contention.overlap_model,
                      r.overlap_slowdown_s * 1e3, r.link_sharing_stretch_s * 1e3));
-  line(fmt::format("throughput       {} tokens/s ({} per GPU), MFU {:.1f} % (model FLOPs / BF16 peak {:.0f} TFLOP/s)",
-                   count(r.tokens_per_s), count(r.tokens_per_s / static_cast<double>(s.parallelism.dp)), 100 * r.mfu,
+  line(fmt::format("throughput       {} {}/s ({} per GPU), MFU {:.1f} % (model FLOPs / BF16 peak {:.0f} TFLOP/s)",
+                   count(r.tokens_per_s), unit, count(r.tokens_per_s / static_cast<double>(s.parallelism.dp)), 100 * r.mfu,
                    s.hardware.peak_flops_per_s / 1e12));
   if (r.comm_bound_threshold_tokens_per_gpu > 0) {
     const double tokens = static_cast<double>(s.tokens_per_micro_batch());
-    line(fmt::format("comm-bound at    {:.0f} tokens/GPU per micro-batch for this DP group at peak FLOP/s "
-                     "(C/W with ring factors),", r.comm_bound_threshold_tokens_per_gpu));
+    line(fmt::format("comm-bound at    {:.0f} {}/GPU per micro-batch for this DP group at peak FLOP/s "
+                     "(C/W with ring factors),", r.comm_bound_threshold_tokens_per_gpu, unit));
     line(fmt::format("                 {:.0f} at this simulation's kernel speeds; this step has {:.0f} ({:.2f}x the latter)",
                      r.comm_bound_tokens_per_gpu_effective, tokens,
                      r.comm_bound_tokens_per_gpu_effective > 0 ? tokens / r.comm_bound_tokens_per_gpu_effective : 0.0));

@@ -211,7 +211,9 @@ struct Scenario {
   PrecisionConfig precision;
   ActivationConfig activations;
   FrameworkConfig framework;
-  std::string optimizer = "adam";   ///< "adam" or "none" (no step, no state)
+  /// "adam" (AdamW: m and v), "sgd" (SGD with momentum and weight decay: one momentum buffer;
+  /// compute_tasks.hpp sgd_task) or "none" (no step, no state).
+  std::string optimizer = "adam";
   /// collectives.cost_model: "alpha-beta" | "nccl"; default hardware::default_collective_model()
   /// (nccl on NVIDIA profiles), alpha-beta when a calibration overlay is given.
   std::string cost_model = "alpha-beta";

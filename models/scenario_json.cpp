@@ -290,8 +290,15 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   if (!par->has("torus_axes")) p.torus_axes = profile_axes;
 
   const auto batch = root.optional_object("batch");
+  // A convolutional network's sample is one image: the simulator's "tokens" are images.
+  const bool images = s.model.sample_unit() == "images";
+  if (images) s.batch.seq_len = 1;
   if (batch) {
     s.batch.micro_batch_size = batch->integer_or("micro_batch_size", 1, 1, 1 << 30);
+    if (images && batch->has("seq_len") && batch->integer("seq_len", 1, 1 << 30) != 1)
+      batch->fail("seq_len", fmt::format("model '{}' is a convolutional network ({}): a sample is one image, so "
+                                         "seq_len is 1; give the images per GPU as micro_batch_size",
+                                         s.model.name, s.model.kind));
     s.batch.seq_len = batch->integer_or("seq_len", s.batch.seq_len, 1, 1 << 30);
     s.batch.grad_accum = batch->integer_or("grad_accum", 1, 1, 1 << 20);
     batch->finish();
@@ -428,7 +435,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
       bool any = false;
       for (const auto& l : s.model.layers)
         for (const auto& g : l.gemms)
-          any = any || (!l.root && !l.fwd_s && (g.kind == LayerGemm::Kind::Linear) != core_attention);
+          any = any || (!l.root && !l.fwd_s && (core_attention ? g.attention() : g.kind == LayerGemm::Kind::Linear));
       if (!any)
         act->fail("recompute", fmt::format("\"{}\" recomputes part of each transformer block's {}, and model '{}' has "
                                            "none described by GEMM shapes; use \"full\" or \"selective_layer\"",
@@ -460,7 +467,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     if (fw->has("implementation") && s.model.eager_composites.empty() && !s.model.has_logits_loss())
       fw->fail("implementation", fmt::format("model '{}' has no composite op that eager PyTorch runs apart and no loss "
                                              "over logits (it is described by {}); drop framework.implementation",
-                                             s.model.name, s.model.kind == "mlp" ? "its MLP layers" : "its layers' FLOPs and bytes"));
+                                             s.model.name, s.model.kind == "mlp"      ? "its MLP layers"
+                                                           : s.model.kind == "resnet" ? "cuDNN's convolutions and BatchNorm"
+                                                                                      : "its layers' FLOPs and bytes"));
     if (fw->has("cross_entropy") && !s.model.has_logits_loss())
       fw->fail("cross_entropy", fmt::format("model '{}' computes no loss over logits (no LM head); drop "
                                             "framework.cross_entropy", s.model.name));
@@ -470,7 +479,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                  "not model; precision.float8 is torchao's Float8Linear (torchtitan): use \"compile\" or \"eager\"");
     fw->finish();
   }
-  s.optimizer = root.choice_or("optimizer", "adam", {"adam", "none"});
+  s.optimizer = root.choice_or("optimizer", "adam", {"adam", "sgd", "none"});
 
   // Token counts stay exact (and far from int64 overflow) below 1e15 per step.
   const double tokens = static_cast<double>(p.dp) * static_cast<double>(s.batch.micro_batch_size) *

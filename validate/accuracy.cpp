@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 namespace stepsim::validate {
@@ -78,6 +79,20 @@ std::vector<std::string> accuracy_set_names() {
   return names;
 }
 
+namespace {
+
+// The JSON pointer of an error names a field one of the overrides ("a.b=V" -> "/a/b") sets.
+bool overridden_field(const std::string& pointer, const std::vector<std::string>& overrides) {
+  for (const auto& o : overrides) {
+    std::string path = "/" + o.substr(0, o.find('='));
+    std::replace(path.begin(), path.end(), '.', '/');
+    if (pointer == path) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads, const std::vector<std::string>& overrides) {
   AccuracySetResult out;
   out.name = set.name;
@@ -86,6 +101,7 @@ AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads, con
   out.metric = metric_info(set.metric).name;
   // Parse every runnable row first, in order, so the first bad row is the one reported.
   std::vector<models::Scenario> scenarios(set.rows.size());
+  std::optional<InputError> first_refusal;
   out.rows.resize(set.rows.size());
   for (std::size_t i = 0; i < set.rows.size(); ++i) {
     const AccuracyRow& row = set.rows[i];
@@ -97,9 +113,25 @@ AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads, con
     r.measured = row.measured;
     r.fit_split = i % 2 == 0;
     if (!row.unsupported.empty()) continue;
-    scenarios[i] = models::parse_scenario(with_overrides(row.scenario, overrides),
-                                          fmt::format("{} row '{}'{}", set.origin, row.id, overrides_label(overrides)));
+    const std::string origin = fmt::format("{} row '{}'{}", set.origin, row.id, overrides_label(overrides));
+    try {
+      scenarios[i] = models::parse_scenario(with_overrides(row.scenario, overrides), origin);
+    } catch (const InputError& e) {
+      // An override the row refuses at the overridden field itself, where the row runs as
+      // built, has nothing to act on there (e.g. framework.implementation on a ResNet, which
+      // has no composite ops): the row keeps its as-built prediction and says so.
+      if (overrides.empty() || !overridden_field(e.path(), overrides)) throw;
+      scenarios[i] = models::parse_scenario(row.scenario, fmt::format("{} row '{}'", set.origin, row.id));
+      r.override_not_applicable = true;
+      if (!first_refusal) first_refusal = e;
+    }
   }
+  // An override no row can take is a bad override, not one that does not apply.
+  const bool any_applies = std::any_of(set.rows.begin(), set.rows.end(), [&](const AccuracyRow& row) {
+    const auto& r = out.rows[static_cast<std::size_t>(&row - set.rows.data())];
+    return row.unsupported.empty() && !r.override_not_applicable;
+  });
+  if (first_refusal && !any_applies) throw *first_refusal;
   for_each_row(set.rows.size(), threads, [&](std::size_t i) {
     if (!set.rows[i].unsupported.empty()) return;
     models::Report rep;
@@ -240,8 +272,9 @@ std::string accuracy_text(const std::vector<AccuracySetResult>& sets) {
         line(fmt::format("  {:<{}} {:>12.6g} {:>12} {:>9}  not simulated: {}", r.id, w, r.measured, "-", "-", r.unsupported));
         continue;
       }
-      line(fmt::format("  {:<{}} {:>12.6g} {:>12.6g} {:>9}{}", r.id, w, r.measured, r.predicted, pct(r.rel_error),
-                       r.fits ? "" : "  (does not fit in HBM)"));
+      line(fmt::format("  {:<{}} {:>12.6g} {:>12.6g} {:>9}{}{}", r.id, w, r.measured, r.predicted, pct(r.rel_error),
+                       r.fits ? "" : "  (does not fit in HBM)",
+                       r.override_not_applicable ? "  (--set does not apply: as built)" : ""));
     }
     if (s.check_stats.count > 0)
       line(fmt::format("  odd (check) rows: {} simulated, median |err| {}", s.check_stats.count, apct(s.check_stats.median_abs)));

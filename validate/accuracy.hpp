@@ -79,6 +79,9 @@ struct AccuracyRowResult {
   bool simulated = false;
   bool fits = true;                    ///< the simulated peak fits the usable HBM
   bool fit_split = true;               ///< even row (0-based): "fit"; odd: "check"
+  /// The run's overrides have nothing to act on in this row (refused at the overridden field
+  /// while the row runs as built): its prediction is the as-built one.
+  bool override_not_applicable = false;
   models::RunKind kind;                ///< the row's GPU family and sharding (models::run_kind)
 };
 
@@ -93,9 +96,12 @@ struct AccuracySetResult {
 
 /// Simulates every row that has no `requires` (rows in parallel on `threads`; results do not
 /// depend on it), each with `overrides` ("a.b=VALUE", as `stepsim run --set`) applied to its
-/// scenario: what-if runs (e.g. "sim.gemm_model=flat" undoes the GEMM curves).
-/// @throws InputError when a row's scenario is rejected (naming the set and the row id) or an
-///         override is malformed.
+/// scenario: what-if runs (e.g. "sim.gemm_model=flat" undoes the GEMM curves). A row that
+/// refuses an override at the overridden field itself, and runs as built, has nothing for it
+/// to undo (framework.implementation on a ResNet): it keeps its as-built prediction, marked
+/// AccuracyRowResult::override_not_applicable.
+/// @throws InputError when a row's scenario is rejected (naming the set and the row id), an
+///         override is malformed, or no row of the set can take the overrides.
 AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads = 0,
                                    const std::vector<std::string>& overrides = {});
 

@@ -124,6 +124,7 @@ nlohmann::ordered_json accuracy_json(const std::vector<AccuracySetResult>& sets)
       } else {
         x["requires"] = r.unsupported;
       }
+      if (r.override_not_applicable) x["override"] = "not applicable (kept as built)";
       if (!r.note.empty()) x["note"] = r.note;
       rows.push_back(std::move(x));
     }

@@ -183,6 +183,14 @@ sim::Task optimizer_task(double params, double grad_bytes_per_param, double para
   return t;
 }
 
+sim::Task sgd_task(double params, double grad_bytes_per_param, double param_bytes_per_param) {
+  sim::Task t = optimizer_task(params, grad_bytes_per_param, param_bytes_per_param);
+  t.name = "optimizer.sgd";
+  t.bytes = params * (40.0 + grad_bytes_per_param + (param_bytes_per_param < 4 ? param_bytes_per_param : 0.0));
+  t.flops = params * 6.0;
+  return t;
+}
+
 sim::Task collective_task(std::string name, hardware::CollectiveOp op, double bytes, std::uint32_t group,
                           std::uint32_t stream, sim::RendezvousId& next_rendezvous) {
   sim::Task t;
@@ -226,8 +234,9 @@ bool optimizer_step(const Scenario& s, double shard_ranks, sim::Task& out) {
       trainable += n;
       grad_bytes += n * dtype_bytes(p.dtype);
     }
-  if (s.optimizer != "adam" || trainable <= 0) return false;
-  out = optimizer_task(trainable / shard_ranks, grad_bytes / trainable, param_bytes / all);
+  if (s.optimizer == "none" || trainable <= 0) return false;
+  out = (s.optimizer == "sgd" ? sgd_task : optimizer_task)(trainable / shard_ranks, grad_bytes / trainable,
+                                                           param_bytes / all);
   return true;
 }
 
@@ -253,6 +262,23 @@ void add_attention_gemms(const Scenario& s, const LayerGemm& g, hardware::GemmLi
   }
 }
 
+// The implicit GEMMs of one convolution of one micro-batch (LayerGemm::Conv), per group:
+// forward Y = X̃·W [M, n/g, k]; data gradient dX̃ = dY·Wᵀ [M, k, n/g] (skipped when the input
+// needs none: a network's first conv); weight gradient dW = dYᵀ·X̃ [n/g, k, M], M = images ×
+// output positions, whose few output tiles split the long reduction (GemmShape::split_k). Each reads the input (or its gradient), the weight and the output (or
+// its gradient) once from HBM: cuDNN forms the im2col rows on chip.
+void add_conv_gemms(const Scenario& s, const LayerSpec& l, const LayerGemm& g, hardware::GemmList& fwd,
+                    hardware::GemmList& bwd) {
+  const double images = static_cast<double>(s.tokens_per_micro_batch());
+  const double m = images * g.rows, n = g.n / g.groups;
+  const hardware::GemmMath math = s.precision.gemm_math;
+  const double bytes = hardware::gemm_operand_bytes(math) * (images * (g.input_elements + g.rows * g.n) + g.n * g.k);
+  fwd.push_back({{m, n, g.k, g.groups, false, math, bytes}, 1});
+  if (g.input_grad) bwd.push_back({{m, g.k, n, g.groups, false, math, bytes}, 1});
+  const bool trainable = g.param < 0 || l.params.at(static_cast<std::size_t>(g.param)).trainable;
+  if (trainable) bwd.push_back({{n, g.k, m, g.groups, false, math, bytes, /*split_k=*/true}, 1});
+}
+
 }  // namespace
 
 hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backward) {
@@ -271,6 +297,8 @@ hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backwa
       bwd.push_back({{tokens, g.k, g.n, 1, false, math}, 1});  // dgrad: dX = dY·Wᵀ
       const bool trainable = g.param < 0 || l.params.at(static_cast<std::size_t>(g.param)).trainable;
       if (trainable) bwd.push_back({{g.n, g.k, tokens, 1, false, math}, 1});  // wgrad: dW = dYᵀ·X
+    } else if (g.kind == LayerGemm::Kind::Conv) {
+      add_conv_gemms(s, l, g, fwd, bwd);
     } else {
       add_attention_gemms(s, g, fwd, bwd);
     }

@@ -80,6 +80,14 @@ double grad_accumulation_bytes(const Scenario& s, DType dtype, std::int64_t micr
 /// (4+4+4+2) + (4+4+4+2) = 28 bytes per parameter (bf16 params and grads).
 sim::Task optimizer_task(double params, double grad_bytes_per_param, double param_bytes_per_param);
 
+/// torch.optim.SGD with momentum and weight decay (as PyTorch's DDP benchmark and the ImageNet
+/// examples run it) over `params` parameters, as HBM-bound elementwise passes in fp32:
+/// d_p = grad + wd·p (read 2, write 1), buf = momentum·buf + d_p (mul_ then add_: 2 + 3),
+/// p -= lr·buf (read 2, write 1): 11 passes = 44 bytes per fp32 parameter. With low-precision
+/// parameters the passes run on an fp32 master copy: the gradient is read at its own width and
+/// the low-precision copy written: 40 + grad + param bytes.
+sim::Task sgd_task(double params, double grad_bytes_per_param, double param_bytes_per_param);
+
 /// The optimizer step of a scenario on one rank: Adam over the trainable parameters this rank
 /// owns (all of them for DDP, 1/N for the sharded strategies), or nothing (optimizer "none").
 /// Returns false when there is no step to add.
