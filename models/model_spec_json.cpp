@@ -133,7 +133,10 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, cons
   const std::string kind = r.choice_or("kind", "", {"mlp", "transformer", "resnet", "layers"});
   if (kind.empty()) r.fail("kind", "required field is missing (one of: mlp, transformer, resnet, layers)");
   const std::string src = r.string_or("source", "");
-  const DType described = r.has("dtype") ? parse_dtype(r.string("dtype"), source, r.path("dtype")) : DType::BF16;
+  // torchvision's networks train in fp32 by default; language models are described in bf16.
+  const DType described = r.has("dtype") ? parse_dtype(r.string("dtype"), source, r.path("dtype"))
+                          : kind == "resnet" ? DType::FP32
+                                             : DType::BF16;
   const DType dtype = dtype_override.value_or(described);
   // DType order in dtype_names() matches the enum.
   static_assert(static_cast<int>(DType::FP32) == 0 && static_cast<int>(DType::FP8) == 3);

@@ -357,6 +357,12 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     peak.peak_flops_per_s = s.hardware.peak_for(s.precision.float8 != PrecisionConfig::Float8::None ? hardware::GemmMath::Fp8
                                                                                                    : s.precision.gemm_math);
     r.comm_bound_threshold_tokens_per_gpu = hardware::dp_threshold(peak, step.groups[0]).tokens_per_gpu;
+    // The threshold prices a sample at the seeds' 6·Ψ FLOPs (a token of a transformer); an
+    // image of a CNN costs its convolutions' FLOPs (3 × forward), so the same compute time
+    // covers 6·Ψ / (FLOPs per image) as many images.
+    const double per_sample = r.model_flops_per_gpu / static_cast<double>(s.tokens_per_gpu_step());
+    if (s.model.sample_unit() == "images" && per_sample > 0)
+      r.comm_bound_threshold_tokens_per_gpu *= 6.0 * static_cast<double>(s.model.trainable_parameter_count()) / per_sample;
   }
   const double syncs = s.parallelism.sync_every_micro_batch ? static_cast<double>(s.batch.grad_accum) : 1.0;
   const double backward_per_mb = r.backward_time_s / static_cast<double>(s.batch.grad_accum);

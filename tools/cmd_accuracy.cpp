@@ -69,6 +69,7 @@ int cmd_accuracy(AccuracyArgs a) {
                                                           set.name));
     results.push_back(validate::run_accuracy_set(set, a.threads, a.overrides));
   }
+  validate::check_overrides_apply(results);
   if (a.bands && a.format == "inc") print(validate::error_bands_inc(validate::compute_error_bands(results)));
   else if (a.bands && a.format == "json") print(validate::error_bands_json(validate::compute_error_bands(results)).dump(2) + "\n");
   else if (a.bands) print(validate::error_bands_text(validate::compute_error_bands(results)));

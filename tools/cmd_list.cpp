@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include "hardware/hardware_profile_json.hpp"
 #include "models/model_spec_json.hpp"
@@ -26,10 +27,12 @@ int cmd_list(const std::string& what) {
       print(fmt::format("{:<12} {}\n", n, p.description));
     }
   } else if (what == "models") {
+    std::size_t w = 12;
+    for (const auto& n : models::builtin_model_names()) w = std::max(w, n.size());
     for (const auto& n : models::builtin_model_names()) {
       const auto m = models::load_model(n);
-      print(fmt::format("{:<12} {:>8.3f} B parameters, {} layers ({})\n", n, static_cast<double>(m.parameter_count()) / 1e9,
-                        m.layers.size(), m.kind));
+      print(fmt::format("{:<{}} {:>8.3f} B parameters, {} layers ({})\n", n, w,
+                        static_cast<double>(m.parameter_count()) / 1e9, m.layers.size(), m.kind));
     }
   } else {
     for (const auto& s : models::strategy_registry()) print(fmt::format("{:<8} {}\n", s.name, s.description));

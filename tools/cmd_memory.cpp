@@ -47,10 +47,15 @@ int cmd_memory(const MemoryArgs& a) {
       throw InputError("--params/--dp/--hardware", "", "give either a scenario or --params and --dp (and --hardware), not both");
     const models::Scenario s = models::load_scenario(a.scenario, a.sets);
     psi = static_cast<double>(s.model.parameter_count());
-    // The scenario's parameter dtype: fp32 parameters are Adam's master weights themselves, so
-    // its state is m and v only (8 bytes), unless --optimizer-bytes-per-param says otherwise.
+    // The scenario's parameter dtype and optimizer: Adam keeps m and v (8 bytes), SGD one momentum
+    // buffer (4), none nothing, plus an fp32 master copy (4) of low-precision parameters
+    // (models::static_memory), unless --optimizer-bytes-per-param says otherwise.
     param_bytes = models::dtype_bytes(s.precision.held_dtype);
-    if (s.precision.held_dtype == models::DType::FP32 && !a.optimizer_bytes_given) k = 8;
+    if (!a.optimizer_bytes_given) {
+      const double state = s.optimizer == "adam" ? 8.0 : s.optimizer == "sgd" ? 4.0 : 0.0;
+      const bool master = state > 0 && s.precision.held_dtype != models::DType::FP32;
+      k = state + (master ? 4.0 : 0.0);
+    }
     dp = s.parallelism.dp;
     activations = models::activation_bytes(s);
     hw = s.hardware;

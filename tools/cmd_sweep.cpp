@@ -403,7 +403,8 @@ void write_outputs(const SweepArgs& a, const models::SweepResult& r, const std::
 /// Under mpirun/srun: rank k runs points k, k + size, ... with its threads; rank 0 gathers
 /// the outcomes, merges them in grid order and writes everything; the other ranks print
 /// nothing. A failure on any rank travels to rank 0 as a message in place of the outcomes (so
-/// no rank waits for one that threw), and rank 0's exit status is broadcast to all.
+/// no rank waits for one that threw); rank 0 prints it and exits with its status, the others
+/// with 0 once they have it (the broadcast).
 int cmd_sweep_mpi(const SweepArgs& a, const MpiWorld& world, Clock::time_point t0) {
   const auto part = models::SweepPart{static_cast<std::size_t>(world.rank()), static_cast<std::size_t>(world.size())};
   std::string mine;  // 'O' + encoded outcomes | 'I' + input error | 'X' + internal error
@@ -453,7 +454,10 @@ int cmd_sweep_mpi(const SweepArgs& a, const MpiWorld& world, Clock::time_point t
   }
   status = world.broadcast(status);
   if (failure) std::rethrow_exception(failure);
-  return status;
+  // Rank 0 alone carries a failure's status: a launcher (Open MPI's mpiexec) aborts the job as
+  // soon as any rank exits non-zero, and could then drop rank 0's error line before forwarding
+  // it; the job's status is still rank 0's.
+  return world.rank() == 0 ? status : 0;
 }
 
 int cmd_sweep(const SweepArgs& a) {

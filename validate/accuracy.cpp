@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <set>
 
 namespace stepsim::validate {
@@ -101,7 +100,6 @@ AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads, con
   out.metric = metric_info(set.metric).name;
   // Parse every runnable row first, in order, so the first bad row is the one reported.
   std::vector<models::Scenario> scenarios(set.rows.size());
-  std::optional<InputError> first_refusal;
   out.rows.resize(set.rows.size());
   for (std::size_t i = 0; i < set.rows.size(); ++i) {
     const AccuracyRow& row = set.rows[i];
@@ -123,15 +121,9 @@ AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads, con
       if (overrides.empty() || !overridden_field(e.path(), overrides)) throw;
       scenarios[i] = models::parse_scenario(row.scenario, fmt::format("{} row '{}'", set.origin, row.id));
       r.override_not_applicable = true;
-      if (!first_refusal) first_refusal = e;
+      if (!out.override_refusal) out.override_refusal = e;
     }
   }
-  // An override no row can take is a bad override, not one that does not apply.
-  const bool any_applies = std::any_of(set.rows.begin(), set.rows.end(), [&](const AccuracyRow& row) {
-    const auto& r = out.rows[static_cast<std::size_t>(&row - set.rows.data())];
-    return row.unsupported.empty() && !r.override_not_applicable;
-  });
-  if (first_refusal && !any_applies) throw *first_refusal;
   for_each_row(set.rows.size(), threads, [&](std::size_t i) {
     if (!set.rows[i].unsupported.empty()) return;
     models::Report rep;
@@ -158,6 +150,16 @@ AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads, con
   out.stats = stats_of(out.rows, false);
   out.check_stats = stats_of(out.rows, true);
   return out;
+}
+
+void check_overrides_apply(const std::vector<AccuracySetResult>& results) {
+  const AccuracySetResult* refused = nullptr;
+  for (const auto& r : results) {
+    if (r.override_refusal && !refused) refused = &r;
+    for (const auto& row : r.rows)
+      if (row.simulated && !row.override_not_applicable) return;
+  }
+  if (refused) throw *refused->override_refusal;
 }
 
 AccuracySetResult vtrain_set_result(const VtrainAccuracy& a) {

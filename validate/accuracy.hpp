@@ -7,10 +7,12 @@
 
 #include "models/error_band.hpp"
 #include "sim/support/embedded.hpp"
+#include "sim/support/error.hpp"
 #include "validate/vtrain.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,7 +94,15 @@ struct AccuracySetResult {
   std::vector<AccuracyRowResult> rows;
   ErrorStats stats;        ///< every simulated row (max_line: 1-based row number)
   ErrorStats check_stats;  ///< the odd ("check") simulated rows
+  /// The first row's refusal of the overrides, when some row had nothing for them to act on
+  /// (AccuracyRowResult::override_not_applicable); check_overrides_apply() raises it when no
+  /// row of any set took them.
+  std::optional<InputError> override_refusal;
 };
+
+/// Throws the first set's override refusal when overrides were given and no simulated row of
+/// any of `results` took them (a bad override, not one that does not concern a set).
+void check_overrides_apply(const std::vector<AccuracySetResult>& results);
 
 /// Simulates every row that has no `requires` (rows in parallel on `threads`; results do not
 /// depend on it), each with `overrides` ("a.b=VALUE", as `stepsim run --set`) applied to its
@@ -101,7 +111,7 @@ struct AccuracySetResult {
 /// to undo (framework.implementation on a ResNet): it keeps its as-built prediction, marked
 /// AccuracyRowResult::override_not_applicable.
 /// @throws InputError when a row's scenario is rejected (naming the set and the row id), an
-///         override is malformed, or no row of the set can take the overrides.
+///         override is malformed.
 AccuracySetResult run_accuracy_set(const AccuracySet& set, unsigned threads = 0,
                                    const std::vector<std::string>& overrides = {});
 

@@ -195,7 +195,8 @@ TEST_CASE("accuracy: --set overrides every row's scenario (what-if runs, issue 1
   CHECK(moved == base.stats.count);  // every simulated row has a GEMM curve to drop (A100, H100)
   // The same override twice gives the same bytes; a bad one names the set, the row and itself.
   CHECK(run_accuracy_set(set, 0, {"sim.gemm_model=flat"}).rows[0].predicted_step_s == flat.rows[0].predicted_step_s);
-  CHECK_THROWS_WITH(run_accuracy_set(set, 0, {"activations.recompute=bogus"}),
+  // (refused by every row, it is refused once the sets have run: check_overrides_apply)
+  CHECK_THROWS_WITH(check_overrides_apply({run_accuracy_set(set, 0, {"activations.recompute=bogus"})}),
                     Contains("torchtitan.json row 'd1-t1-llama3.1-8b-8xh100-fsdp-eager' (--set activations.recompute=bogus)") &&
                         Contains("/activations/recompute"));
 }
@@ -247,7 +248,11 @@ TEST_CASE("accuracy: an override with nothing to act on in a row leaves that row
   }
   CHECK(kept == 12);
   CHECK(moved > 0);
-  // A set none of whose rows can take the override: the override is refused.
-  CHECK_THROWS_WITH(run_accuracy_set(load_accuracy_set("pytorch-ddp-bench"), 1, {"framework.implementation=compile"}),
-                    Contains("/framework/implementation"));
+  // A set none of whose rows can take the override keeps them all as built; with no other set
+  // taking it, the override is refused (check_overrides_apply, as `stepsim accuracy` runs it).
+  const AccuracySetResult none = run_accuracy_set(load_accuracy_set("pytorch-ddp-bench"), 1, {"framework.implementation=compile"});
+  for (const auto& row : none.rows) CHECK(row.override_not_applicable);
+  REQUIRE(none.override_refusal.has_value());
+  CHECK_THROWS_WITH(check_overrides_apply({none}), Contains("/framework/implementation"));
+  CHECK_NOTHROW(check_overrides_apply({none, compiled}));
 }
