@@ -40,6 +40,15 @@ bool ModelSpec::has_logits_loss() const {
   return false;
 }
 
+bool ModelSpec::has_attention() const {
+  for (const auto& l : layers) {
+    if (l.attention_heads > 0 || l.fwd_attn_flops_per_token_per_seq > 0) return true;
+    for (const auto& g : l.gemms)
+      if (g.attention()) return true;
+  }
+  return false;
+}
+
 std::vector<std::size_t> ModelSpec::ready_order(std::size_t l) const {
   const LayerSpec& layer = layers.at(l);
   if (!layer.grad_ready_order.empty()) return layer.grad_ready_order;

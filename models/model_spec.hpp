@@ -112,6 +112,9 @@ struct ModelSpec {
   /// A layer computes the loss over logits (LayerSpec::fused_loss_bytes_per_token > 0), so
   /// framework.cross_entropy applies.
   bool has_logits_loss() const;
+  /// Some layer computes attention (attention GEMMs, attention FLOPs or eager score heads), so
+  /// activations.attention has something to act on.
+  bool has_attention() const;
   /// What one sample of the simulator's batch is: "images" for convolutional networks (kind
   /// "resnet", one image per sample, seq_len 1), else "tokens".
   std::string sample_unit() const { return kind == "resnet" ? "images" : "tokens"; }

@@ -87,6 +87,8 @@ std::string report_json(const Report& r) {
   j["overlap_slowdown_s"] = r.overlap_slowdown_s;
   j["link_sharing_stretch_s"] = r.link_sharing_stretch_s;
   j["overlap_fraction"] = r.overlap_fraction;
+  // What the tokens_* figures count: "tokens", or "images" for a convolutional network.
+  j["sample_unit"] = r.scenario.model.sample_unit();
   j["tokens_per_step"] = r.tokens_per_step;
   j["tokens_per_s"] = r.tokens_per_s;
   j["tokens_per_s_per_gpu"] = r.tokens_per_s / static_cast<double>(r.scenario.parallelism.dp);

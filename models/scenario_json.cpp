@@ -296,9 +296,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   if (batch) {
     s.batch.micro_batch_size = batch->integer_or("micro_batch_size", 1, 1, 1 << 30);
     if (images && batch->has("seq_len") && batch->integer("seq_len", 1, 1 << 30) != 1)
-      batch->fail("seq_len", fmt::format("model '{}' is a convolutional network ({}): a sample is one image, so "
-                                         "seq_len is 1; give the images per GPU as micro_batch_size",
-                                         s.model.name, s.model.kind));
+      batch->fail("seq_len", fmt::format("got {}, but model '{}' is a convolutional network ({}): a sample is one "
+                                         "image, so seq_len is 1; give the images per GPU as micro_batch_size",
+                                         batch->integer("seq_len", 1, 1 << 30), s.model.name, s.model.kind));
     s.batch.seq_len = batch->integer_or("seq_len", s.batch.seq_len, 1, 1 << 30);
     s.batch.grad_accum = batch->integer_or("grad_accum", 1, 1, 1 << 20);
     batch->finish();
@@ -395,14 +395,20 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   // profile has its measured throughput; elsewhere "flash", fused attention priced as on-chip
   // matmuls at the GEMM efficiency.
   // FlashAttention runs fp16/bf16 only: with fp32 tensors SDPA takes another kernel ("flash").
-  const auto resolve_auto = [&s, fp32_math] {
-    if (!fp32_math && s.hardware.attention_kernel("flash-attention-2") != nullptr) s.activations.attention_kernel = "flash-attention-2";
+  // A model without attention (a ResNet, an MLP stack) takes no attention kernel.
+  const bool attention_model = s.model.has_attention();
+  const auto resolve_auto = [&s, fp32_math, attention_model] {
+    if (attention_model && !fp32_math && s.hardware.attention_kernel("flash-attention-2") != nullptr)
+      s.activations.attention_kernel = "flash-attention-2";
   };
   if (!root.has("activations")) resolve_auto();
   if (const auto act = root.optional_object("activations")) {
     std::vector<std::string> kinds = {"auto", "flash", "eager"};
     for (const auto& k : hardware::attention_kernel_names()) kinds.push_back(k);
     const std::string attention = act->choice_or("attention", "auto", kinds);
+    if (!attention_model && attention != "auto")
+      act->fail("attention", fmt::format("\"{}\" given, but model '{}' ({}) has no attention; drop activations.attention",
+                                         attention, s.model.name, s.model.kind));
     s.activations.flash_attention = attention != "eager";
     if (attention == "auto") resolve_auto();
     if (attention != "eager" && attention != "flash" && attention != "auto") {
@@ -689,6 +695,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                            : s.activations.attention_kernel.empty() ? std::string("flash")
                                                                                     : s.activations.attention_kernel},
                              {"recompute", recompute_name(s.activations.recompute)}};
+  if (!s.model.has_attention()) resolved["activations"].erase("attention");  // refused on such models
   if (s.activations.recompute == ActivationConfig::Recompute::SelectiveLayer)
     resolved["activations"]["ac_freq"] = s.activations.ac_freq;
   resolved["cluster"] = {{"gpus_per_node", s.cluster.gpus_per_node}, {"nodes", s.cluster.nodes}};
