@@ -116,6 +116,9 @@ double attention_flops_per_s(const AttentionThroughput& t, bool causal, double h
 /// efficiencies in (0, 1]; latencies ≥ 0; gpus_per_node ≥ 1.
 struct HardwareProfile {
   std::string name;                  ///< catalog name ("h100-sxm") or the file it came from
+  /// Fields a scenario set over a base profile ({"base": ..., ...}: parse_profile_over_base), as
+  /// dotted paths ("memory.hbm_bytes"); empty for a profile read whole.
+  std::vector<std::string> overridden;
   std::string description;
   std::vector<std::string> sources;  ///< where the numbers come from
 

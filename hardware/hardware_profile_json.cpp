@@ -252,17 +252,47 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   return p;
 }
 
-HardwareProfile load_profile(const std::string& ref, const std::string& source,
-                             const std::string& pointer) {
+nlohmann::json profile_document(const std::string& ref, const std::string& source, const std::string& pointer) {
   const bool is_path = ref.find('/') != std::string::npos ||
                        (ref.size() > 5 && ref.substr(ref.size() - 5) == ".json");
-  if (is_path) return parse_profile(read_json_file(ref), ref);
+  if (is_path) return read_json_file(ref);
   for (const auto& f : detail::builtin_profiles())
-    if (ref == f.name) return parse_profile(parse_json_text(f.text, "hardware/profiles/" + ref + ".json"), ref);
+    if (ref == f.name) return parse_json_text(f.text, "hardware/profiles/" + ref + ".json");
   const auto names = builtin_profile_names();
   throw InputError(source, pointer,
                    "no hardware profile '" + ref + "'; known profiles: " + join_names(names) +
                        " (or give a path to a .json file)" + did_you_mean(ref, names));
+}
+
+HardwareProfile load_profile(const std::string& ref, const std::string& source,
+                             const std::string& pointer) {
+  return parse_profile(profile_document(ref, source, pointer), ref);
+}
+
+namespace {
+
+// The dotted paths of the leaves `patch` sets (an object's keys, recursively).
+void leaf_paths(const nlohmann::json& patch, const std::string& prefix, std::vector<std::string>& out) {
+  for (auto it = patch.begin(); it != patch.end(); ++it) {
+    const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object() && !it->empty()) leaf_paths(*it, path, out);
+    else out.push_back(path);
+  }
+}
+
+}  // namespace
+
+HardwareProfile parse_profile_over_base(const nlohmann::json& doc, const std::string& base_ref,
+                                        const std::string& source, const std::string& pointer) {
+  nlohmann::json merged = profile_document(base_ref, source, pointer + "/base");
+  if (!merged.is_object()) throw InputError(base_ref, "", "expected a profile object, got " + json_excerpt(merged));
+  nlohmann::json patch = doc;
+  patch.erase("base");
+  merged.merge_patch(patch);
+  HardwareProfile p = parse_profile(merged, source, pointer);
+  for (const char* meta : {"name", "description", "sources"}) patch.erase(meta);  // not numbers
+  leaf_paths(patch, "", p.overridden);
+  return p;
 }
 
 }  // namespace stepsim::hardware

@@ -26,6 +26,20 @@ std::vector<std::string> builtin_profile_names();
 HardwareProfile load_profile(const std::string& ref, const std::string& source = "",
                              const std::string& pointer = "");
 
+/// The JSON document of the profile `ref` names (as load_profile resolves it), unparsed.
+/// @throws InputError as load_profile for an unknown name or an unreadable file.
+nlohmann::json profile_document(const std::string& ref, const std::string& source = "", const std::string& pointer = "");
+
+/// An inline profile over a base (issue 20 item 2): `doc` = {"base": REF, FIELD: VALUE, ...}
+/// at `pointer` of `source`. The base's document (profile_document(base_ref)) with doc's other
+/// fields merged over it (RFC 7396 merge patch: an object merges key by key, any other value
+/// replaces, null removes), read as parse_profile reads a file, so every field check holds and
+/// an unknown key is named at its path under `pointer`. The name stays the base's unless doc
+/// gives one; HardwareProfile::overridden lists the dotted paths doc set.
+/// @throws InputError for an unknown base or any invalid merged field.
+HardwareProfile parse_profile_over_base(const nlohmann::json& doc, const std::string& base_ref,
+                                        const std::string& source, const std::string& pointer);
+
 /// Parses a profile found at JSON pointer `pointer` of a document read from `source`.
 /// @throws InputError for a missing/invalid/unknown field.
 HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& source,

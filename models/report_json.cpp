@@ -24,7 +24,8 @@ std::string report_json(const Report& r) {
                    {"sustained_flops_per_s", r.scenario.hardware.sustained_flops_per_s()},
                    {"hbm_bytes", r.scenario.hardware.hbm_bytes},
                    {"gpus_per_node", r.scenario.cluster.gpus_per_node},
-                   {"nodes", r.scenario.cluster.nodes}};
+                   {"nodes", r.scenario.cluster.nodes},
+                   {"overridden", r.scenario.hardware.overridden}};
   j["cost_model"] = hardware::collective_model_name(r.scenario.collective_model);  // always (issue 13 item 10)
   j["calibration"] = r.scenario.calibration ? ordered(hardware::describe_overlay(*r.scenario.calibration)) : ordered(nullptr);
   const hardware::GemmCurve& curve = hardware::effective_gemm_curve(r.scenario.hardware, r.scenario.calibration.get());

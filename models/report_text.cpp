@@ -46,6 +46,13 @@ std::string report_text(const Report& r) {
                    s.parallelism.strategy, s.model.name, s.parallelism.dp, s.hardware.name,
                    s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.ranks_per_node(),
                    s.name.empty() ? "" : "  [" + s.name + "]"));
+  if (!s.hardware.overridden.empty()) {
+    std::string fields;
+    for (const auto& f : s.hardware.overridden) fields += (fields.empty() ? "" : ", ") + f;
+    line(fmt::format("  hardware    profile {} with {} from the scenario: {}", s.hardware.name,
+                     s.hardware.overridden.size() == 1 ? "1 field" : fmt::format("{} fields", s.hardware.overridden.size()),
+                     fields));
+  }
   if (s.calibration) line("  calibration " + hardware::describe_overlay(*s.calibration));
   {
     const hardware::GemmCurve& c = hardware::effective_gemm_curve(s.hardware, s.calibration.get());

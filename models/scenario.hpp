@@ -244,6 +244,12 @@ struct Scenario {
 /// and every cross-field rule.
 /// @throws InputError naming source, JSON path, bad value and expectation; unknown keys get
 ///         "did you mean".
+/// Applies one `--set PATH=VALUE` (sim/support apply_override) to a scenario document; a path
+/// under `hardware.` where the scenario names its profile turns the name into the base of an
+/// inline profile ({"base": NAME}), so one field of a catalog profile can be overridden.
+/// @throws InputError as apply_override.
+void apply_scenario_override(nlohmann::json& doc, const std::string& assignment, const std::string& flag);
+
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& source);
 
 /// Reads `path`, applies `overrides` ("a.b=VALUE", in order), parses.

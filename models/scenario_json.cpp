@@ -190,6 +190,13 @@ void check_sharding(const JsonReader& par, const Scenario& s) {
 
 }  // namespace
 
+void apply_scenario_override(nlohmann::json& doc, const std::string& assignment, const std::string& flag) {
+  // One field of a named profile: the name becomes the base of an inline profile.
+  if (assignment.rfind("hardware.", 0) == 0 && doc.is_object() && doc.contains("hardware") && doc["hardware"].is_string())
+    doc["hardware"] = nlohmann::json{{"base", doc["hardware"]}};
+  apply_override(doc, assignment, flag);
+}
+
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   JsonReader root(doc, source, "");
   Scenario s;
@@ -210,6 +217,15 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   s.hardware = read_reference<hardware::HardwareProfile>(
       root, doc, "hardware", s.hardware_ref, hardware::load_profile,
       [](const nlohmann::json& j, const std::string& src, const std::string& ptr) {
+        // {"base": profile, fields...}: the fields over a catalog or file profile (issue 20 item 2).
+        if (j.contains("base")) {
+          const JsonReader h(j, src, ptr);
+          if (!h.is_string("base"))
+            h.fail("base", "expected a catalog profile name or a path to a profile .json file, got " +
+                               json_excerpt(j.at("base")));
+          const std::string base = resolve_path(h.string("base"), src, h.path("base"));
+          return hardware::parse_profile_over_base(j, base, src, ptr);
+        }
         return hardware::parse_profile(j, src, ptr);
       });
   if (root.has("calibration")) {  // overlay on top of the profile (stepsim calibrate nccl-tests -o)
@@ -682,9 +698,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     par_echo["stage3_param_persistence_threshold"] = z.stage3_param_persistence_threshold;
   }
   resolved["parallelism"] = par_echo;
-  resolved["precision"] = {{"param_dtype", dtype_name(s.precision.param_dtype)},
-                           {"reduce_dtype", s.precision.reduce_dtype ? dtype_name(*s.precision.reduce_dtype) : "param"},
+  resolved["precision"] = {{"reduce_dtype", s.precision.reduce_dtype ? dtype_name(*s.precision.reduce_dtype) : "param"},
                            {"fp32_grad_accum", s.precision.fp32_grad_accum}};
+  // param_dtype as given; without one, the model's own tensor dtypes hold (a ResNet's fp32, a
+  // layer list's per-tensor dtypes), and the echo leaves them so.
+  if (param_dtype) resolved["precision"]["param_dtype"] = dtype_name(*param_dtype);
   if (s.precision.gemm_math == hardware::GemmMath::Fp32 || s.precision.gemm_math == hardware::GemmMath::Tf32)
     resolved["precision"]["fp32_matmul_precision"] = s.precision.fp32_matmul_tf32 ? "high" : "highest";
   if (s.precision.float8 != PrecisionConfig::Float8::None) {
@@ -756,7 +774,7 @@ std::string override_label(const std::string& o) {
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   nlohmann::json doc = read_json_file(path);
-  for (const auto& o : overrides) apply_override(doc, o, override_label(o));
+  for (const auto& o : overrides) apply_scenario_override(doc, o, override_label(o));
   try {
     return parse_scenario(doc, path);
   } catch (const InputError& e) {

@@ -157,9 +157,9 @@ PointOutcome run_point(const nlohmann::json& base, const std::string& source,
   PointOutcome out;
   try {
     nlohmann::json doc = base;
-    for (const auto& s : sets) apply_override(doc, s, "--set");
+    for (const auto& s : sets) apply_scenario_override(doc, s, "--set");
     for (std::size_t a = 0; a < axes.size(); ++a)
-      apply_override(doc, axes[a].path + "=" + axes[a].values[idx[a]], "--vary");
+      apply_scenario_override(doc, axes[a].path + "=" + axes[a].values[idx[a]], "--vary");
     const Report report = run(parse_scenario(doc, source));
     flatten(nlohmann::ordered_json::parse(report_json(report)), "", out.metrics);
   } catch (const InputError& e) {
@@ -237,7 +237,7 @@ void check_base(const nlohmann::json& base, const std::string& source, const std
     throw InputError(source, "/", fmt::format("expected an object (a scenario), got {}",
                                               base.is_array() ? std::string("an array") : "a " + std::string(base.type_name())));
   nlohmann::json doc = base;
-  for (const auto& s : sets) apply_override(doc, s, "--set");
+  for (const auto& s : sets) apply_scenario_override(doc, s, "--set");
   try {
     (void)parse_scenario(doc, source);
   } catch (const InputError& e) {

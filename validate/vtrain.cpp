@@ -281,7 +281,7 @@ nlohmann::json vtrain_scenario_json(const VtrainRow& row) {
 }
 
 nlohmann::json with_overrides(nlohmann::json doc, const std::vector<std::string>& overrides) {
-  for (const auto& o : overrides) apply_override(doc, o, "--set " + o);
+  for (const auto& o : overrides) models::apply_scenario_override(doc, o, "--set " + o);
   return doc;
 }
 
