@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+# `stepsim list WHAT --format json` (issue 20 item 3): schema stepsim.list/1, one item per
+# built-in, with the figures the text list prints. Usage: list_json_check.py STEPSIM
+import json
+import subprocess
+import sys
+
+stepsim = sys.argv[1]
+
+
+def listing(what):
+    out = subprocess.run([stepsim, "list", what, "--format", "json"], check=True, capture_output=True, text=True).stdout
+    doc = json.loads(out)
+    assert doc["schema"] == "stepsim.list/1", doc["schema"]
+    assert doc["what"] == what, doc["what"]
+    return {item["name"]: item for item in doc["items"]}
+
+
+models = listing("models")
+# torchvision's documented count for resnet50; Llama-3.2-1B's tied 1.24 B (models/catalog).
+assert models["resnet50"]["parameters"] == 25557032, models["resnet50"]
+assert models["resnet50"]["kind"] == "resnet" and models["resnet50"]["sample_unit"] == "images"
+assert models["llama3.2-1b"]["kind"] == "transformer" and models["llama3.2-1b"]["sample_unit"] == "tokens"
+profiles = listing("profiles")
+assert profiles["h100-sxm"]["peak_flops_per_s"] == 989e12, profiles["h100-sxm"]  # datasheet dense BF16
+assert profiles["v100-sxm2"]["gpus_per_node"] == 8
+strategies = listing("strategies")
+assert set(strategies) == {"ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"}, sorted(strategies)
+# The text list names the same entries.
+text = subprocess.run([stepsim, "list", "models"], check=True, capture_output=True, text=True).stdout
+assert [line.split()[0] for line in text.splitlines()] == list(models), text
+print("list --format json: %d models, %d profiles, %d strategies" % (len(models), len(profiles), len(strategies)))
