@@ -224,6 +224,17 @@ NcclEstimate estimate(const Setup& s, CollectiveOp op, double bytes, NcclAlgo a,
     if (s.nvls_bus_gbs > 0) intra = s.nvls_bus_gbs / 2.0;
     intra *= ar ? 2.0 : (s.ppn - 1.0) / s.ppn;
     bus = intra;
+    // Across nodes, a physical bound (not NCCL's formula, whose per-channel caps assume NICs
+    // as fast as the nodes they join): every node's data must cross its NICs at least
+    // 2·(N−1)/N times the buffer (reduce-scatter, then all-gather among the N nodes), so the
+    // algorithm bandwidth is at most egress·N / (2·(N−1)), egress = Setup::ch · Setup::bw, or in
+    // bus terms (× 2·(n−1)/n) egress·N·(n−1) / ((N−1)·n). Hierarchical AllReduce can exceed the
+    // NIC in busBw: 2 × 8 H100 on 8 × 400 Gb/s measure 468 GB/s (h100_hgx_ib400_2n), under the
+    // bound's 750.
+    if (s.nodes > 1) {
+      const double nodes = s.nodes, ranks = s.n;
+      bus = std::min(bus, s.ch * s.bw * nodes * (ranks - 1.0) / ((nodes - 1.0) * ranks));
+    }
     // NVLS_TREE: the inter-node tree is capped per NIC channel by perChMaxNVLSTreeBw.
     if (a == NcclAlgo::NvlsTree) bus = std::min(bus, s.ch * kPerChMaxNVLSTreeBws[s.arch][b]);
   }

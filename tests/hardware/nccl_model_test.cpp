@@ -201,3 +201,27 @@ TEST_CASE("nccl model: profile nccl object is validated") {
   doc["nccl"]["launch_overhead_s"] = "2ms";
   CHECK_THROWS_WITH(parse_profile(doc, "x.json"), Contains("/nccl/launch_overhead_s") && Contains("below 1 ms"));
 }
+
+TEST_CASE("nccl model: no multi-node AllReduce outruns the nodes' NICs (NVLS_TREE included)", "[nccl][bounds]") {
+  // A physical bound: each node's data crosses its NICs at least 2·(N−1)/N times the buffer, so
+  // algbw ≤ egress·N / (2·(N−1)). NVLS_TREE's NCCL caps alone let 50 Gb/s NICs carry 346 GB/s.
+  for (const char* nic : {"50Gb/s", "100Gb/s", "200Gb/s", "400Gb/s"}) {
+    CAPTURE(nic);
+    auto doc = profile_document("h100-sxm");
+    doc["inter_node"]["nic_bandwidth_bytes_per_s"] = nic;
+    const auto hw = parse_profile(doc, "test");
+    for (int nodes : {2, 4, 8, 32}) {
+      CAPTURE(nodes);
+      const double bytes = 1 << 30;
+      const auto c = nccl_collective_cost(hw, CollectiveOp::AllReduce, bytes, {nodes * 8, 8, 0});
+      const double algbw = bytes / c.time_s();
+      const double bound = hw.node_egress_bytes_per_s() * nodes / (2.0 * (nodes - 1));
+      CHECK(algbw <= bound * (1 + 1e-9));
+    }
+  }
+  // The measured 2 x 8 H100 table (468 GB/s busBw at 8 GiB) stays reachable: its bound is 750.
+  const auto h100 = load_profile("h100-sxm");
+  const double v = 8589934592.0;
+  const auto two = nccl_collective_cost(h100, CollectiveOp::AllReduce, v, {16, 8, 0});
+  CHECK(allreduce_busbw_gbs(v, two.time_s(), 16) > 440);
+}
