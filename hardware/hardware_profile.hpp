@@ -116,8 +116,10 @@ double attention_flops_per_s(const AttentionThroughput& t, bool causal, double h
 /// efficiencies in (0, 1]; latencies ≥ 0; gpus_per_node ≥ 1.
 struct HardwareProfile {
   std::string name;                  ///< catalog name ("h100-sxm") or the file it came from
-  /// Fields a scenario set over a base profile ({"base": ..., ...}: parse_profile_over_base), as
-  /// dotted paths ("memory.hbm_bytes"); empty for a profile read whole.
+  /// The base profile's name when a scenario set fields over one ({"base": ..., ...}:
+  /// parse_profile_over_base), else empty; `overridden` lists the fields that differ from it as
+  /// dotted paths ("memory.hbm_bytes").
+  std::string base;
   std::vector<std::string> overridden;
   std::string description;
   std::vector<std::string> sources;  ///< where the numbers come from

@@ -271,12 +271,18 @@ HardwareProfile load_profile(const std::string& ref, const std::string& source,
 
 namespace {
 
-// The dotted paths of the leaves `patch` sets (an object's keys, recursively).
-void leaf_paths(const nlohmann::json& patch, const std::string& prefix, std::vector<std::string>& out) {
+// The dotted paths of the leaves `patch` sets that change `base` (an object's keys,
+// recursively; an empty object or a null over an absent key changes nothing).
+void changed_paths(const nlohmann::json& patch, const nlohmann::json* base, const std::string& prefix,
+                   std::vector<std::string>& out) {
   for (auto it = patch.begin(); it != patch.end(); ++it) {
     const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
-    if (it->is_object() && !it->empty()) leaf_paths(*it, path, out);
-    else out.push_back(path);
+    const nlohmann::json* was = base && base->is_object() && base->contains(it.key()) ? &base->at(it.key()) : nullptr;
+    if (it->is_object()) {
+      changed_paths(*it, was, path, out);
+    } else if (it->is_null() ? was != nullptr : (!was || *was != *it)) {
+      out.push_back(path);
+    }
   }
 }
 
@@ -284,14 +290,22 @@ void leaf_paths(const nlohmann::json& patch, const std::string& prefix, std::vec
 
 HardwareProfile parse_profile_over_base(const nlohmann::json& doc, const std::string& base_ref,
                                         const std::string& source, const std::string& pointer) {
-  nlohmann::json merged = profile_document(base_ref, source, pointer + "/base");
-  if (!merged.is_object()) throw InputError(base_ref, "", "expected a profile object, got " + json_excerpt(merged));
+  nlohmann::json base = profile_document(base_ref, source, pointer + "/base");
+  if (!base.is_object()) throw InputError(base_ref, "", "expected a profile object, got " + json_excerpt(base));
+  if (base.contains("base"))
+    throw InputError(base_ref, "/base",
+                     fmt::format("'{}' is itself a profile over a base; a scenario's base must be a whole profile "
+                                 "(one level)", base_ref));
+  // The base on its own first: what is wrong in it is named in its file, not the scenario.
+  const HardwareProfile whole = parse_profile(base, base_ref);
   nlohmann::json patch = doc;
   patch.erase("base");
+  nlohmann::json merged = base;
   merged.merge_patch(patch);
   HardwareProfile p = parse_profile(merged, source, pointer);
+  p.base = whole.name;
   for (const char* meta : {"name", "description", "sources"}) patch.erase(meta);  // not numbers
-  leaf_paths(patch, "", p.overridden);
+  changed_paths(patch, &base, "", p.overridden);
   return p;
 }
 

@@ -34,9 +34,11 @@ nlohmann::json profile_document(const std::string& ref, const std::string& sourc
 /// at `pointer` of `source`. The base's document (profile_document(base_ref)) with doc's other
 /// fields merged over it (RFC 7396 merge patch: an object merges key by key, any other value
 /// replaces, null removes), read as parse_profile reads a file, so every field check holds and
-/// an unknown key is named at its path under `pointer`. The name stays the base's unless doc
-/// gives one; HardwareProfile::overridden lists the dotted paths doc set.
-/// @throws InputError for an unknown base or any invalid merged field.
+/// an unknown key is named at its path under `pointer`. The base is read whole first (an error
+/// in it names its file); a base that is itself over a base is refused (one level). The name
+/// stays the base's unless doc gives one; HardwareProfile::base is the base's name and
+/// HardwareProfile::overridden the dotted paths whose values doc changed.
+/// @throws InputError for an unknown, invalid or chained base, or any invalid merged field.
 HardwareProfile parse_profile_over_base(const nlohmann::json& doc, const std::string& base_ref,
                                         const std::string& source, const std::string& pointer);
 

@@ -25,6 +25,7 @@ std::string report_json(const Report& r) {
                    {"hbm_bytes", r.scenario.hardware.hbm_bytes},
                    {"gpus_per_node", r.scenario.cluster.gpus_per_node},
                    {"nodes", r.scenario.cluster.nodes},
+                   {"base", r.scenario.hardware.base.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.scenario.hardware.base)},
                    {"overridden", r.scenario.hardware.overridden}};
   j["cost_model"] = hardware::collective_model_name(r.scenario.collective_model);  // always (issue 13 item 10)
   j["calibration"] = r.scenario.calibration ? ordered(hardware::describe_overlay(*r.scenario.calibration)) : ordered(nullptr);

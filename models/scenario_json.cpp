@@ -191,9 +191,21 @@ void check_sharding(const JsonReader& par, const Scenario& s) {
 }  // namespace
 
 void apply_scenario_override(nlohmann::json& doc, const std::string& assignment, const std::string& flag) {
+  const bool has_hardware = doc.is_object() && doc.contains("hardware");
   // One field of a named profile: the name becomes the base of an inline profile.
-  if (assignment.rfind("hardware.", 0) == 0 && doc.is_object() && doc.contains("hardware") && doc["hardware"].is_string())
+  if (assignment.rfind("hardware.", 0) == 0 && has_hardware && doc["hardware"].is_string())
     doc["hardware"] = nlohmann::json{{"base", doc["hardware"]}};
+  // A profile name over a profile with a base changes the base and keeps the fields set on it
+  // (so --set hardware.X=... --vary hardware=A,B keeps X at every point).
+  if (assignment.rfind("hardware=", 0) == 0 && has_hardware && doc["hardware"].is_object() &&
+      doc["hardware"].contains("base")) {
+    nlohmann::json value = nlohmann::json::object();
+    apply_override(value, assignment, flag);
+    if (value["hardware"].is_string()) {
+      doc["hardware"]["base"] = value["hardware"];
+      return;
+    }
+  }
   apply_override(doc, assignment, flag);
 }
 
@@ -232,10 +244,18 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     // Relative to the scenario's folder, like the model and hardware files (issue 13 item 10).
     s.calibration_ref = resolve_path(root.string("calibration"), root.source(), root.path("calibration"), true);
     auto overlay = hardware::read_calibration(s.calibration_ref);
-    if (overlay.hardware != s.hardware.name)
+    // A profile over a base is that base's machine: the overlay must be the base's (a new name
+    // does not make it another machine).
+    const std::string& machine = s.hardware.base.empty() ? s.hardware.name : s.hardware.base;
+    if (overlay.hardware != machine)
       root.fail("calibration", fmt::format("overlay '{}' was fitted over profile '{}', but the scenario uses '{}'; "
                                            "its factors are relative to that profile's nominal numbers",
-                                           s.calibration_ref, overlay.hardware, s.hardware.name));
+                                           s.calibration_ref, overlay.hardware, machine));
+    // A field the overlay's fit replaces would change nothing: refused, not ignored.
+    for (const auto& f : s.hardware.overridden)
+      if (overlay.gemm && f.rfind("compute.gemm_curve", 0) == 0)
+        root.fail("calibration", fmt::format("overlay '{}' fits the GEMM curve, which replaces the profile's '{}' set in "
+                                             "/hardware; drop one of them", s.calibration_ref, f));
     s.calibration = std::make_shared<const hardware::CalibrationOverlay>(std::move(overlay));
   }
 

@@ -10,6 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 using namespace stepsim;
@@ -87,4 +92,33 @@ TEST_CASE("hardware override: a scenario's base profile and --set hardware.* on 
   auto bad = scenario_doc();
   bad["hardware"] = nlohmann::json::parse(R"({"base": 7})");
   CHECK_THROWS_WITH(parse_scenario(bad, "d.json"), Contains("/hardware/base") && Contains("got 7"));
+}
+
+TEST_CASE("hardware override: only changed fields are listed, the base is named, one level only", "[models][override]") {
+  // A value equal to the base's, an empty object and a null over an absent key change nothing.
+  const auto same = nlohmann::json::parse(R"({"base": "h100-sxm", "memory": {"hbm_bytes": "96GiB"}, "compute": {},
+      "torus": null, "inter_node": {"nics_per_node": 8}})");
+  const auto p = hardware::parse_profile_over_base(same, "h100-sxm", "s.json", "/hardware");
+  CHECK(p.overridden == std::vector<std::string>{"memory.hbm_bytes"});
+  CHECK(p.base == "h100-sxm");
+  // A new name does not hide the machine: the report names the base.
+  auto doc = scenario_doc();
+  doc["hardware"] = nlohmann::json::parse(R"({"base": "v100-sxm2", "name": "my-v100", "memory": {"hbm_bytes": "16GiB"}})");
+  const Report r = run(parse_scenario(doc, "a.json"));
+  CHECK_THAT(report_text(r), Contains("hardware    profile my-v100 (over v100-sxm2) with 1 field from the scenario: memory.hbm_bytes"));
+  // --set hardware=NAME over a profile with a base changes the base, keeps its fields.
+  auto set_doc = scenario_doc();
+  apply_scenario_override(set_doc, "hardware.memory.hbm_bytes=16GiB", "--set");
+  apply_scenario_override(set_doc, "hardware=h100-sxm", "--set");
+  CHECK(set_doc["hardware"] == nlohmann::json::parse(R"({"base": "h100-sxm", "memory": {"hbm_bytes": "16GiB"}})"));
+  // A base that is itself over a base is refused, naming the base file.
+  const std::string chained =
+      (std::filesystem::temp_directory_path() / ("stepsim-chained-base-" + std::to_string(::getpid()) + ".json")).string();
+  {
+    std::ofstream f(chained);
+    f << R"({"base": "h100-sxm", "memory": {"hbm_bytes": "40GiB"}})";
+  }
+  CHECK_THROWS_WITH(hardware::parse_profile_over_base(nlohmann::json::parse(R"({"base": "x"})"), chained, "s.json", "/hardware"),
+                    Contains(chained) && Contains("/base") && Contains("one level"));
+  std::remove(chained.c_str());
 }
