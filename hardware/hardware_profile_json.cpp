@@ -182,6 +182,12 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
     if (p.gpus_per_nic > p.gpus_per_node)
       inter->fail("gpus_per_nic", fmt::format("expected at most gpus_per_node ({}), got {}", p.gpus_per_node,
                                               p.gpus_per_nic));
+    // NICs no GPU drives would be egress the collectives never use (HardwareProfile::group_nics).
+    const int used = (p.gpus_per_node + p.gpus_per_nic - 1) / p.gpus_per_nic;
+    if (p.nics_per_node > used)
+      inter->fail("nics_per_node", fmt::format("{} NICs, but {} GPUs at {} per NIC drive only {}; expected "
+                                               "nics_per_node x gpus_per_nic = gpus_per_node ({})",
+                                               p.nics_per_node, p.gpus_per_node, p.gpus_per_nic, used, p.gpus_per_node));
     p.nic_bandwidth_bytes_per_s =
         inter->number("nic_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
     p.inter_node = read_scope(*inter, false);
