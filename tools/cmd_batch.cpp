@@ -55,6 +55,7 @@ int cmd_batch(const BatchArgs& a) {
   }
 
   ordered j;
+  j["schema"] = "stepsim.batch/1";
   std::string text;
   bool any = false;
   std::optional<hardware::HardwareProfile> hw;

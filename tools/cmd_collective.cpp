@@ -87,6 +87,7 @@ int cmd_collective(const CollectiveArgs& a) {
   const double bus = n <= 1 ? 0 : (op == hardware::CollectiveOp::AllReduce ? 2 * (n - 1) / n : (n - 1) / n);
   const double algbw = c.time_s() > 0 ? bytes / c.time_s() : 0;
   ordered j;
+  j["schema"] = "stepsim.collective/1";
   j["op"] = hardware::collective_op_label(op);
   j["hardware"] = hw.name;
   j["cost_model"] = model_name;
@@ -137,6 +138,7 @@ int cmd_threshold(const ThresholdArgs& a) {
   const auto [experts, topk] = moe_shape(a.moe_experts, a.moe_topk);
   const auto t = hardware::dp_threshold(hw, group, experts, topk);
   ordered j;
+  j["schema"] = "stepsim.threshold/1";
   j["hardware"] = hw.name;
   j["ranks"] = group.ranks;
   j["gpus_per_node"] = group.ranks_per_node;

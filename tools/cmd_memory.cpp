@@ -79,6 +79,7 @@ int cmd_memory(const MemoryArgs& a) {
     throw InputError("--optimizer-bytes-per-param", "", fmt::format("expected a number in [0, 1000], got {:g}", k));
   const double capacity = hw ? hw->usable_hbm_bytes() : 0;
   nlohmann::ordered_json j;
+  j["schema"] = "stepsim.memory/1";
   j["params"] = psi;
   j["dp"] = dp;
   j["shard_group_size"] = group;

@@ -29,4 +29,12 @@ assert set(strategies) == {"ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"}, so
 # The text list names the same entries.
 text = subprocess.run([stepsim, "list", "models"], check=True, capture_output=True, text=True).stdout
 assert [line.split()[0] for line in text.splitlines()] == list(models), text
+# Every subcommand's JSON names its schema (README "--format json").
+for args, schema in [(["memory", "--params", "7.5e9", "--dp", "64"], "stepsim.memory/1"),
+                     (["collective", "allreduce", "--hardware", "h100-sxm", "--ranks", "16", "--size", "1GB"],
+                      "stepsim.collective/1"),
+                     (["threshold", "--hardware", "h100-sxm", "--ranks", "16"], "stepsim.threshold/1"),
+                     (["batch", "--hardware", "h100-sxm", "--ranks", "64"], "stepsim.batch/1")]:
+    out = subprocess.run([stepsim] + args + ["--format", "json"], check=True, capture_output=True, text=True).stdout
+    assert json.loads(out)["schema"] == schema, (args, out[:200])
 print("list --format json: %d models, %d profiles, %d strategies" % (len(models), len(profiles), len(strategies)))
