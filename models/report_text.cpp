@@ -49,7 +49,7 @@ std::string report_text(const Report& r) {
   if (!s.hardware.overridden.empty()) {
     std::string fields;
     for (const auto& f : s.hardware.overridden) fields += (fields.empty() ? "" : ", ") + f;
-    line(fmt::format("  hardware    profile {}{} with {} from the scenario: {}", s.hardware.name,
+    line(fmt::format("  hardware    profile {}{} with {} set over it (scenario or --set): {}", s.hardware.name,
                      s.hardware.base != s.hardware.name ? " (over " + s.hardware.base + ")" : std::string(),
                      s.hardware.overridden.size() == 1 ? "1 field" : fmt::format("{} fields", s.hardware.overridden.size()),
                      fields));

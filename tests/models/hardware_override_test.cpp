@@ -80,7 +80,7 @@ TEST_CASE("hardware override: a scenario's base profile and --set hardware.* on 
   const Report base = run(parse_scenario(scenario_doc(), "c.json"));
   CHECK(ra.comm_time_s > base.comm_time_s);
   // The report says what was overridden, and its echo runs again to the same step.
-  CHECK_THAT(report_text(ra), Contains("hardware    profile v100-sxm2 with 2 fields from the scenario: "
+  CHECK_THAT(report_text(ra), Contains("hardware    profile v100-sxm2 with 2 fields set over it (scenario or --set): "
                                        "inter_node.gpus_per_nic, inter_node.nics_per_node"));
   const Report again = run(parse_scenario(*ra.scenario.resolved, "echo.json"));
   CHECK(again.step_time_s == ra.step_time_s);
@@ -105,7 +105,7 @@ TEST_CASE("hardware override: only changed fields are listed, the base is named,
   auto doc = scenario_doc();
   doc["hardware"] = nlohmann::json::parse(R"({"base": "v100-sxm2", "name": "my-v100", "memory": {"hbm_bytes": "16GiB"}})");
   const Report r = run(parse_scenario(doc, "a.json"));
-  CHECK_THAT(report_text(r), Contains("hardware    profile my-v100 (over v100-sxm2) with 1 field from the scenario: memory.hbm_bytes"));
+  CHECK_THAT(report_text(r), Contains("hardware    profile my-v100 (over v100-sxm2) with 1 field set over it (scenario or --set): memory.hbm_bytes"));
   // --set hardware=NAME over a profile with a base changes the base, keeps its fields.
   auto set_doc = scenario_doc();
   apply_scenario_override(set_doc, "hardware.memory.hbm_bytes=16GiB", "--set");
