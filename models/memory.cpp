@@ -38,6 +38,11 @@ double activation_bytes(const Scenario& s) {
   return per_token * static_cast<double>(s.tokens_per_micro_batch());
 }
 
+double optimizer_state_bytes_per_param(const std::string& optimizer, DType dtype) {
+  const double state = optimizer == "adam" ? 8.0 : optimizer == "sgd" ? 4.0 : 0.0;
+  return state > 0 && dtype != DType::FP32 ? state + 4.0 : state;
+}
+
 MemoryBreakdown static_memory(const Scenario& s) {
   MemoryBreakdown m;
   const int stage = s.zero_stage();
@@ -54,10 +59,7 @@ MemoryBreakdown static_memory(const Scenario& s) {
       if (!p.trainable) continue;
       trainable_grad_bytes += numel * b;
       m.grads_bytes += numel * b / (stage >= 2 ? n : 1.0);
-      // Adam: m and v; SGD: the momentum buffer; both: an fp32 master copy of low-precision params.
-      const double state = s.optimizer == "adam" ? 8.0 : s.optimizer == "sgd" ? 4.0 : 0.0;
-      if (state > 0)
-        m.optimizer_bytes += numel * (state + (p.dtype == DType::FP32 ? 0.0 : 4.0)) / (stage >= 1 ? n : 1.0);
+      m.optimizer_bytes += numel * optimizer_state_bytes_per_param(s.optimizer, p.dtype) / (stage >= 1 ? n : 1.0);
       if (s.precision.fp32_grad_accum && s.batch.grad_accum > 1)
         m.grad_accum_bytes += numel * 4.0 / (stage >= 2 ? n : 1.0);
     }

@@ -2,6 +2,8 @@
 // Per-GPU memory model: model states by ZeRO stage, activations and framework buffers.
 #pragma once
 
+#include "models/model_spec.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,6 +65,11 @@ struct MemoryBreakdown {
   /// (not counted in allocation_waits).
   std::size_t allocation_over_limit = 0;
 };
+
+/// Optimizer state bytes per trainable parameter held in `dtype`: Adam's m and v (8) or SGD's
+/// momentum buffer (4), plus an fp32 master copy (4) when the parameter is narrower than fp32;
+/// 0 for "none" (Scenario::optimizer).
+double optimizer_state_bytes_per_param(const std::string& optimizer, DType dtype);
 
 /// Persistent (static) memory of a scenario's strategy: model states sharded by stage,
 /// persistent buffers (DDP buckets unless gradient_as_bucket_view, semantics §A.6 rule 23;

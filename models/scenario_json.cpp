@@ -331,11 +331,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   if (images) s.batch.seq_len = 1;
   if (batch) {
     s.batch.micro_batch_size = batch->integer_or("micro_batch_size", 1, 1, 1 << 30);
-    if (images && batch->has("seq_len") && batch->integer("seq_len", 1, 1 << 30) != 1)
+    s.batch.seq_len = batch->integer_or("seq_len", s.batch.seq_len, 1, 1 << 30);
+    if (images && s.batch.seq_len != 1)
       batch->fail("seq_len", fmt::format("got {}, but model '{}' is a convolutional network ({}): a sample is one "
                                          "image, so seq_len is 1; give the images per GPU as micro_batch_size",
-                                         batch->integer("seq_len", 1, 1 << 30), s.model.name, s.model.kind));
-    s.batch.seq_len = batch->integer_or("seq_len", s.batch.seq_len, 1, 1 << 30);
+                                         s.batch.seq_len, s.model.name, s.model.kind));
     s.batch.grad_accum = batch->integer_or("grad_accum", 1, 1, 1 << 20);
     batch->finish();
   }

@@ -51,11 +51,7 @@ int cmd_memory(const MemoryArgs& a) {
     // buffer (4), none nothing, plus an fp32 master copy (4) of low-precision parameters
     // (models::static_memory), unless --optimizer-bytes-per-param says otherwise.
     param_bytes = models::dtype_bytes(s.precision.held_dtype);
-    if (!a.optimizer_bytes_given) {
-      const double state = s.optimizer == "adam" ? 8.0 : s.optimizer == "sgd" ? 4.0 : 0.0;
-      const bool master = state > 0 && s.precision.held_dtype != models::DType::FP32;
-      k = state + (master ? 4.0 : 0.0);
-    }
+    if (!a.optimizer_bytes_given) k = models::optimizer_state_bytes_per_param(s.optimizer, s.precision.held_dtype);
     dp = s.parallelism.dp;
     activations = models::activation_bytes(s);
     hw = s.hardware;
