@@ -134,7 +134,9 @@ double activation_bytes_per_token(const LayerSpec& layer, bool flash_attention, 
 
 /// Transformer shape (decoder-only). Tensor list follows Hugging Face's registration order:
 /// embed_tokens, [position embeddings], per block q/k/v/o projections, MLP (gate, up, down |
-/// fc_in, fc_out), the two norms; final norm; lm_head unless tied.
+/// fc_in, fc_out), the two norms; final norm; lm_head unless tied. The fields after `dtype`
+/// describe the variants Hugging Face's model classes build (models/hf_config.hpp reads them
+/// from a config.json; shared/reference/models.md §1): their defaults give the Llama layout.
 struct TransformerShape {
   std::int64_t hidden = 0;
   std::int64_t layers = 0;
@@ -145,10 +147,49 @@ struct TransformerShape {
   bool gated_mlp = true;        ///< SwiGLU (gate+up+down) vs two-matrix MLP
   bool tied_embeddings = false; ///< lm_head shares embed_tokens.weight
   bool causal = true;           ///< causal self-attention (decoder LMs); false for encoders (BERT)
-  bool linear_bias = false;     ///< biases on projections and MLP
   bool layernorm = false;       ///< LayerNorm (weight+bias) instead of RMSNorm (weight)
   std::int64_t max_positions = 0;  ///< learned position embeddings (0 = rotary, none)
   DType dtype = DType::BF16;
+
+  /// Width of one attention head; 0 = hidden / heads. Hugging Face's attention classes take
+  /// config.head_dim when given (LlamaAttention: getattr(config, "head_dim", hidden // heads)),
+  /// so q is heads·head_dim wide, which may differ from hidden (Gemma-7B: 16·256 = 4096 vs 3072).
+  std::int64_t head_dim = 0;
+  bool qkv_bias = false;        ///< biases on q/k/v (Qwen2 always; attention_bias elsewhere)
+  bool o_bias = false;          ///< bias on the attention output projection
+  bool mlp_bias = false;        ///< biases on the MLP's linears
+  /// RMSNorm on q and k before rotary: none; per head over head_dim (Qwen3, Gemma 3: q_norm /
+  /// k_norm of [head_dim]); over the whole projection (OLMo 2: [heads·head_dim], [kv_heads·head_dim]).
+  enum class QkNorm { None, PerHead, Full };
+  QkNorm qk_norm = QkNorm::None;
+  /// Where a block's hidden-wide norms sit. PrePost: input_layernorm before attention and
+  /// post_attention_layernorm before the MLP (Llama). Sandwich: those two plus
+  /// pre_feedforward_layernorm and post_feedforward_layernorm, the attention and MLP outputs
+  /// normed before their residual adds (Gemma 2/3). PostOnly: post_attention_layernorm and
+  /// post_feedforward_layernorm on the outputs only, no input norm (OLMo 2).
+  enum class NormLayout { PrePost, Sandwich, PostOnly };
+  NormLayout norm_layout = NormLayout::PrePost;
+  /// Tensor names and fused projections. Llama: model.layers.N.self_attn.{q,k,v,o}_proj,
+  /// mlp.{gate,up,down}_proj (fc_in / fc_out when not gated). Phi3: self_attn.o_proj then one
+  /// qkv_proj, mlp.gate_up_proj (one GEMM of 2·ffn) and down_proj. GPT2: transformer.h.N.ln_1,
+  /// attn.c_attn (fused q/k/v), attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj; transformer.wte / wpe /
+  /// ln_f. GPTNeoX: gpt_neox.layers.N.input_layernorm, post_attention_layernorm (registered
+  /// first), attention.query_key_value (fused), attention.dense, mlp.dense_h_to_4h,
+  /// mlp.dense_4h_to_h; gpt_neox.embed_in, final_layer_norm, embed_out.
+  enum class Layout { Llama, Phi3, GPT2, GPTNeoX };
+  Layout layout = Layout::Llama;
+  /// The gated MLP's activation is GELU (Gemma's GeGLU) rather than SiLU; same kernels and bytes.
+  bool gelu_gate = false;
+  /// The embedding output is multiplied by sqrt(hidden) (Gemma): one more elementwise kernel.
+  bool scaled_embeddings = false;
+  /// Share of each head's width that rotary embedding turns (GPT-NeoX rotary_pct, 0.25 in
+  /// Pythia); scales the rotary kernels' bytes.
+  double rotary_fraction = 1.0;
+
+  /// heads·head_dim: width of q and of the attention output.
+  std::int64_t q_dim() const { return heads * (head_dim > 0 ? head_dim : hidden / heads); }
+  /// kv_heads·head_dim: width of k and of v.
+  std::int64_t kv_dim() const { return kv_heads * (head_dim > 0 ? head_dim : hidden / heads); }
 };
 
 /// Builds the layer list of a transformer.
@@ -175,7 +216,13 @@ struct TransformerShape {
 ///  * SwiGLU: silu(w1·x) and × (w3·x) as two kernels: 5·act per ffn element, against 3·act.
 ///  * the loss: logits cast to fp32 before cross_entropy (torchtitan's `.float()`, Hugging Face's
 ///    `logits.float()`): act + 4 bytes per vocab entry, one kernel (logits_upcast_bytes_per_token).
-/// Precondition: shape validated (all sizes > 0, heads divisible by kv_heads).
+/// With q_dim = heads·head_dim ≠ hidden (TransformerShape::head_dim) the q, attention-output and
+/// rotary terms above take q_dim where the formulas say hidden; each extra hidden-wide norm
+/// (Sandwich) adds its input to the saved activations and 2·act·hidden of streaming; q/k norms
+/// save their inputs and stream 2·act·(q_dim + kv_dim) in two kernels (RMSNorm op by op under
+/// eager, as the block norms).
+/// Precondition: shape validated (all sizes > 0, heads divisible by kv_heads, and hidden
+/// divisible by heads when head_dim is 0).
 ModelSpec make_transformer(const std::string& name, const TransformerShape& shape);
 
 /// torchvision's ResNet / ResNeXt of Bottleneck blocks (torchvision/models/resnet.py; He et al.

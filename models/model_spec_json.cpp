@@ -2,6 +2,8 @@
 // JSON -> ModelSpec (the only file in models/ that reads model JSON).
 #include "models/model_spec_json.hpp"
 
+#include "models/hf_config.hpp"
+
 #include "sim/support/embedded.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 
 namespace stepsim::models {
@@ -40,19 +43,21 @@ TransformerShape read_transformer(const JsonReader& r, DType dtype) {
   s.gated_mlp = r.boolean_or("gated_mlp", true);
   s.tied_embeddings = r.boolean_or("tied_embeddings", false);
   s.causal = r.boolean_or("causal", true);
-  s.linear_bias = r.boolean_or("linear_bias", false);
+  s.qkv_bias = s.o_bias = s.mlp_bias = r.boolean_or("linear_bias", false);
+  s.head_dim = r.integer_or("head_dim", 0, 1, 1 << 20);
   s.layernorm = r.choice_or("norm", "rmsnorm", {"rmsnorm", "layernorm"}) == "layernorm";
   s.max_positions = r.integer_or("max_positions", 0, 0, kMaxDim);
   s.dtype = dtype;
   // Tensor sizes are products of these; refuse shapes whose counts would leave exact int64
   // arithmetic (1e15 parameters is far beyond any model).
   const double h = static_cast<double>(s.hidden);
-  const double biggest = std::max({h * static_cast<double>(s.vocab), h * static_cast<double>(s.ffn), h * h});
+  const double q = static_cast<double>(s.heads) * static_cast<double>(s.head_dim > 0 ? s.head_dim : s.hidden);
+  const double biggest = std::max({h * static_cast<double>(s.vocab), h * static_cast<double>(s.ffn), h * h, h * q});
   const double total = biggest * (3.0 + 12.0 * static_cast<double>(s.layers));
   if (total > kMaxParams)
     r.fail("hidden", fmt::format("this shape has about {:.3g} parameters; expected at most {:g}", total, kMaxParams));
-  if (s.hidden % s.heads != 0)
-    r.fail("heads", fmt::format("hidden ({}) must be divisible by heads ({})", s.hidden, s.heads));
+  if (s.head_dim == 0 && s.hidden % s.heads != 0)
+    r.fail("heads", fmt::format("hidden ({}) must be divisible by heads ({}), or give head_dim", s.hidden, s.heads));
   if (s.heads % s.kv_heads != 0)
     r.fail("kv_heads", fmt::format("heads ({}) must be divisible by kv_heads ({})", s.heads, s.kv_heads));
   return s;
@@ -128,7 +133,17 @@ std::vector<std::string> builtin_model_names() {
 
 ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, const std::string& pointer,
                       std::optional<DType> dtype_override) {
+  // A Hugging Face config.json, as it is or wrapped as {"hf_config": {...}, "name", "source"}.
+  if (is_hf_config(doc)) return parse_hf_config(doc, source, pointer, "", dtype_override);
   JsonReader r(doc, source, pointer);
+  if (r.has("hf_config")) {
+    const std::string name = r.string_or("name", "");
+    const std::string src = r.string_or("source", "");
+    r.finish();
+    ModelSpec m = parse_hf_config(doc.at("hf_config"), source, r.path("hf_config"), name, dtype_override);
+    if (!src.empty()) m.source = src + "; " + m.source;
+    return m;
+  }
   const std::string name = r.string("name");
   const std::string kind = r.choice_or("kind", "", {"mlp", "transformer", "resnet", "layers"});
   if (kind.empty()) r.fail("kind", "required field is missing (one of: mlp, transformer, resnet, layers)");
@@ -174,15 +189,34 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, cons
 
 ModelSpec load_model(const std::string& ref, const std::string& source, const std::string& pointer,
                      std::optional<DType> dtype) {
+  namespace fs = std::filesystem;
+  const auto load_file = [&](const std::string& path) {
+    const nlohmann::json doc = read_json_file(path);
+    // A config.json is named after its folder (".../Llama-3.1-8B/config.json").
+    if (is_hf_config(doc)) return parse_hf_config(doc, path, "", hf_name_from_path(path), dtype);
+    return parse_model(doc, path, "", dtype);
+  };
+  // A folder holding a config.json (a Hugging Face checkpoint or snapshot folder).
+  const auto load_folder = [&](const std::string& folder) {
+    const std::string config = (fs::path(folder) / "config.json").string();
+    std::error_code ec;
+    if (!fs::is_regular_file(config, ec))
+      throw InputError(source, pointer, fmt::format("'{}' is a folder without a config.json; expected a model .json "
+                                                    "file or a Hugging Face model folder", excerpt(folder)));
+    return load_file(config);
+  };
+  std::error_code ec;
   const bool is_path = ref.find('/') != std::string::npos ||
                        (ref.size() > 5 && ref.substr(ref.size() - 5) == ".json");
-  if (is_path) return parse_model(read_json_file(ref), ref, "", dtype);
+  if (is_path) return fs::is_directory(ref, ec) ? load_folder(ref) : load_file(ref);
   for (const auto& f : detail::builtin_models())
     if (ref == f.name) return parse_model(parse_json_text(f.text, "models/catalog/" + ref + ".json"), ref, "", dtype);
+  if (!ref.empty() && fs::is_directory(ref, ec)) return load_folder(ref);
   const auto names = builtin_model_names();
   throw InputError(source, pointer,
                    "no model '" + ref + "' in the catalog; known models: " + join_names(names) +
-                       " (or give a path to a .json file)" + did_you_mean(ref, names));
+                       " (or give a path to a .json file, a Hugging Face config.json or a folder holding one)" +
+                       did_you_mean(ref, names));
 }
 
 }  // namespace stepsim::models

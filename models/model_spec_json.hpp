@@ -15,14 +15,17 @@ namespace stepsim::models {
 /// Names of the built-in catalog models (models/catalog/*.json, compiled in).
 std::vector<std::string> builtin_model_names();
 
-/// Resolves a catalog name or a path to a JSON file ('/' inside or ".json" suffix).
+/// Resolves a catalog name, a path to a JSON file ('/' inside or ".json" suffix) — a stepsim
+/// model description or a Hugging Face config.json (models/hf_config.hpp), named after its
+/// folder — or a folder holding a config.json.
 /// @throws InputError naming the reference and listing the catalog, or any error of the file.
 /// `dtype`: as parse_model's.
 ModelSpec load_model(const std::string& ref, const std::string& source = "",
                      const std::string& pointer = "", std::optional<DType> dtype = std::nullopt);
 
-/// Parses a model description (forms "mlp", "transformer", "layers") found at `pointer` in
-/// `source`. `dtype`, when given, replaces the description's "dtype" (a scenario's
+/// Parses a model description (forms "mlp", "transformer", "resnet", "layers") found at
+/// `pointer` in `source`, or a Hugging Face config (an object with "model_type" and no "kind",
+/// or {"hf_config": {...}, "name": optional, "source": optional}; parse_hf_config). `dtype`, when given, replaces the description's "dtype" (a scenario's
 /// precision.param_dtype): every tensor is held in it and, for the shape-built forms (mlp,
 /// transformer), the activations too; a "layers" model gives its bytes itself, so only its
 /// parameters change. @throws InputError for any missing, invalid or unknown field.

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tests of models/hf_config: Hugging Face config.json -> tensors, parameter totals of real
+// checkpoints, registration order per layout, defaults, and the refusals (issue 16 item 1).
+#include "models/hf_config.hpp"
+#include "models/model_spec_json.hpp"
+#include "models/report.hpp"
+#include "models/scenario.hpp"
+#include "sim/support/error.hpp"
+#include "tests/support/catch.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+using namespace stepsim;
+using namespace stepsim::models;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+ModelSpec hf(const json& config) { return parse_hf_config(config, "config.json", "", ""); }
+
+// The message of the InputError `f` throws ("" when it throws none).
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  return "";
+}
+
+struct Checkpoint {
+  const char* name;
+  json config;          ///< the checkpoint's config.json values that shape the tensors (transcribed)
+  std::int64_t exact;   ///< the count shared/reference/models.md §1.15 derives from the layout
+  double published;     ///< the figure the source publishes
+  double published_tolerance;  ///< relative: 0.1 %, or half a unit of the published figure's last digit where coarser
+  const char* source;
+};
+
+}  // namespace
+
+// Every config value below is the checkpoint's published config.json (Hugging Face Hub), as
+// shared/reference/models.md §1.15 transcribes it; "published" is the model card's, the
+// technical report's or the paper's total, named per row. Keys a config.json carries that do
+// not shape the tensors (rope, eps, token ids) are kept in a few rows to show they are ignored.
+TEST_CASE("hf_config: parameter totals of real checkpoints match their published counts", "[models][hf]") {
+  const double tight = 0.001;
+  const std::vector<Checkpoint> rows = {
+      {"Llama-3.1-8B",
+       {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", 4096},
+        {"intermediate_size", 14336}, {"num_hidden_layers", 32}, {"num_attention_heads", 32},
+        {"num_key_value_heads", 8}, {"vocab_size", 128256}, {"tie_word_embeddings", false}, {"rms_norm_eps", 1e-5},
+        {"rope_theta", 500000.0}, {"max_position_embeddings", 131072}, {"torch_dtype", "bfloat16"},
+        {"rope_scaling", {{"factor", 8.0}, {"rope_type", "llama3"}}}, {"bos_token_id", 128000}},
+       8'030'261'248, 8.03e9, tight, "HF meta-llama/Llama-3.1-8B: 8.03B"},
+      {"Llama-3.1-70B",
+       {{"model_type", "llama"}, {"hidden_size", 8192}, {"intermediate_size", 28672}, {"num_hidden_layers", 80},
+        {"num_attention_heads", 64}, {"num_key_value_heads", 8}, {"vocab_size", 128256}},
+       70'553'706'496, 70.6e9, tight, "HF meta-llama/Llama-3.1-70B: 70.6B"},
+      {"Llama-3.1-405B",
+       {{"model_type", "llama"}, {"hidden_size", 16384}, {"intermediate_size", 53248}, {"num_hidden_layers", 126},
+        {"num_attention_heads", 128}, {"num_key_value_heads", 8}, {"vocab_size", 128256}},
+       405'853'388'800, 406e9, tight, "HF meta-llama/Llama-3.1-405B: 406B"},
+      {"Llama-3.2-1B",
+       {{"model_type", "llama"}, {"hidden_size", 2048}, {"intermediate_size", 8192}, {"num_hidden_layers", 16},
+        {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"head_dim", 64}, {"vocab_size", 128256},
+        {"tie_word_embeddings", true}},
+       1'235'814'400, 1.24e9, 0.005 / 1.24, "HF meta-llama/Llama-3.2-1B: 1.24B"},
+      {"Llama-3.2-3B",
+       {{"model_type", "llama"}, {"hidden_size", 3072}, {"intermediate_size", 8192}, {"num_hidden_layers", 28},
+        {"num_attention_heads", 24}, {"num_key_value_heads", 8}, {"head_dim", 128}, {"vocab_size", 128256},
+        {"tie_word_embeddings", true}},
+       3'212'749'824, 3.21e9, tight, "HF meta-llama/Llama-3.2-3B: 3.21B"},
+      {"Llama-2-7b-hf",
+       {{"model_type", "llama"}, {"hidden_size", 4096}, {"intermediate_size", 11008}, {"num_hidden_layers", 32},
+        {"num_attention_heads", 32}, {"num_key_value_heads", 32}, {"vocab_size", 32000}},
+       6'738'415'616, 6.74e9, tight, "HF meta-llama/Llama-2-7b-hf: 6.74B"},
+      {"Mistral-7B-v0.1",
+       {{"model_type", "mistral"}, {"hidden_size", 4096}, {"intermediate_size", 14336}, {"num_hidden_layers", 32},
+        {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"vocab_size", 32000}, {"sliding_window", 4096}},
+       7'241'732'096, 7.24e9, tight, "HF mistralai/Mistral-7B-v0.1: 7.24B"},
+      {"Qwen2.5-7B",
+       {{"model_type", "qwen2"}, {"hidden_size", 3584}, {"intermediate_size", 18944}, {"num_hidden_layers", 28},
+        {"num_attention_heads", 28}, {"num_key_value_heads", 4}, {"vocab_size", 152064},
+        {"tie_word_embeddings", false}, {"use_sliding_window", false}, {"sliding_window", 131072}},
+       7'615'616'512, 7.61e9, tight, "HF Qwen/Qwen2.5-7B model card: 7.61B"},
+      {"Qwen2.5-0.5B",
+       {{"model_type", "qwen2"}, {"hidden_size", 896}, {"intermediate_size", 4864}, {"num_hidden_layers", 24},
+        {"num_attention_heads", 14}, {"num_key_value_heads", 2}, {"vocab_size", 151936}, {"tie_word_embeddings", true}},
+       494'032'768, 0.49e9, 0.005 / 0.49, "HF Qwen/Qwen2.5-0.5B model card: 0.49B"},
+      {"Qwen3-8B",
+       {{"model_type", "qwen3"}, {"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 36},
+        {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"head_dim", 128}, {"vocab_size", 151936},
+        {"tie_word_embeddings", false}, {"attention_bias", false}},
+       8'190'735'360, 8.2e9, 0.05 / 8.2, "HF Qwen/Qwen3-8B model card: 8.2B"},
+      {"gemma-7b",
+       {{"model_type", "gemma"}, {"hidden_size", 3072}, {"intermediate_size", 24576}, {"num_hidden_layers", 28},
+        {"num_attention_heads", 16}, {"num_key_value_heads", 16}, {"head_dim", 256}, {"vocab_size", 256000}},
+       8'537'680'896, 8.54e9, tight, "HF google/gemma-7b: 8.54B"},
+      {"gemma-2-9b",
+       {{"model_type", "gemma2"}, {"hidden_size", 3584}, {"intermediate_size", 14336}, {"num_hidden_layers", 42},
+        {"num_attention_heads", 16}, {"num_key_value_heads", 8}, {"head_dim", 256}, {"vocab_size", 256000},
+        {"final_logit_softcapping", 30.0}, {"sliding_window", 4096}},
+       9'241'705'984, 917'504'000.0 + 8'324'201'984.0, tight,
+       "Gemma 2 technical report: 917,504,000 embedding + 8,324,201,984 non-embedding"},
+      {"gemma-3-1b-pt",
+       {{"model_type", "gemma3_text"}, {"hidden_size", 1152}, {"intermediate_size", 6912}, {"num_hidden_layers", 26},
+        {"num_attention_heads", 4}, {"num_key_value_heads", 1}, {"head_dim", 256}, {"vocab_size", 262144}},
+       999'885'952, 1.0e9, tight, "HF google/gemma-3-1b-pt: 1B"},
+      {"Phi-3-mini-4k-instruct",
+       {{"model_type", "phi3"}, {"hidden_size", 3072}, {"intermediate_size", 8192}, {"num_hidden_layers", 32},
+        {"num_attention_heads", 32}, {"num_key_value_heads", 32}, {"vocab_size", 32064}},
+       3'821'079'552, 3.82e9, tight, "HF microsoft/Phi-3-mini-4k-instruct: 3.82B"},
+      {"phi-4",
+       {{"model_type", "phi3"}, {"hidden_size", 5120}, {"intermediate_size", 17920}, {"num_hidden_layers", 40},
+        {"num_attention_heads", 40}, {"num_key_value_heads", 10}, {"vocab_size", 100352}},
+       14'659'507'200, 14.7e9, 0.05 / 14.7, "HF microsoft/phi-4: 14.7B"},
+      {"gpt2",
+       {{"model_type", "gpt2"}, {"n_embd", 768}, {"n_layer", 12}, {"n_head", 12}, {"n_positions", 1024},
+        {"vocab_size", 50257}, {"n_inner", nullptr}},
+       124'439'808, 124'439'808.0, tight, "GPT-2 small: 124,439,808"},
+      {"gpt2-xl",
+       {{"model_type", "gpt2"}, {"n_embd", 1600}, {"n_layer", 48}, {"n_head", 25}, {"n_positions", 1024},
+        {"vocab_size", 50257}},
+       1'557'611'200, 1'557'611'200.0, tight, "HF openai-community/gpt2-xl: 1,557,611,200"},
+      {"gpt-neox-20b",
+       {{"model_type", "gpt_neox"}, {"hidden_size", 6144}, {"intermediate_size", 24576}, {"num_hidden_layers", 44},
+        {"num_attention_heads", 64}, {"vocab_size", 50432}, {"rotary_pct", 0.25}, {"use_parallel_residual", true}},
+       20'554'567'680, 20'554'567'680.0, tight, "GPT-NeoX-20B paper (Black et al. 2022): 20,554,567,680"},
+      {"pythia-6.9b",
+       {{"model_type", "gpt_neox"}, {"hidden_size", 4096}, {"intermediate_size", 16384}, {"num_hidden_layers", 32},
+        {"num_attention_heads", 32}, {"vocab_size", 50432}, {"torch_dtype", "float16"}},
+       6'857'302'016, 6'857'302'016.0, tight, "Pythia paper, Table 1: 6,857,302,016"},
+      {"OLMo-2-1124-7B",
+       {{"model_type", "olmo2"}, {"hidden_size", 4096}, {"intermediate_size", 11008}, {"num_hidden_layers", 32},
+        {"num_attention_heads", 32}, {"num_key_value_heads", 32}, {"vocab_size", 100352}},
+       7'298'617'344, 7.30e9, tight, "HF allenai/OLMo-2-1124-7B: 7.30B"},
+  };
+  int within_tight = 0;
+  for (const auto& row : rows) {
+    INFO(row.name << " (" << row.source << ")");
+    const ModelSpec m = hf(row.config);
+    const auto n = m.parameter_count();
+    CHECK(n == row.exact);
+    const double error = std::abs(static_cast<double>(n) - row.published) / row.published;
+    CHECK(error <= row.published_tolerance);
+    within_tight += error <= tight;
+  }
+  // The issue's bar: at least 15 real checkpoints within 0.1 % of their published counts.
+  CHECK(within_tight >= 15);
+}
+
+TEST_CASE("hf_config: a Llama config.json builds the catalog's llama3-8b exactly", "[models][hf]") {
+  const ModelSpec a = hf({{"model_type", "llama"}, {"hidden_size", 4096}, {"intermediate_size", 14336},
+                          {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
+                          {"vocab_size", 128256}, {"rope_theta", 500000.0}});
+  const ModelSpec b = load_model("llama3-8b");
+  REQUIRE(a.layers.size() == b.layers.size());
+  for (std::size_t l = 0; l < a.layers.size(); ++l) {
+    REQUIRE(a.layers[l].params.size() == b.layers[l].params.size());
+    for (std::size_t t = 0; t < a.layers[l].params.size(); ++t) {
+      CHECK(a.layers[l].params[t].name == b.layers[l].params[t].name);
+      CHECK(a.layers[l].params[t].numel == b.layers[l].params[t].numel);
+    }
+    CHECK(a.layers[l].grad_ready_order == b.layers[l].grad_ready_order);
+    CHECK(a.layers[l].fwd_gemm_flops_per_token == b.layers[l].fwd_gemm_flops_per_token);
+    CHECK(a.layers[l].fwd_streaming_bytes_per_token == b.layers[l].fwd_streaming_bytes_per_token);
+    CHECK(a.layers[l].activation_bytes_per_token == b.layers[l].activation_bytes_per_token);
+  }
+  // And the step: a scenario naming either runs to the same time.
+  const auto step = [](const json& model) {
+    json doc = {{"model", model}, {"hardware", "h100-sxm"}, {"parallelism", {{"strategy", "fsdp"}, {"dp", 8}}},
+                {"batch", {{"seq_len", 4096}, {"micro_batch_size", 1}}}};
+    return run(parse_scenario(doc, "test.json")).step_time_s;
+  };
+  CHECK(step({{"hf_config", {{"model_type", "llama"}, {"hidden_size", 4096}, {"intermediate_size", 14336},
+                             {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
+                             {"vocab_size", 128256}}}}) == step("llama3-8b"));
+}
+
+TEST_CASE("hf_config: tensors in each layout's registration order", "[models][hf]") {
+  SECTION("qwen2: bias on q/k/v only") {
+    const auto m = hf({{"model_type", "qwen2"}, {"num_hidden_layers", 1}});
+    std::vector<std::string> names;
+    for (const auto& p : m.layers[1].params) names.push_back(p.name);
+    CHECK(names == std::vector<std::string>{
+                       "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.q_proj.bias",
+                       "model.layers.0.self_attn.k_proj.weight", "model.layers.0.self_attn.k_proj.bias",
+                       "model.layers.0.self_attn.v_proj.weight", "model.layers.0.self_attn.v_proj.bias",
+                       "model.layers.0.self_attn.o_proj.weight", "model.layers.0.mlp.gate_proj.weight",
+                       "model.layers.0.mlp.up_proj.weight", "model.layers.0.mlp.down_proj.weight",
+                       "model.layers.0.input_layernorm.weight", "model.layers.0.post_attention_layernorm.weight"});
+  }
+  SECTION("qwen3: q_norm / k_norm of head_dim after o_proj; backward ends at input_layernorm") {
+    const auto m = hf({{"model_type", "qwen3"}, {"num_hidden_layers", 1}, {"hidden_size", 2048}});
+    const auto& b = m.layers[1];
+    CHECK(b.params[4].name == "model.layers.0.self_attn.q_norm.weight");
+    CHECK(b.params[4].numel == 128);
+    CHECK(b.params[5].name == "model.layers.0.self_attn.k_norm.weight");
+    CHECK(b.params[0].numel == 2048 * 32 * 128);  // q_proj: heads·head_dim = 4096 ≠ hidden
+    const auto order = m.ready_order(1);
+    CHECK(b.params[order.front()].name == "model.layers.0.mlp.down_proj.weight");
+    CHECK(b.params[order.back()].name == "model.layers.0.input_layernorm.weight");
+    // q_norm runs before o_proj: o_proj's gradient is ready before q_norm's.
+    const auto pos = [&](std::size_t i) { return std::find(order.begin(), order.end(), i) - order.begin(); };
+    CHECK(pos(3) < pos(4));
+    CHECK(b.fwd_attn_flops_per_token_per_seq == 4.0 * 32 * 128);
+  }
+  SECTION("gemma2: four norms per block; tied head") {
+    const auto m = hf({{"model_type", "gemma2"}, {"num_hidden_layers", 1}});
+    const auto& b = m.layers[1];
+    REQUIRE(b.params.size() == 11);
+    CHECK(b.params[7].name == "model.layers.0.input_layernorm.weight");
+    CHECK(b.params[10].name == "model.layers.0.post_feedforward_layernorm.weight");
+    CHECK(m.layers.back().params.empty());
+    CHECK(m.eager_composites.back() == "GeGLU");
+  }
+  SECTION("olmo2: q/k norms over the whole projection, no input_layernorm") {
+    const auto m = hf({{"model_type", "olmo2"}, {"num_hidden_layers", 1}, {"num_key_value_heads", 8}});
+    const auto& b = m.layers[1];
+    CHECK(b.params[4].name == "model.layers.0.self_attn.q_norm.weight");
+    CHECK(b.params[4].numel == 4096);
+    CHECK(b.params[5].numel == 1024);
+    CHECK(b.params[9].name == "model.layers.0.post_attention_layernorm.weight");
+    CHECK(b.params[10].name == "model.layers.0.post_feedforward_layernorm.weight");
+    CHECK(b.params.size() == 11);
+  }
+  SECTION("phi3: o_proj registered first, fused qkv and gate_up run as one GEMM each") {
+    const auto m = hf({{"model_type", "phi3"}, {"num_hidden_layers", 1}});
+    const auto& b = m.layers[1];
+    CHECK(b.params[0].name == "model.layers.0.self_attn.o_proj.weight");
+    CHECK(b.params[1].name == "model.layers.0.self_attn.qkv_proj.weight");
+    CHECK(b.params[2].name == "model.layers.0.mlp.gate_up_proj.weight");
+    REQUIRE(b.gemms.size() == 6);  // qkv, o, gate_up, down, attention scores and values
+    CHECK(b.gemms[0].n == 3 * 3072);
+    CHECK(b.gemms[1].n == 3072);
+    CHECK(b.gemms[2].n == 2 * 8192);
+  }
+  SECTION("gpt2: Conv1D layers with biases, learned positions, tied head") {
+    const auto m = hf({{"model_type", "gpt2"}});
+    CHECK(m.layers[0].params[0].name == "transformer.wte.weight");
+    CHECK(m.layers[0].params[1].name == "transformer.wpe.weight");
+    const auto& b = m.layers[1];
+    CHECK(b.params[0].name == "transformer.h.0.ln_1.weight");
+    CHECK(b.params[2].name == "transformer.h.0.attn.c_attn.weight");
+    CHECK(b.params[3].numel == 3 * 768);
+    CHECK(b.params.back().name == "transformer.h.0.mlp.c_proj.bias");
+    CHECK(m.layers[m.layers.size() - 2].params[0].name == "transformer.ln_f.weight");
+    CHECK(m.eager_composites.empty());  // LayerNorm, learned positions, GELU MLP: nothing op by op
+  }
+  SECTION("gpt_neox: norms registered first, untied embed_out") {
+    const auto m = hf({{"model_type", "gpt_neox"}, {"num_hidden_layers", 1}});
+    const auto& b = m.layers[1];
+    CHECK(b.params[0].name == "gpt_neox.layers.0.input_layernorm.weight");
+    CHECK(b.params[4].name == "gpt_neox.layers.0.attention.query_key_value.weight");
+    CHECK(m.layers.back().params[0].name == "embed_out.weight");
+    // Backward: the MLP's last linear first, the input norm last.
+    const auto order = m.ready_order(1);
+    CHECK(b.params[order.front()].name == "gpt_neox.layers.0.mlp.dense_4h_to_h.bias");
+    CHECK(b.params[order.back()].name == "gpt_neox.layers.0.input_layernorm.weight");
+  }
+}
+
+TEST_CASE("hf_config: missing keys take the configuration class's defaults", "[models][hf]") {
+  // GPT2Config's defaults are GPT-2 small; GPTNeoXConfig's are GPT-NeoX-20B.
+  CHECK(hf({{"model_type", "gpt2"}}).parameter_count() == 124'439'808);
+  CHECK(hf({{"model_type", "gpt_neox"}}).parameter_count() == 20'554'567'680);
+  // LlamaConfig: num_key_value_heads None means multi-head (Llama-2-7B's shape at its defaults).
+  CHECK(hf({{"model_type", "llama"}, {"num_key_value_heads", nullptr}}).parameter_count() == 6'738'415'616);
+  // torch_dtype sets the tensors' dtype unless the scenario gives one.
+  CHECK(hf({{"model_type", "gpt2"}, {"torch_dtype", "float32"}}).layers[0].params[0].dtype == DType::FP32);
+  CHECK(parse_hf_config({{"model_type", "gpt2"}, {"torch_dtype", "float32"}}, "c.json", "", "", DType::BF16)
+            .layers[0].params[0].dtype == DType::BF16);
+  // The name: given, else _name_or_path's last part, else model_type; a file's folder.
+  CHECK(hf({{"model_type", "gpt2"}, {"_name_or_path", "openai-community/gpt2"}}).name == "gpt2");
+  CHECK(hf({{"model_type", "qwen2"}}).name == "qwen2");
+  CHECK(hf_name_from_path("ckpt/Llama-3.1-8B/config.json") == "Llama-3.1-8B");
+  CHECK(hf_name_from_path("mistral.json") == "mistral");
+  // Gemma 3's multimodal config: the text stack of text_config.
+  const auto g3 = hf({{"model_type", "gemma3"},
+                      {"text_config", {{"model_type", "gemma3_text"}, {"hidden_size", 1152}, {"intermediate_size", 6912},
+                                       {"num_hidden_layers", 26}, {"num_attention_heads", 4},
+                                       {"num_key_value_heads", 1}, {"vocab_size", 262144}}}});
+  CHECK(g3.parameter_count() == 999'885'952);
+  CHECK_THAT(g3.source, Contains("text stack only"));
+  CHECK_THAT(hf({{"model_type", "mistral"}}).source, Contains("sliding_window 4096 not modelled"));
+  CHECK_THAT(hf({{"model_type", "mistral"}, {"sliding_window", nullptr}}).source, !Contains("sliding_window"));
+  CHECK_THAT(hf({{"model_type", "qwen2"}, {"sliding_window", 4096}}).source, !Contains("sliding_window"));
+}
+
+TEST_CASE("hf_config: refusals name the file, the key and every problem at once", "[models][hf]") {
+  const std::string unknown = error_of([] { hf({{"model_type", "lama"}}); });
+  CHECK_THAT(unknown, Contains("config.json: /model_type: unknown model_type 'lama'; supported: llama, mistral"));
+  CHECK_THAT(unknown, Contains("did you mean 'llama'"));
+  CHECK_THAT(error_of([] { hf({{"model_type", "mixtral"}}); }),
+             Contains("/model_type: 'mixtral' is a mixture-of-experts model"));
+  CHECK_THAT(error_of([] { hf({{"hidden_size", 10}}); }), Contains("/model_type: required field is missing"));
+  const std::string many = error_of([] {
+    hf({{"model_type", "llama"}, {"hidden_size", "4096"}, {"num_attention_heads", 0}, {"tie_word_embeddings", 1},
+        {"torch_dtype", "int8"}});
+  });
+  CHECK_THAT(many, Contains("config.json: /hidden_size: expected an integer"));
+  CHECK_THAT(many, Contains("and 3 more"));
+  CHECK_THAT(many, Contains("/num_attention_heads: expected an integer in [1,"));
+  CHECK_THAT(many, Contains("/tie_word_embeddings: expected true or false, got 1"));
+  CHECK_THAT(many, Contains("/torch_dtype: 'int8' is not a dtype"));
+  CHECK_THAT(error_of([] { hf({{"model_type", "llama"}, {"num_attention_heads", 32}, {"num_key_value_heads", 5}}); }),
+             Contains("/num_key_value_heads: num_attention_heads (32) must be divisible by num_key_value_heads (5)"));
+  CHECK_THAT(error_of([] { hf({{"model_type", "llama"}, {"hidden_size", 100}, {"num_attention_heads", 3}}); }),
+             Contains("/num_attention_heads: hidden_size (100) is not divisible by it (3), and the config gives no head_dim"));
+  CHECK_THAT(error_of([] { hf(json::array()); }), Contains("expected a Hugging Face config object"));
+  CHECK_THAT(error_of([] { hf({{"model_type", "llama"}, {"hidden_size", 1 << 20}, {"num_hidden_layers", 4096}}); }),
+             Contains("parameters; expected at most"));
+}
+
+TEST_CASE("hf_config: a scenario takes a config.json file, a folder holding one, or one inline", "[models][hf]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "stepsim-hf-test" / "Qwen2.5-0.5B";
+  fs::create_directories(dir);
+  {
+    std::ofstream f(dir / "config.json");
+    f << R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 896,
+             "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
+             "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": true,
+             "torch_dtype": "bfloat16", "rope_theta": 1000000.0, "sliding_window": 32768,
+             "use_sliding_window": false})";
+  }
+  const auto scenario_with = [](const json& model) {
+    return parse_scenario({{"model", model}, {"hardware", "h100-sxm"}, {"parallelism", {{"dp", 8}}},
+                           {"batch", {{"seq_len", 2048}}}},
+                          "test.json");
+  };
+  const Scenario by_file = scenario_with((dir / "config.json").string());
+  const Scenario by_folder = scenario_with(dir.string());
+  CHECK(by_file.model.parameter_count() == 494'032'768);
+  CHECK(by_file.model.name == "Qwen2.5-0.5B");
+  CHECK(by_folder.model.parameter_count() == 494'032'768);
+  const Scenario inline_model = scenario_with({{"name", "tiny"}, {"hf_config", {{"model_type", "qwen2"}}}});
+  CHECK(inline_model.model.name == "tiny");
+  CHECK(inline_model.model_ref == "inline");
+  // A folder without a config.json, and a bad inline config, are refused at /model.
+  const fs::path empty = fs::temp_directory_path() / "stepsim-hf-test" / "empty";
+  fs::create_directories(empty);
+  CHECK_THAT(error_of([&] { scenario_with(empty.string()); }), Contains("is a folder without a config.json"));
+  CHECK_THAT(error_of([&] { scenario_with({{"hf_config", {{"model_type", "llama"}, {"vocab_size", -1}}}}); }),
+             Contains("test.json: /model/hf_config/vocab_size: expected an integer in [1,"));
+  CHECK_THAT(error_of([&] { scenario_with({{"hf_config", {{"model_type", "gpt2"}}}, {"nmae", "x"}}); }),
+             Contains("unknown key 'nmae'"));
+  fs::remove_all(fs::temp_directory_path() / "stepsim-hf-test");
+}
