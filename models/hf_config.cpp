@@ -276,10 +276,12 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
   const bool sliding_used = sliding && (windowed || (type == "qwen2" && r.boolean("use_sliding_window", false)));
   top.finish();
   s.dtype = dtype.value_or(stored.value_or(DType::BF16));
+  std::vector<std::string> unpriced;
   if (sliding_used)
-    notes.push_back(fmt::format("sliding_window {} not modelled: attention is priced over the whole sequence", *sliding));
-  if (type == "gemma2" && r.present("final_logit_softcapping"))
-    notes.push_back("final_logit_softcapping's tanh over the logits not priced");
+    unpriced.push_back(fmt::format("sliding_window {} not modelled: attention is priced over the whole sequence", *sliding));
+  if (type == "gemma2" && !(text->contains("final_logit_softcapping") && text->at("final_logit_softcapping").is_null()))
+    unpriced.push_back("final_logit_softcapping not modelled: its tanh over the logits is not priced");
+  notes.insert(notes.end(), unpriced.begin(), unpriced.end());
 
   std::string model_name = name;
   if (model_name.empty()) {
@@ -294,6 +296,8 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
                          gpt2 ? "n_layer" : "num_hidden_layers", s.layers, gpt2 ? "n_head" : "num_attention_heads",
                          s.heads, s.kv_heads, s.q_dim() / s.heads, s.vocab, s.tied_embeddings, dtype_name(s.dtype));
   for (const auto& n : notes) m.source += "; " + n;
+  m.hf_model_type = type;
+  m.not_modelled = unpriced;
   return m;
 }
 

@@ -105,6 +105,12 @@ struct ModelSpec {
   std::string name;
   std::string kind;
   std::string source;  ///< where the shape comes from (public config, paper)
+  /// The config.json's model_type when the model was built from a Hugging Face config
+  /// (models/hf_config.hpp); empty otherwise.
+  std::string hf_model_type;
+  /// What the description gives that the simulation does not price (e.g. a sliding attention
+  /// window), one line each; reports repeat them as warnings.
+  std::vector<std::string> not_modelled;
   std::vector<LayerSpec> layers;
   /// The composites eager PyTorch runs op by op in this model ("RMSNorm", "rotary",
   /// "repeat_kv", "SwiGLU"; LayerSpec::eager_extra_*), for reports; empty when it has none.

@@ -16,6 +16,8 @@ std::string report_json(const Report& r) {
   j["scenario"] = ordered::parse(r.scenario.resolved->dump());
   j["model"] = {{"name", r.scenario.model.name},
                 {"kind", r.scenario.model.kind},
+                {"hf_model_type", r.scenario.model.hf_model_type.empty() ? ordered(nullptr)
+                                                                          : ordered(r.scenario.model.hf_model_type)},
                 {"parameters", r.scenario.model.parameter_count()},
                 {"trainable_parameters", r.scenario.model.trainable_parameter_count()},
                 {"layers", r.scenario.model.layers.size()}};

@@ -134,7 +134,10 @@ std::string report_text(const Report& r) {
                      s.parallelism.torus_axes, s.hardware.torus_dims.size(), rings));
   }
   line(fmt::format("  model     {} parameters ({} trainable), {} layers, {}", count(static_cast<double>(s.model.parameter_count())),
-                   count(static_cast<double>(s.model.trainable_parameter_count())), s.model.layers.size(), s.model.kind));
+                   count(static_cast<double>(s.model.trainable_parameter_count())), s.model.layers.size(),
+                   s.model.hf_model_type.empty() ? s.model.kind
+                                                 : fmt::format("{} from a Hugging Face config.json (model_type {})",
+                                                               s.model.kind, s.model.hf_model_type)));
   const std::string unit = s.model.sample_unit();
   if (unit == "images")
     line(fmt::format("  batch     micro_batch_size {} x grad_accum {} = {} images/GPU/step, {} images/step in all",

@@ -391,6 +391,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     r.critical_path_tail.push_back({g.task(path[i]).name, tl[path[i]].start.seconds(), tl[path[i]].end.seconds()});
 
   if (!r.memory.fits) r.warnings.push_back(does_not_fit_message(s, r.memory));
+  for (const auto& n : s.model.not_modelled) r.warnings.push_back(fmt::format("model '{}': {}", s.model.name, n));
   // A band describes runs that ran: a step that does not fit gets none.
   if (!r.memory.fits && r.error_band.present()) {
     r.error_band.set.clear();
