@@ -354,3 +354,33 @@ TEST_CASE("hf_config: a scenario takes a config.json file, a folder holding one,
              Contains("unknown key 'nmae'"));
   fs::remove_all(fs::temp_directory_path() / "stepsim-hf-test");
 }
+
+TEST_CASE("hf_config: the catalog's config.json models add up to their published counts", "[models][hf]") {
+  struct Entry {
+    const char* name;
+    std::int64_t exact;  ///< these tensors' total (this reader; the rows above check the layouts)
+    double published;    ///< the model card's or report's figure (source in the catalog file); 0: none to check
+    double tolerance;    ///< relative: half a unit of the published figure's last digit, at least 0.1 %
+  };
+  const std::vector<Entry> entries = {
+      {"gpt2", 124'439'808, 124'439'808.0, 0.001},     {"gpt2-medium", 354'823'168, 355e6, 0.5 / 355},
+      {"gpt2-large", 774'030'080, 774e6, 0.001},       {"gpt2-xl", 1'557'611'200, 1'557'611'200.0, 0.001},
+      {"llama3.2-3b", 3'212'749'824, 3.21e9, 0.001},   {"mistral-7b", 7'241'732'096, 7.24e9, 0.001},
+      {"qwen2.5-7b", 7'615'616'512, 7.61e9, 0.001},    {"qwen2.5-72b", 72'706'203'648, 72.7e9, 0.001},
+      {"qwen3-8b", 8'190'735'360, 8.2e9, 0.05 / 8.2},  {"qwen3-32b", 32'762'123'264, 32.8e9, 0.05 / 32.8},
+      {"gemma2-9b", 9'241'705'984, 9'241'705'984.0, 0.001}, {"gemma2-27b", 27'227'128'320, 27.2e9, 0.05 / 27.2},
+      {"olmo2-7b", 7'298'617'344, 7.30e9, 0.001},      {"olmo2-13b", 13'716'198'400, 0, 0},  // the card names it "13B" and gives no count
+      // Qwen's cards give 14.7B and 32.5B, 0.5 % and 0.8 % under these configs' tensors (14.77B,
+      // 32.76B; the 7B and 72B cards agree with theirs): the catalog files say so, and no
+      // tolerance is stretched to hide it.
+      {"qwen2.5-14b", 14'770'033'664, 0, 0}, {"qwen2.5-32b", 32'763'876'352, 0, 0},
+  };
+  for (const auto& e : entries) {
+    INFO(e.name);
+    const ModelSpec m = load_model(e.name);
+    CHECK(m.parameter_count() == e.exact);
+    if (e.published > 0)
+      CHECK(std::abs(static_cast<double>(m.parameter_count()) - e.published) / e.published <= e.tolerance);
+    CHECK(!m.hf_model_type.empty());
+  }
+}
