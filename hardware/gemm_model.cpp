@@ -91,7 +91,7 @@ double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, con
   }
   for (const auto& a : work.attention) {
     gpu += a.passes * a.forward_flops() /
-           (hw.clock_fraction() * attention_flops_per_s(hw.attention.at(a.kernel), a.causal, a.head_dim, a.seq_len));
+           (hw.clock_fraction() * attention_flops_per_s(hw.attention.at(a.kernel), a.causal, a.head_dim, a.span()));
     launches += 1;
   }
   if (work.gemms.empty() && work.attention.empty() && flops > 0) {

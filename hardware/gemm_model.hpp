@@ -85,8 +85,20 @@ struct AttentionWork {
   double batch = 0, seq_len = 0, head_dim = 0;
   bool causal = true;
   double passes = 1;
-  /// Forward FLOPs of the benchmark's convention: 4·batch·seq_len²·head_dim, halved when causal.
-  double forward_flops() const { return 4.0 * batch * seq_len * seq_len * head_dim * (causal ? 0.5 : 1.0); }
+  /// Causal sliding window (Mistral, Gemma 2/3: each query sees at most `window` keys, its own
+  /// included; 0 = the whole sequence). FlashAttention skips the blocks outside the band
+  /// (flash_attn_func's window_size, which transformers passes for these models).
+  double window = 0;
+  /// Keys a query sees at most: the window when it is shorter than the sequence (causal only).
+  double span() const { return causal && window > 0 && window < seq_len ? window : seq_len; }
+  /// Forward FLOPs of the benchmark's convention: 4·batch·seq_len²·head_dim, halved when causal;
+  /// under a window w < seq_len, 4·batch·head_dim·(seq_len·w − w²/2) (Σ over queries of the keys
+  /// each sees, the causal convention's s²/2 at w = s).
+  double forward_flops() const {
+    const double w = span();
+    if (w < seq_len) return 4.0 * batch * head_dim * (seq_len * w - 0.5 * w * w);
+    return 4.0 * batch * seq_len * seq_len * head_dim * (causal ? 0.5 : 1.0);
+  }
 };
 
 /// The kernels of one task's work beyond its byte count: its GEMMs, its fused attention kernels
@@ -116,7 +128,10 @@ struct KernelWork {
 /// the GPU's work or the CPU's launches:
 ///   max( share · (Σ_GEMM count · t_gemm + Σ_attention passes · forward_flops / r) + bytes / (hbm_bw · hbm_efficiency),
 ///        share · (Σ_GEMM count + attention kernels + streaming_kernels + host_only_ops) · h )
-/// where r = clock_fraction · attention_flops_per_s(hw.attention[kernel], causal, head_dim, seq_len).
+/// where r = clock_fraction · attention_flops_per_s(hw.attention[kernel], causal, head_dim, span):
+/// under a sliding window the kernel's rate is its causal rate at the window's length (each
+/// query-block row holds a band of w keys with masked blocks at both ends, as a causal row of a
+/// w-token sequence has at one; the rate rises with length, so this is the lower of the two).
 /// On-chip matmuls (inside a fused kernel) launch nothing. t_gemm from `curve`, or the flat
 /// roofline without one; with no GEMM shapes, `flops` at the flat efficiency (one launch).
 /// Bound taken (docs/accuracy.md, vTrain): the CPU runs freely ahead inside a task (one layer's

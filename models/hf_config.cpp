@@ -265,20 +265,57 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
       break;
     }
   }
-  // What the config gives that the step does not model.
-  // MistralConfig, Gemma2Config and Gemma3TextConfig default to a 4096-token window; Qwen2
-  // uses its window only with use_sliding_window (Qwen2Config).
-  // An explicit null is no window (Mistral-7B-v0.3's config).
-  const bool windowed = (type == "mistral" || type == "gemma2" || type == "gemma3_text") &&
-                        !(text->contains("sliding_window") && text->at("sliding_window").is_null());
-  const auto sliding = windowed ? std::optional<std::int64_t>(r.integer("sliding_window", 4096, 1, kMaxDim))
-                                : r.optional_integer("sliding_window", 1, kMaxDim);
-  const bool sliding_used = sliding && (windowed || (type == "qwen2" && r.boolean("use_sliding_window", false)));
+  // Sliding-window attention (TransformerShape::attention_window): its width is sliding_window
+  // (MistralConfig, Gemma2Config and Gemma3TextConfig default to 4096; an explicit null, as in
+  // Mistral-7B-v0.3, is none; Qwen2 / Qwen3 use theirs only with use_sliding_window). The blocks
+  // that use it: the config's layer_types when given ("sliding_attention" / "full_attention"
+  // per block); else Mistral every block, Gemma 2 the even ones (Gemma2Attention: layer_idx % 2
+  // == 0), Gemma 3 all but every sliding_window_pattern-th ((i + 1) % pattern != 0, default 6),
+  // Qwen2 / Qwen3 those from max_window_layers on (default 28).
+  const bool null_window = text->contains("sliding_window") && text->at("sliding_window").is_null();
+  const bool qwen = type == "qwen2" || type == "qwen3";
+  std::optional<std::int64_t> width;
+  if ((type == "mistral" || type == "gemma2" || type == "gemma3_text") && !null_window)
+    width = r.integer("sliding_window", 4096, 1, kMaxDim);
+  else if (qwen && r.boolean("use_sliding_window", false) && !null_window)
+    width = r.integer("sliding_window", 4096, 1, kMaxDim);
+  std::vector<bool> sliding_block(static_cast<std::size_t>(s.layers), false);
+  if (width) {
+    const std::int64_t pattern = type == "gemma3_text" ? r.integer("sliding_window_pattern", 6, 1, kMaxLayers) : 1;
+    const std::int64_t first = qwen ? r.integer("max_window_layers", 28, 0, kMaxLayers) : 0;
+    for (std::int64_t i = 0; i < s.layers; ++i)
+      sliding_block[static_cast<std::size_t>(i)] = type == "gemma2"        ? i % 2 == 0
+                                                   : type == "gemma3_text" ? (i + 1) % pattern != 0
+                                                   : qwen                  ? i >= first
+                                                                           : true;
+    if (r.present("layer_types")) {
+      const nlohmann::json& lt = text->at("layer_types");
+      if (!lt.is_array() || lt.size() != static_cast<std::size_t>(s.layers)) {
+        r.problem("layer_types", fmt::format("expected an array of {} entries (one per block), got {}", s.layers,
+                                             json_excerpt(lt)));
+      } else {
+        for (std::size_t i = 0; i < lt.size(); ++i) {
+          if (lt[i] == "sliding_attention" || lt[i] == "full_attention") {
+            sliding_block[i] = lt[i] == "sliding_attention";
+          } else {
+            r.problem(fmt::format("layer_types/{}", i), fmt::format("expected \"sliding_attention\" or \"full_attention\", "
+                                                                   "got {}", json_excerpt(lt[i])));
+            break;
+          }
+        }
+      }
+    }
+  }
   top.finish();
   s.dtype = dtype.value_or(stored.value_or(DType::BF16));
+  const auto windowed = std::count(sliding_block.begin(), sliding_block.end(), true);
+  if (windowed > 0) {
+    for (bool b : sliding_block) s.attention_window.push_back(b ? *width : 0);
+    notes.push_back(fmt::format("sliding_window {} on {} of {} blocks (a flash kernel skips the masked keys)", *width,
+                                windowed, s.layers));
+  }
+  // What the config gives that the step does not price.
   std::vector<std::string> unpriced;
-  if (sliding_used)
-    unpriced.push_back(fmt::format("sliding_window {} not modelled: attention is priced over the whole sequence", *sliding));
   if (type == "gemma2" && !(text->contains("final_logit_softcapping") && text->at("final_logit_softcapping").is_null()))
     unpriced.push_back("final_logit_softcapping not modelled: its tanh over the logits is not priced");
   notes.insert(notes.end(), unpriced.begin(), unpriced.end());

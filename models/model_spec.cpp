@@ -36,6 +36,12 @@ double activation_bytes_per_token(const LayerSpec& layer, bool flash_attention, 
   return bytes;
 }
 
+double LayerSpec::attention_keys(double seq_len) const {
+  for (const auto& g : gemms)
+    if (g.attention()) return g.keys(seq_len);
+  return seq_len;
+}
+
 bool ModelSpec::has_logits_loss() const {
   for (const auto& l : layers)
     if (l.fused_loss_bytes_per_token > 0) return true;
@@ -237,6 +243,9 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     const auto hd = static_cast<double>(s.q_dim() / s.heads), heads = static_cast<double>(s.heads);
     b.gemms.push_back({LayerGemm::Kind::AttentionScores, 0, 0, -1, heads, hd, s.causal});
     b.gemms.push_back({LayerGemm::Kind::AttentionValues, 0, 0, -1, heads, hd, s.causal});
+    if (static_cast<std::size_t>(i) < s.attention_window.size())
+      for (std::size_t k = b.gemms.size() - 2; k < b.gemms.size(); ++k)
+        b.gemms[k].window = static_cast<double>(s.attention_window[static_cast<std::size_t>(i)]);
     const double f = static_cast<double>(s.ffn);
     const double kv = static_cast<double>(kv_dim);
     const double extra_norms = hidden_norms - 2;  // Sandwich: the two norms on the outputs

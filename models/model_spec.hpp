@@ -46,11 +46,20 @@ struct LayerGemm {
   double groups = 1;               ///< Conv: groups (ResNeXt's cardinality); n and input channels divide by it
   double input_elements = 0;       ///< Conv: input elements per sample (channels × height × width)
   bool input_grad = true;          ///< Conv: the input needs a gradient (false for a network's first conv on the images)
+  /// Attention kinds: a causal sliding window, the most keys a query sees (0 = the whole
+  /// sequence). Only a FlashAttention kernel skips the masked blocks (hardware::AttentionWork);
+  /// SDPA's other backends and eager attention compute the whole masked s×s.
+  double window = 0;
   /// FLOPs per sample of the forward: 2·rows·n·k (Linear and Conv; 0 for the attention kinds,
   /// whose FLOPs scale with the sequence).
   double flops_per_sample() const { return kind == Kind::Linear || kind == Kind::Conv ? 2.0 * rows * n * k : 0.0; }
   /// The attention kinds (Scores, Values).
   bool attention() const { return kind == Kind::AttentionScores || kind == Kind::AttentionValues; }
+  /// Attention kinds: keys per query on the FLOP convention's full s² (LayerSpec::attention_keys):
+  /// seq_len, or 2w − w²/seq_len under a causal window w < seq_len.
+  double keys(double seq_len) const {
+    return causal && window > 0 && window < seq_len ? 2 * window - window * window / seq_len : seq_len;
+  }
 };
 
 /// One layer (module) as the simulator schedules it: forward runs layers in order, backward
@@ -96,6 +105,10 @@ struct LayerSpec {
   /// 0: the layer computes no loss.
   double fused_loss_bytes_per_token = 0;
   bool root = false;  ///< owned by FSDP's root unit (embeddings, final norm, LM head), not a block
+  /// Keys per query that the attention FLOPs count (× fwd_attn_flops_per_token_per_seq): the
+  /// sequence, or under a causal sliding window w < seq_len (LayerGemm::window) 2w − w²/seq_len,
+  /// the windowed share of the causal work (s·w − w²/2 against s²/2) on the convention's full s².
+  double attention_keys(double seq_len) const;
   std::optional<double> fwd_s;  ///< measured forward time of one micro-batch (replaces FLOPs)
   std::optional<double> bwd_s;  ///< measured backward time of one micro-batch
 };
@@ -191,6 +204,9 @@ struct TransformerShape {
   /// Share of each head's width that rotary embedding turns (GPT-NeoX rotary_pct, 0.25 in
   /// Pythia); scales the rotary kernels' bytes.
   double rotary_fraction = 1.0;
+  /// Per block, the causal sliding window of its attention in tokens (0 = full attention);
+  /// empty = every block full (LayerGemm::window).
+  std::vector<std::int64_t> attention_window;
 
   /// heads·head_dim: width of q and of the attention output.
   std::int64_t q_dim() const { return heads * (head_dim > 0 ? head_dim : hidden / heads); }

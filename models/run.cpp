@@ -392,6 +392,17 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
 
   if (!r.memory.fits) r.warnings.push_back(does_not_fit_message(s, r.memory));
   for (const auto& n : s.model.not_modelled) r.warnings.push_back(fmt::format("model '{}': {}", s.model.name, n));
+  if (!s.activations.flash_attention) {
+    const double seq = static_cast<double>(s.batch.seq_len);
+    for (const auto& l : s.model.layers)
+      if (l.attention_keys(seq) < seq) {
+        r.warnings.push_back(fmt::format(
+            "model '{}' has sliding-window attention, but eager attention (activations.attention eager) computes the "
+            "whole masked {}x{} scores; a flash kernel would skip the masked keys", s.model.name, s.batch.seq_len,
+            s.batch.seq_len));
+        break;
+      }
+  }
   // A band describes runs that ran: a step that does not fit gets none.
   if (!r.memory.fits && r.error_band.present()) {
     r.error_band.set.clear();

@@ -14,10 +14,17 @@ namespace stepsim::models {
 
 namespace {
 
+// Keys per query the attention kernel computes: a flash kernel skips what a sliding window
+// masks (LayerSpec::attention_keys); eager attention and SDPA's masked backends compute the
+// whole s×s.
+double executed_attention_keys(const Scenario& s, const LayerSpec& l) {
+  const double seq = static_cast<double>(s.batch.seq_len);
+  return s.activations.flash_attention ? l.attention_keys(seq) : seq;
+}
+
 double forward_flops(const Scenario& s, const LayerSpec& l) {
   const double tokens = static_cast<double>(s.tokens_per_micro_batch());
-  return tokens * (l.fwd_gemm_flops_per_token +
-                   l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len));
+  return tokens * (l.fwd_gemm_flops_per_token + l.fwd_attn_flops_per_token_per_seq * executed_attention_keys(s, l));
 }
 
 // Eager (unfused) attention's memory-bound kernels on the a·s² scores of one micro-batch, as
@@ -111,7 +118,7 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
   // Recomputation runs (part of) the forward again inside backward (models/recompute.hpp).
   const RecomputeWork re = recompute_work(s, layer);
   const double bwd_gemm = tokens * l.fwd_gemm_flops_per_token * (2.0 - frozen_share + re.linear_flops_share);
-  const double bwd_attn = (2.0 + re.attention) * tokens * l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len);
+  const double bwd_attn = (2.0 + re.attention) * tokens * l.fwd_attn_flops_per_token_per_seq * executed_attention_keys(s, l);
   // Recomputation casts the re-run linears' inputs again (float8.hpp), as a share of the forward's.
   const Float8Casts casts = float8_casts(s, layer);
   const double bwd_stream = (2.0 + re.streaming) * tokens * streaming_bytes_per_token(s, l) +
@@ -252,13 +259,16 @@ void add_attention_gemms(const Scenario& s, const LayerGemm& g, hardware::GemmLi
   const bool flash = s.activations.flash_attention;
   if (flash && !s.activations.attention_kernel.empty()) return;  // priced by layer_attention
   const hardware::GemmMath math = s.precision.gemm_math;
+  // Keys per query: on chip, a sliding window's band (LayerSpec::attention_keys' share of the
+  // full s²); through HBM, the whole masked s×s.
+  const double keys = flash ? g.keys(seq) : seq;
   if (g.kind == LayerGemm::Kind::AttentionScores) {
-    fwd.push_back({{seq, seq, g.head_dim, batch, flash, math}, 1});
-    bwd.push_back({{seq, g.head_dim, seq, batch, flash, math}, 2});  // dQ = dS·K, dK = dSᵀ·Q
+    fwd.push_back({{seq, keys, g.head_dim, batch, flash, math}, 1});
+    bwd.push_back({{seq, g.head_dim, keys, batch, flash, math}, 2});  // dQ = dS·K, dK = dSᵀ·Q
   } else {
-    fwd.push_back({{seq, g.head_dim, seq, batch, flash, math}, 1});
-    bwd.push_back({{seq, seq, g.head_dim, batch, flash, math}, 1});  // dP = dO·Vᵀ
-    bwd.push_back({{seq, g.head_dim, seq, batch, flash, math}, 1});  // dV = Pᵀ·dO
+    fwd.push_back({{seq, g.head_dim, keys, batch, flash, math}, 1});
+    bwd.push_back({{seq, keys, g.head_dim, batch, flash, math}, 1});  // dP = dO·Vᵀ
+    bwd.push_back({{seq, g.head_dim, keys, batch, flash, math}, 1});  // dV = Pᵀ·dO
   }
 }
 
@@ -330,6 +340,7 @@ std::vector<hardware::AttentionWork> layer_attention(const Scenario& s, std::siz
     a.seq_len = static_cast<double>(s.batch.seq_len);
     a.head_dim = g.head_dim;
     a.causal = g.causal;
+    a.window = g.window;
     a.passes = backward ? 2.5 + recompute_work(s, layer).attention : 1.0;
     out.push_back(a);
   }
@@ -371,8 +382,9 @@ double model_flops_per_gpu_step(const Scenario& s) {
       if (!p.trainable) frozen += static_cast<double>(p.numel);
     }
     const double frozen_share = numel > 0 ? frozen / numel : 0.0;
+    // A sliding window's masked keys are no model FLOPs, whichever kernel computes them.
     f += tokens * (l.fwd_gemm_flops_per_token * (3.0 - frozen_share) +
-                   3.0 * l.fwd_attn_flops_per_token_per_seq * static_cast<double>(s.batch.seq_len));
+                   3.0 * l.fwd_attn_flops_per_token_per_seq * l.attention_keys(static_cast<double>(s.batch.seq_len)));
   }
   return f * static_cast<double>(s.batch.grad_accum);
 }

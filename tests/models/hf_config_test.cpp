@@ -289,9 +289,53 @@ TEST_CASE("hf_config: missing keys take the configuration class's defaults", "[m
                                        {"num_key_value_heads", 1}, {"vocab_size", 262144}}}});
   CHECK(g3.parameter_count() == 999'885'952);
   CHECK_THAT(g3.source, Contains("text stack only"));
-  CHECK_THAT(hf({{"model_type", "mistral"}}).source, Contains("sliding_window 4096 not modelled"));
+  CHECK_THAT(hf({{"model_type", "mistral"}}).source, Contains("sliding_window 4096 on 32 of 32 blocks"));
   CHECK_THAT(hf({{"model_type", "mistral"}, {"sliding_window", nullptr}}).source, !Contains("sliding_window"));
   CHECK_THAT(hf({{"model_type", "qwen2"}, {"sliding_window", 4096}}).source, !Contains("sliding_window"));
+  CHECK_THAT(hf({{"model_type", "qwen2"}, {"use_sliding_window", true}, {"max_window_layers", 20}}).source,
+             Contains("sliding_window 4096 on 12 of 32 blocks"));
+  CHECK_THAT(hf({{"model_type", "gemma2"}}).source, Contains("sliding_window 4096 on 13 of 26 blocks"));
+  CHECK_THAT(hf({{"model_type", "gemma3_text"}, {"sliding_window", 512}}).source,
+             Contains("sliding_window 512 on 22 of 26 blocks"));  // (i + 1) % 6 != 0
+  const auto typed = hf({{"model_type", "gemma3_text"}, {"num_hidden_layers", 3},
+                         {"layer_types", {"full_attention", "sliding_attention", "full_attention"}}});
+  CHECK(typed.layers[1].gemms.back().window == 0);
+  CHECK(typed.layers[2].gemms.back().window == 4096);
+  CHECK(typed.layers[2].attention_keys(8192) == 2 * 4096 - 4096.0 * 4096 / 8192);
+  CHECK(typed.layers[2].attention_keys(4096) == 4096);
+}
+
+TEST_CASE("hf_config: a sliding window saves what a flash kernel skips, and only that", "[models][hf]") {
+  const auto step = [](const json& config, std::int64_t seq, const std::string& attention) {
+    json doc = {{"model", {{"hf_config", config}}}, {"hardware", "h100-sxm"},
+                {"parallelism", {{"strategy", "fsdp"}, {"dp", 8}}}, {"batch", {{"seq_len", seq}}},
+                {"activations", {{"attention", attention}}}};
+    return run(parse_scenario(doc, "test.json"));
+  };
+  const json windowed = {{"model_type", "mistral"}, {"num_hidden_layers", 4}};
+  const json full = {{"model_type", "mistral"}, {"num_hidden_layers", 4}, {"sliding_window", nullptr}};
+  // Within the window nothing changes.
+  CHECK(step(windowed, 4096, "flash-attention-2").step_time_s == step(full, 4096, "flash-attention-2").step_time_s);
+  // At 32k tokens the band is 4096 of 32768 keys: attention work falls to (2w − w²/s)/s = 23 %
+  // of the full count; the step is faster, under both flash forms.
+  for (const char* attention : {"flash-attention-2", "flash"}) {
+    INFO(attention);
+    const Report w = step(windowed, 32768, attention), f = step(full, 32768, attention);
+    CHECK(w.step_time_s < 0.8 * f.step_time_s);
+    CHECK(w.mfu <= 1.0);
+    CHECK(w.warnings.empty());
+  }
+  // Model FLOPs count the band: the difference is the attention FLOPs the window masks
+  // (3 passes × 4·q·(s − keys) per token per block, 4 blocks, 32768 tokens).
+  const double s = 32768, w = 4096, keys = 2 * w - w * w / s;
+  CHECK(step(full, 32768, "flash").model_flops_per_gpu - step(windowed, 32768, "flash").model_flops_per_gpu ==
+        Approx(3 * 4 * 4096.0 * (s - keys) * 4 * s).epsilon(1e-9));
+  // Eager attention computes the whole masked s×s: same time as without the window, and it says so.
+  const Report eager = step(windowed, 32768, "eager");
+  CHECK(eager.step_time_s == Approx(step(full, 32768, "eager").step_time_s).epsilon(1e-12));
+  REQUIRE(eager.warnings.size() == 2);  // the s² scores do not fit either
+  CHECK_THAT(eager.warnings[0], Contains("does not fit"));
+  CHECK_THAT(eager.warnings[1], Contains("computes the whole masked 32768x32768 scores"));
 }
 
 TEST_CASE("hf_config: refusals name the file, the key and every problem at once", "[models][hf]") {
