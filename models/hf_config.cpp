@@ -28,13 +28,51 @@ constexpr double kMaxParams = 1e15;
 // transformers' configuration classes treat None.
 using Problems = std::vector<std::pair<std::string, std::string>>;  // (JSON path, message)
 
+// Keys of transformers' configuration classes that a config may hold and stepsim need not read
+// (no tensor or step time depends on them, or not for this model_type): never typos.
+const std::vector<std::string>& known_keys() {
+  static const std::vector<std::string> keys = {
+      "model_type", "torch_dtype", "dtype", "_name_or_path", "architectures", "transformers_version",
+      "text_config", "vision_config", "sliding_window", "use_sliding_window", "max_window_layers", "layer_types",
+      "sliding_window_pattern", "max_position_embeddings", "rope_theta", "rope_scaling", "rope_parameters",
+      "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "hidden_act", "hidden_activation",
+      "activation_function", "attention_dropout", "hidden_dropout", "initializer_range", "use_cache",
+      "bos_token_id", "eos_token_id", "pad_token_id", "query_pre_attn_scalar", "attn_logit_softcapping",
+      "final_logit_softcapping", "rope_local_base_freq", "partial_rotary_factor", "rotary_pct", "rotary_emb_base",
+      "use_parallel_residual", "n_ctx", "resid_pdrop", "embd_pdrop", "attn_pdrop", "scale_attn_weights",
+      "original_max_position_embeddings", "pretraining_tp", "mlp_bias", "attention_bias", "head_dim",
+      "num_key_value_heads", "qkv_bias", "cache_implementation", "tie_word_embeddings", "n_inner", "n_positions",
+      "name", "source"};
+  return keys;
+}
+
 class ConfigReader {
  public:
   ConfigReader(const nlohmann::json& obj, std::string source, std::string pointer, Problems& problems)
       : obj_(obj), source_(std::move(source)), pointer_(std::move(pointer)), problems_(problems) {}
 
   std::string path(const std::string& key) const { return pointer_ + "/" + key; }
-  bool present(const std::string& key) const { return obj_.contains(key) && !obj_.at(key).is_null(); }
+  /// True when the key holds a value (not null); marks it read, and when it is not in the
+  /// object at all, as one that took its default (typos() looks for it).
+  bool present(const std::string& key) const {
+    read_.push_back(key);
+    if (!obj_.contains(key)) defaulted_.push_back(key);
+    return obj_.contains(key) && !obj_.at(key).is_null();
+  }
+  /// A key nobody read that is a near miss of one that was read ("intermediate_sise" for
+  /// intermediate_size) is a typo that would silently change the model, or silently not: a
+  /// problem. Keys transformers knows (known_keys) are never typos.
+  void typos() {
+    for (const auto& [key, value] : obj_.items()) {
+      if (std::find(read_.begin(), read_.end(), key) != read_.end()) continue;
+      if (std::find(known_keys().begin(), known_keys().end(), key) != known_keys().end()) continue;
+      const std::string near = suggest(key, read_);
+      if (near.empty()) continue;
+      const bool defaulted = std::find(defaulted_.begin(), defaulted_.end(), near) != defaulted_.end();
+      problem(key, fmt::format("unknown key (did you mean '{}'?){}", near,
+                               defaulted ? fmt::format("; without it, {} takes its default", near) : ""));
+    }
+  }
 
   std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t min, std::int64_t max) {
     if (!present(key)) return std::nullopt;
@@ -97,6 +135,7 @@ class ConfigReader {
   const nlohmann::json& obj_;
   std::string source_, pointer_;
   Problems& problems_;
+  mutable std::vector<std::string> read_, defaulted_;
 };
 
 // The defaults of a model_type's configuration class (transformers configuration_*.py __init__;
@@ -104,28 +143,22 @@ class ConfigReader {
 struct Defaults {
   std::int64_t vocab, hidden, ffn, layers, heads, kv_heads, head_dim;
   bool tied;
+  std::int64_t context;  ///< max_position_embeddings
 };
 
 Defaults defaults_of(const std::string& type) {
-  if (type == "llama") return {32000, 4096, 11008, 32, 32, 0, 0, false};       // LlamaConfig
-  if (type == "mistral") return {32000, 4096, 14336, 32, 32, 8, 0, false};     // MistralConfig
-  if (type == "qwen2") return {151936, 4096, 22016, 32, 32, 32, 0, false};     // Qwen2Config
-  if (type == "qwen3") return {151936, 4096, 22016, 32, 32, 32, 128, false};   // Qwen3Config
-  if (type == "gemma") return {256000, 3072, 24576, 28, 16, 16, 256, true};    // GemmaConfig
-  if (type == "gemma2") return {256000, 2304, 9216, 26, 8, 4, 256, true};      // Gemma2Config
-  if (type == "gemma3_text") return {262208, 2304, 9216, 26, 8, 4, 256, true}; // Gemma3TextConfig
-  if (type == "phi3") return {32064, 3072, 8192, 32, 32, 0, 0, false};         // Phi3Config
-  if (type == "olmo2") return {50304, 4096, 11008, 32, 32, 0, 0, false};       // Olmo2Config
-  if (type == "gpt_neox") return {50432, 6144, 24576, 44, 64, 0, 0, false};    // GPTNeoXConfig
-  if (type == "gpt2") return {50257, 768, 0, 12, 12, 0, 0, true};              // GPT2Config (n_inner None: 4·n_embd)
+  if (type == "llama") return {32000, 4096, 11008, 32, 32, 0, 0, false, 2048};       // LlamaConfig
+  if (type == "mistral") return {32000, 4096, 14336, 32, 32, 8, 0, false, 131072};   // MistralConfig
+  if (type == "qwen2") return {151936, 4096, 22016, 32, 32, 32, 0, false, 32768};    // Qwen2Config
+  if (type == "qwen3") return {151936, 4096, 22016, 32, 32, 32, 128, false, 32768};  // Qwen3Config
+  if (type == "gemma") return {256000, 3072, 24576, 28, 16, 16, 256, true, 8192};    // GemmaConfig
+  if (type == "gemma2") return {256000, 2304, 9216, 26, 8, 4, 256, true, 8192};       // Gemma2Config
+  if (type == "gemma3_text") return {262208, 2304, 9216, 26, 8, 4, 256, true, 131072}; // Gemma3TextConfig
+  if (type == "phi3") return {32064, 3072, 8192, 32, 32, 0, 0, false, 4096};         // Phi3Config
+  if (type == "olmo2") return {50304, 4096, 11008, 32, 32, 0, 0, false, 2048};       // Olmo2Config
+  if (type == "gpt_neox") return {50432, 6144, 24576, 44, 64, 0, 0, false, 2048};    // GPTNeoXConfig
+  if (type == "gpt2") return {50257, 768, 0, 12, 12, 0, 0, true, 1024};              // GPT2Config (n_inner None: 4·n_embd)
   throw InternalError("no defaults for model_type " + type);
-}
-
-std::optional<DType> dtype_from_torch(const std::string& text) {
-  if (text == "bfloat16") return DType::BF16;
-  if (text == "float16") return DType::FP16;
-  if (text == "float32") return DType::FP32;
-  return std::nullopt;
 }
 
 }  // namespace
@@ -147,12 +180,19 @@ bool is_hf_config(const nlohmann::json& doc) {
 }
 
 std::string hf_name_from_path(const std::string& path) {
-  const std::filesystem::path p(path);
-  if (p.filename() == "config.json") {
-    const std::string folder = p.parent_path().lexically_normal().filename().string();
-    if (!folder.empty() && folder != "." && folder != "..") return folder;
+  namespace fs = std::filesystem;
+  const fs::path p = fs::path(path).lexically_normal();
+  if (p.filename() != "config.json") return p.stem().string();
+  const fs::path folder = p.parent_path();
+  // The Hub's cache: .../models--ORG--NAME/snapshots/REVISION/config.json is NAME.
+  const fs::path repo = folder.parent_path().parent_path().filename();
+  const std::string cache = repo.string();
+  if (folder.parent_path().filename() == "snapshots" && cache.rfind("models--", 0) == 0) {
+    const auto last = cache.rfind("--");
+    if (last != std::string::npos && last + 2 < cache.size()) return cache.substr(last + 2);
   }
-  return p.stem().string();
+  const std::string name = folder.filename().string();
+  return name.empty() || name == "." || name == ".." ? p.stem().string() : name;
 }
 
 ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& source, const std::string& pointer,
@@ -163,10 +203,14 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
   ConfigReader top(config, source, pointer, problems);
   const auto type_text = top.optional_string("model_type");
   if (!type_text) {
-    top.problem("model_type", "required field is missing (the config's model_type, e.g. \"llama\")");
+    if (!top.present("model_type"))
+      top.problem("model_type", "required field is missing (the config's model_type, e.g. \"llama\")");
     top.finish();
   }
   std::string type = *type_text;
+  if (config.contains("hf_config"))  // a wrapper's key inside the config itself: one of them is lost
+    top.problem("hf_config", "a config.json holds no hf_config; give the config itself, or {\"name\", \"hf_config\": "
+                             "{...}} without model_type beside hf_config");
   const auto& moe = hf_moe_model_types();
   if (std::find(moe.begin(), moe.end(), type) != moe.end())
     throw InputError(source, top.path("model_type"),
@@ -183,6 +227,7 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
   const nlohmann::json* text = &config;
   std::string text_pointer = pointer;
   std::vector<std::string> notes;
+  bool vision = false;  // Gemma3ForConditionalGeneration's vision tower, not built
   if (type == "gemma3") {
     if (config.contains("text_config") && config.at("text_config").is_object()) {
       text = &config.at("text_config");
@@ -191,21 +236,34 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
       top.problem("text_config", "expected an object (Gemma3TextConfig), got " + json_excerpt(config.at("text_config")));
       top.finish();
     }
-    notes.push_back("text stack only (the vision tower is not built)");
+    vision = true;
     type = "gemma3_text";
   }
   ConfigReader r(*text, source, text_pointer, problems);
   const Defaults d = defaults_of(type);
   const bool gpt2 = type == "gpt2";
 
+  // GPT2Config's attribute_map makes hidden_size, num_hidden_layers, num_attention_heads and
+  // max_position_embeddings aliases of n_embd, n_layer, n_head and n_positions.
+  const auto key = [&](const char* name, const char* alias) {
+    return gpt2 && !text->contains(name) && text->contains(alias) ? alias : name;
+  };
+  const std::string hidden_key = gpt2 ? key("n_embd", "hidden_size") : "hidden_size";
+  const std::string layers_key = gpt2 ? key("n_layer", "num_hidden_layers") : "num_hidden_layers";
+  const std::string heads_key = gpt2 ? key("n_head", "num_attention_heads") : "num_attention_heads";
+  const std::string ffn_key = gpt2 ? "n_inner" : "intermediate_size";
   TransformerShape s;
-  s.hidden = r.integer(gpt2 ? "n_embd" : "hidden_size", d.hidden, 1, kMaxDim);
-  s.layers = r.integer(gpt2 ? "n_layer" : "num_hidden_layers", d.layers, 1, kMaxLayers);
-  s.heads = r.integer(gpt2 ? "n_head" : "num_attention_heads", d.heads, 1, kMaxHeads);
+  s.hidden = r.integer(hidden_key, d.hidden, 1, kMaxDim);
+  s.layers = r.integer(layers_key, d.layers, 1, kMaxLayers);
+  s.heads = r.integer(heads_key, d.heads, 1, kMaxHeads);
   s.vocab = r.integer("vocab_size", d.vocab, 1, kMaxDim);
-  s.ffn = gpt2 ? r.integer("n_inner", 4 * s.hidden, 1, kMaxDim) : r.integer("intermediate_size", d.ffn, 1, kMaxDim);
+  s.ffn = r.integer(ffn_key, gpt2 ? 4 * s.hidden : d.ffn, 1, kMaxDim);
   const bool has_kv = type != "gpt2" && type != "gpt_neox";  // those two are multi-head only
-  s.kv_heads = has_kv ? r.integer("num_key_value_heads", d.kv_heads > 0 ? d.kv_heads : s.heads, 1, kMaxHeads) : s.heads;
+  // None (null) is num_attention_heads (LlamaConfig, MistralConfig, Qwen2Config, …); absent is
+  // the class's default, which for Mistral and Qwen2 is a number of its own.
+  const bool kv_null = text->contains("num_key_value_heads") && text->at("num_key_value_heads").is_null();
+  s.kv_heads = has_kv ? r.integer("num_key_value_heads", d.kv_heads > 0 && !kv_null ? d.kv_heads : s.heads, 1, kMaxHeads)
+                      : s.heads;
   const bool has_head_dim = has_kv;  // every attention class reads getattr(config, "head_dim", hidden // heads)
   s.head_dim = has_head_dim ? r.integer("head_dim", d.head_dim, 1, kMaxHeads) : 0;
   s.tied_embeddings = r.boolean("tie_word_embeddings", d.tied);
@@ -236,35 +294,53 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
   }
   if (gpt2) {
     s.qkv_bias = s.o_bias = true;  // Conv1D layers always have a bias
-    s.max_positions = r.integer("n_positions", 1024, 1, kMaxDim);
+    s.max_positions = r.integer(key("n_positions", "max_position_embeddings"), 1024, 1, kMaxDim);
   }
   if (type == "gpt_neox") s.rotary_fraction = r.fraction("rotary_pct", 0.25);
 
-  // Cross-field checks, as the modeling classes need them.
-  if (s.kv_heads > 0 && s.heads % s.kv_heads != 0)
-    r.problem(has_kv ? "num_key_value_heads" : "",
-              fmt::format("num_attention_heads ({}) must be divisible by num_key_value_heads ({})", s.heads, s.kv_heads));
-  if (s.head_dim == 0 && s.hidden % s.heads != 0)
-    r.problem(gpt2 ? "n_head" : "num_attention_heads",
-              fmt::format("{} ({}) is not divisible by it ({}), and the config gives no head_dim",
-                          gpt2 ? "n_embd" : "hidden_size", s.hidden, s.heads));
-  const double q = static_cast<double>(s.heads) * static_cast<double>(s.head_dim > 0 ? s.head_dim : s.hidden);
-  const double h = static_cast<double>(s.hidden);
-  const double per_layer = 4 * h * q + 3 * h * static_cast<double>(s.ffn);
-  const double total = 2 * h * static_cast<double>(s.vocab) + per_layer * static_cast<double>(s.layers);
-  if (total > kMaxParams)
-    r.problem(gpt2 ? "n_embd" : "hidden_size",
-              fmt::format("this config has about {:.3g} parameters; expected at most {:g}", total, kMaxParams));
+  // Cross-field checks, as the modeling classes need them: only over values the config gave
+  // well (a refused value's fallback would be blamed for what the user never wrote).
+  if (problems.empty()) {
+    if (s.kv_heads > 0 && s.heads % s.kv_heads != 0)
+      r.problem("num_key_value_heads", fmt::format("num_attention_heads ({}) must be divisible by num_key_value_heads "
+                                                   "({})", s.heads, s.kv_heads));
+    if (s.head_dim == 0 && s.hidden % s.heads != 0)
+      r.problem(heads_key, fmt::format("{} ({}) is not divisible by it ({}){}", hidden_key, s.hidden, s.heads,
+                                       has_head_dim ? ", and the config gives no head_dim" : ""));
+    // The tensors' total, before any is built: at most 1e15 parameters keeps every count exact.
+    const double h = static_cast<double>(s.hidden), f = static_cast<double>(s.ffn);
+    const double q = static_cast<double>(s.heads) * static_cast<double>(s.head_dim > 0 ? s.head_dim : s.hidden / s.heads);
+    const double kv = q / static_cast<double>(s.heads) * static_cast<double>(s.kv_heads);
+    const double layers = static_cast<double>(s.layers);
+    const std::vector<std::pair<std::string, double>> parts = {
+        {"vocab_size", h * static_cast<double>(s.vocab) * (s.tied_embeddings ? 1 : 2)},
+        {gpt2 ? key("n_positions", "max_position_embeddings") : "vocab_size",
+         h * static_cast<double>(s.max_positions)},
+        {hidden_key, layers * h * (2 * q + 2 * kv)},
+        {ffn_key, layers * h * f * (type == "phi3" || s.gated_mlp ? 3 : 2)}};
+    double total = 0;
+    std::size_t largest = 0;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      total += parts[i].second;
+      if (parts[i].second > parts[largest].second) largest = i;
+    }
+    if (total > kMaxParams)
+      r.problem(parts[largest].first, fmt::format("this config has about {:.3g} parameters ({:.3g} from {}); expected at "
+                                                  "most {:g}", total, parts[largest].second, parts[largest].first,
+                                                  kMaxParams));
+  }
 
-  // Storage dtype: torch_dtype (transformers v4) or dtype (v5), at the top level.
-  std::optional<DType> stored;
-  for (const char* key : {"torch_dtype", "dtype"}) {
-    if (const auto t = top.optional_string(key)) {
-      stored = dtype_from_torch(*t);
-      if (!stored) top.problem(key, fmt::format("'{}' is not a dtype stepsim trains in; expected bfloat16, float16 or float32", excerpt(*t)));
+  // The checkpoint's storage dtype (torch_dtype in transformers v4, dtype in v5) is not the
+  // training dtype: Gemma 2 and OLMo 2 ship float32 configs and train in bf16 mixed precision.
+  // The tensors are bf16, as for every language model here, unless precision.param_dtype says.
+  std::optional<std::string> stored;
+  for (const char* key : {"torch_dtype", "dtype"})
+    if (top.present(key) && config.at(key).is_string()) {
+      stored = config.at(key).get<std::string>();
       break;
     }
-  }
+  // The context the config declares (max_position_embeddings; ModelSpec::context_length).
+  const std::int64_t context = gpt2 ? 0 : r.integer("max_position_embeddings", d.context, 1, kMaxDim);
   // Sliding-window attention (TransformerShape::attention_window): its width is sliding_window
   // (MistralConfig, Gemma2Config and Gemma3TextConfig default to 4096; an explicit null, as in
   // Mistral-7B-v0.3, is none; Qwen2 / Qwen3 use theirs only with use_sliding_window). The blocks
@@ -277,6 +353,8 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
   std::optional<std::int64_t> width;
   if ((type == "mistral" || type == "gemma2" || type == "gemma3_text") && !null_window)
     width = r.integer("sliding_window", 4096, 1, kMaxDim);
+  else if (type == "phi3")  // Phi3Config: None by default; Phi-3-mini-4k sets 2047, on every block
+    width = r.optional_integer("sliding_window", 1, kMaxDim);
   else if (qwen && r.boolean("use_sliding_window", false) && !null_window)
     width = r.integer("sliding_window", 4096, 1, kMaxDim);
   std::vector<bool> sliding_block(static_cast<std::size_t>(s.layers), false);
@@ -306,8 +384,25 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
       }
     }
   }
+  // The name: the caller's; else a bare config's own "name" (a wrapper-like key stepsim accepts
+  // inline) or the last part of _name_or_path; else the model_type. Control characters become
+  // '?' (a name is printed in every report's first line).
+  std::string model_name = name;
+  const auto own_name = top.optional_string("name");
+  const auto name_or_path = top.optional_string("_name_or_path");
+  const auto own_source = top.optional_string("source");
+  if (model_name.empty() && own_name) model_name = *own_name;
+  if (model_name.empty() && name_or_path)
+    model_name = std::filesystem::path(*name_or_path).lexically_normal().filename().string();
+  if (model_name.empty()) model_name = type;
+  for (char& c : model_name)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  r.typos();
   top.finish();
-  s.dtype = dtype.value_or(stored.value_or(DType::BF16));
+  s.dtype = dtype.value_or(DType::BF16);
+  if (stored && *stored != "bfloat16")
+    notes.push_back(fmt::format("checkpoint stored in {} (torch_dtype); trained in {} (precision.param_dtype)",
+                                excerpt(*stored), dtype_name(s.dtype)));
   const auto windowed = std::count(sliding_block.begin(), sliding_block.end(), true);
   if (windowed > 0) {
     for (bool b : sliding_block) s.attention_window.push_back(b ? *width : 0);
@@ -316,16 +411,13 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
   }
   // What the config gives that the step does not price.
   std::vector<std::string> unpriced;
+  if (vision)
+    unpriced.push_back("text stack only: the vision tower and projector of model_type gemma3 are not simulated "
+                       "(neither their parameters nor their compute)");
   if (type == "gemma2" && !(text->contains("final_logit_softcapping") && text->at("final_logit_softcapping").is_null()))
     unpriced.push_back("final_logit_softcapping not modelled: its tanh over the logits is not priced");
   notes.insert(notes.end(), unpriced.begin(), unpriced.end());
 
-  std::string model_name = name;
-  if (model_name.empty()) {
-    const auto from = top.optional_string("_name_or_path");
-    model_name = from && !from->empty() ? std::filesystem::path(*from).filename().string() : type;
-    if (model_name.empty()) model_name = type;
-  }
   ModelSpec m = make_transformer(model_name, s);
   m.source = fmt::format("Hugging Face config.json (model_type {}): {} {}, {} {}, {} {}, {} {}, num_key_value_heads {}, "
                          "head_dim {}, vocab_size {}, tie_word_embeddings {}, {}",
@@ -333,8 +425,10 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
                          gpt2 ? "n_layer" : "num_hidden_layers", s.layers, gpt2 ? "n_head" : "num_attention_heads",
                          s.heads, s.kv_heads, s.q_dim() / s.heads, s.vocab, s.tied_embeddings, dtype_name(s.dtype));
   for (const auto& n : notes) m.source += "; " + n;
+  if (own_source && !own_source->empty()) m.source = *own_source + "; " + m.source;
   m.hf_model_type = type;
   m.not_modelled = unpriced;
+  m.context_length = context;
   return m;
 }
 

@@ -38,10 +38,14 @@ std::string hf_name_from_path(const std::string& path);
 /// class (LlamaConfig, Qwen2Config, GPT2Config, …); num_key_value_heads defaults to
 /// num_attention_heads and head_dim to hidden_size / num_attention_heads where the class leaves
 /// them None. Keys that do not change the tensors or the step (token ids, rope settings, eps,
-/// architectures, …) are ignored. Tensors are held in `dtype` when given (a scenario's
-/// precision.param_dtype), else in the config's torch_dtype (or "dtype") when it is bfloat16,
-/// float16 or float32, else bf16. Sliding-window attention is noted in the model's source and
-/// priced over the full sequence (an upper bound on the attention time).
+/// architectures, …) are ignored; an unknown key that is a near miss of one that took its default
+/// is a problem (a typo would change the model silently). Tensors are held in `dtype` when given
+/// (a scenario's precision.param_dtype), else bf16: the config's torch_dtype is how the
+/// checkpoint is stored, not how it trains, and the source notes it when it is not bfloat16.
+/// Sliding-window attention sets the blocks' LayerGemm::window (rules in the .cpp); GPT-2's
+/// n_positions becomes ModelSpec::learned_positions, max_position_embeddings
+/// ModelSpec::context_length; what is not simulated (Gemma 3's vision tower, Gemma 2's final
+/// logit softcap) goes to ModelSpec::not_modelled.
 ///
 /// @param config   the config object (a file's root, or an inline "hf_config")
 /// @param source   file name for messages

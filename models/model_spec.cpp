@@ -180,6 +180,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   ModelSpec m;
   m.name = name;
   m.kind = "transformer";
+  m.learned_positions = s.max_positions;
   const double h = static_cast<double>(s.hidden);
   const std::int64_t kv_dim = s.kv_dim();
   const double q = static_cast<double>(s.q_dim());

@@ -121,9 +121,14 @@ struct ModelSpec {
   /// The config.json's model_type when the model was built from a Hugging Face config
   /// (models/hf_config.hpp); empty otherwise.
   std::string hf_model_type;
-  /// What the description gives that the simulation does not price (e.g. a sliding attention
-  /// window), one line each; reports repeat them as warnings.
+  /// What the description gives that the simulation does not price (e.g. Gemma 2's final logit
+  /// softcap), one line each; reports repeat them as warnings.
   std::vector<std::string> not_modelled;
+  /// Rows of a learned position table (GPT-2's wpe): no sequence may be longer. 0: none.
+  std::int64_t learned_positions = 0;
+  /// The context a config declares (max_position_embeddings) for rotary models: a longer
+  /// sequence runs but is beyond what the model was configured for (a warning). 0: unknown.
+  std::int64_t context_length = 0;
   std::vector<LayerSpec> layers;
   /// The composites eager PyTorch runs op by op in this model ("RMSNorm", "rotary",
   /// "repeat_kv", "SwiGLU"; LayerSpec::eager_extra_*), for reports; empty when it has none.

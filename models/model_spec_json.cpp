@@ -136,13 +136,26 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& source, cons
   // A Hugging Face config.json, as it is or wrapped as {"hf_config": {...}, "name", "source"}.
   if (is_hf_config(doc)) return parse_hf_config(doc, source, pointer, "", dtype_override);
   JsonReader r(doc, source, pointer);
-  if (r.has("hf_config")) {
+  if (doc.is_object() && doc.contains("hf_config")) {
+    r.has("hf_config");  // known here
     const std::string name = r.string_or("name", "");
     const std::string src = r.string_or("source", "");
     r.finish();
     ModelSpec m = parse_hf_config(doc.at("hf_config"), source, r.path("hf_config"), name, dtype_override);
     if (!src.empty()) m.source = src + "; " + m.source;
     return m;
+  }
+  if (doc.is_object() && !doc.contains("kind")) {
+    // A Hugging Face config without its model_type, or a misspelt "hf_config", would otherwise
+    // be told "/name: required field is missing".
+    for (const char* key : {"architectures", "hidden_size", "num_hidden_layers", "n_embd", "vocab_size"})
+      if (doc.contains(key))
+        r.fail("model_type", fmt::format("required field is missing: this reads as a Hugging Face config.json (it "
+                                         "has '{}'), which names its model_type (one of: {})",
+                                         key, join_names(hf_model_types())));
+    for (const auto& [key, value] : doc.items())
+      if (key != "name" && key != "source" && suggest(key, {"hf_config", "kind"}) == "hf_config")
+        r.fail(key, "unknown key (did you mean 'hf_config'?)");
   }
   const std::string name = r.string("name");
   const std::string kind = r.choice_or("kind", "", {"mlp", "transformer", "resnet", "layers"});

@@ -392,6 +392,10 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
 
   if (!r.memory.fits) r.warnings.push_back(does_not_fit_message(s, r.memory));
   for (const auto& n : s.model.not_modelled) r.warnings.push_back(fmt::format("model '{}': {}", s.model.name, n));
+  if (s.model.context_length > 0 && s.batch.seq_len > s.model.context_length)
+    r.warnings.push_back(fmt::format("seq_len {} is beyond the {} positions model '{}' declares "
+                                     "(max_position_embeddings): it runs, but the model was not configured for it",
+                                     s.batch.seq_len, s.model.context_length, s.model.name));
   if (!s.activations.flash_attention) {
     const double seq = static_cast<double>(s.batch.seq_len);
     for (const auto& l : s.model.layers)

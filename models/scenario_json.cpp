@@ -224,7 +224,18 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     param_dtype = parse_dtype(prec->string("param_dtype"), source, prec->path("param_dtype"));
   s.model = read_reference<ModelSpec>(
       root, doc, "model", s.model_ref,
-      [&](const std::string& ref, const std::string& src, const std::string& ptr) { return load_model(ref, src, ptr, param_dtype); },
+      [&](const std::string& ref, const std::string& src, const std::string& ptr) {
+        // A bare name that is no catalog model but a folder beside the scenario (a checkpoint
+        // folder holding a config.json) is that folder, wherever stepsim runs from.
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        const auto names = builtin_model_names();
+        const fs::path beside = fs::path(src).parent_path() / ref;
+        if (ref.find('/') == std::string::npos && std::find(names.begin(), names.end(), ref) == names.end() &&
+            !fs::path(src).parent_path().empty() && fs::is_directory(beside, ec))
+          return load_model(beside.lexically_normal().string(), src, ptr, param_dtype);
+        return load_model(ref, src, ptr, param_dtype);
+      },
       [&](const nlohmann::json& j, const std::string& src, const std::string& ptr) { return parse_model(j, src, ptr, param_dtype); });
   s.hardware = read_reference<hardware::HardwareProfile>(
       root, doc, "hardware", s.hardware_ref, hardware::load_profile,
@@ -338,6 +349,14 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                          s.batch.seq_len, s.model.name, s.model.kind));
     s.batch.grad_accum = batch->integer_or("grad_accum", 1, 1, 1 << 20);
     batch->finish();
+  }
+  // A learned position table has a row per position: no longer sequence can run (GPT-2's wpe).
+  if (s.model.learned_positions > 0 && s.batch.seq_len > s.model.learned_positions) {
+    const std::string why = fmt::format("seq_len {} is longer than model '{}' has positions: its learned position "
+                                        "table holds {} (max_positions / n_positions)", s.batch.seq_len, s.model.name,
+                                        s.model.learned_positions);
+    if (batch && batch->has("seq_len")) batch->fail("seq_len", why);
+    root.fail("batch", why + "; set batch.seq_len");
   }
 
   if (const auto prec = root.optional_object("precision")) {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 namespace stepsim {
 
@@ -270,17 +271,15 @@ std::size_t nesting_depth(const std::string& text) {
 // hide a typo). Syntax errors escape as nlohmann::json::parse_error; the caller checked the
 // nesting depth.
 nlohmann::json parse_unique_keys(const std::string& text, const std::string& source) {
-  std::vector<std::vector<std::string>> keys;
+  std::vector<std::unordered_set<std::string>> keys;  // per open object: a hash set, so a file of
+                                                       // millions of keys parses in linear time
   std::string duplicate;
   const auto check_keys = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
     if (event == E::object_start) keys.emplace_back();
     else if (event == E::object_end && !keys.empty()) keys.pop_back();
     else if (event == E::key && !keys.empty() && duplicate.empty()) {
-      const std::string k = parsed.get<std::string>();
-      auto& seen = keys.back();
-      if (std::find(seen.begin(), seen.end(), k) != seen.end()) duplicate = k;
-      seen.push_back(k);
+      if (!keys.back().insert(parsed.get<std::string>()).second) duplicate = parsed.get<std::string>();
     }
     return true;
   };

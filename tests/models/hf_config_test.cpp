@@ -273,10 +273,30 @@ TEST_CASE("hf_config: missing keys take the configuration class's defaults", "[m
   CHECK(hf({{"model_type", "gpt_neox"}}).parameter_count() == 20'554'567'680);
   // LlamaConfig: num_key_value_heads None means multi-head (Llama-2-7B's shape at its defaults).
   CHECK(hf({{"model_type", "llama"}, {"num_key_value_heads", nullptr}}).parameter_count() == 6'738'415'616);
-  // torch_dtype sets the tensors' dtype unless the scenario gives one.
-  CHECK(hf({{"model_type", "gpt2"}, {"torch_dtype", "float32"}}).layers[0].params[0].dtype == DType::FP32);
-  CHECK(parse_hf_config({{"model_type", "gpt2"}, {"torch_dtype", "float32"}}, "c.json", "", "", DType::BF16)
-            .layers[0].params[0].dtype == DType::BF16);
+  // MistralConfig: absent is its default 8, None is num_attention_heads.
+  CHECK(hf({{"model_type", "mistral"}}).layers[1].params[1].numel == 4096 * 1024);
+  CHECK(hf({{"model_type", "mistral"}, {"num_key_value_heads", nullptr}}).layers[1].params[1].numel == 4096 * 4096);
+  // GPT2Config's attribute_map: the common names are aliases of n_embd, n_layer, n_head, n_positions.
+  CHECK(hf({{"model_type", "gpt2"}, {"hidden_size", 1600}, {"num_hidden_layers", 48}, {"num_attention_heads", 25}})
+            .parameter_count() == 1'557'611'200);
+  CHECK(hf({{"model_type", "gpt2"}, {"max_position_embeddings", 2048}}).learned_positions == 2048);
+  // A bare config may carry a name and a source; control characters never reach a report.
+  CHECK(hf({{"model_type", "gpt2"}, {"name", "My\nGPT"}}).name == "My?GPT");
+  CHECK_THAT(hf({{"model_type", "gpt2"}, {"source", "my notes"}}).source, Contains("my notes; Hugging Face config.json"));
+  CHECK(hf_name_from_path("ckpt/Llama-3.1-8B/./config.json") == "Llama-3.1-8B");
+  CHECK(hf_name_from_path("/root/.cache/huggingface/hub/models--meta-llama--Llama-3.1-8B/snapshots/0e9e39f/config.json") ==
+        "Llama-3.1-8B");
+  // torch_dtype is how the checkpoint is stored, not how it trains: bf16 unless the scenario
+  // says (precision.param_dtype), and the source says what the config held.
+  const auto stored32 = hf({{"model_type", "gpt2"}, {"torch_dtype", "float32"}});
+  CHECK(stored32.layers[0].params[0].dtype == DType::BF16);
+  CHECK_THAT(stored32.source, Contains("checkpoint stored in float32 (torch_dtype); trained in bf16"));
+  CHECK(parse_hf_config({{"model_type", "gpt2"}, {"torch_dtype", "bfloat16"}}, "c.json", "", "", DType::FP32)
+            .layers[0].params[0].dtype == DType::FP32);
+  // max_position_embeddings (or the class's default) is the declared context.
+  CHECK(hf({{"model_type", "llama"}}).context_length == 2048);
+  CHECK(hf({{"model_type", "qwen2"}, {"max_position_embeddings", 131072}}).context_length == 131072);
+  CHECK(hf({{"model_type", "gpt2"}}).learned_positions == 1024);
   // The name: given, else _name_or_path's last part, else model_type; a file's folder.
   CHECK(hf({{"model_type", "gpt2"}, {"_name_or_path", "openai-community/gpt2"}}).name == "gpt2");
   CHECK(hf({{"model_type", "qwen2"}}).name == "qwen2");
@@ -347,20 +367,41 @@ TEST_CASE("hf_config: refusals name the file, the key and every problem at once"
   CHECK_THAT(error_of([] { hf({{"hidden_size", 10}}); }), Contains("/model_type: required field is missing"));
   const std::string many = error_of([] {
     hf({{"model_type", "llama"}, {"hidden_size", "4096"}, {"num_attention_heads", 0}, {"tie_word_embeddings", 1},
-        {"torch_dtype", "int8"}});
+        {"intermediate_sise", 14336}, {"rope_theta", 500000.0}, {"bos_token_id", 1}});
   });
   CHECK_THAT(many, Contains("config.json: /hidden_size: expected an integer"));
   CHECK_THAT(many, Contains("and 3 more"));
   CHECK_THAT(many, Contains("/num_attention_heads: expected an integer in [1,"));
   CHECK_THAT(many, Contains("/tie_word_embeddings: expected true or false, got 1"));
-  CHECK_THAT(many, Contains("/torch_dtype: 'int8' is not a dtype"));
+  // A near miss of a key that took its default is a typo that would change the model silently.
+  CHECK_THAT(many, Contains("/intermediate_sise: unknown key (did you mean 'intermediate_size'?)"));
+  // Keys transformers knows that do not shape the step are no typos; nor is an unrelated key.
+  CHECK_NOTHROW(hf({{"model_type", "qwen2"}, {"sliding_window", 4096}, {"max_window_layers", 28},
+                    {"rms_norm_eps", 1e-6}, {"my_training_note", "x"}}));
+  // Beside the key it misspells, a typo would do nothing: refused too.
+  CHECK_THAT(error_of([] { hf({{"model_type", "llama"}, {"num_hidden_layers", 32}, {"num_hidden_layer", 2}}); }),
+             Contains("/num_hidden_layer: unknown key (did you mean 'num_hidden_layers'?)"));
   CHECK_THAT(error_of([] { hf({{"model_type", "llama"}, {"num_attention_heads", 32}, {"num_key_value_heads", 5}}); }),
              Contains("/num_key_value_heads: num_attention_heads (32) must be divisible by num_key_value_heads (5)"));
   CHECK_THAT(error_of([] { hf({{"model_type", "llama"}, {"hidden_size", 100}, {"num_attention_heads", 3}}); }),
              Contains("/num_attention_heads: hidden_size (100) is not divisible by it (3), and the config gives no head_dim"));
   CHECK_THAT(error_of([] { hf(json::array()); }), Contains("expected a Hugging Face config object"));
   CHECK_THAT(error_of([] { hf({{"model_type", "llama"}, {"hidden_size", 1 << 20}, {"num_hidden_layers", 4096}}); }),
-             Contains("parameters; expected at most"));
+             Contains("config.json: /hidden_size: this config has about 1.82e+16 parameters (1.8e+16 from hidden_size); "
+                      "expected at most 1e+15"));
+  // The largest part is blamed: a huge vocabulary, GPT-2's position table.
+  CHECK_THAT(error_of([] { hf({{"model_type", "llama"}, {"vocab_size", 1e12}}); }),
+             Contains("/vocab_size: this config has about"));
+  CHECK_THAT(error_of([] { hf({{"model_type", "gpt2"}, {"n_positions", 1099511627776}, {"n_embd", 8388608}, {"n_head", 1}}); }),
+             Contains("/n_positions: this config has about"));
+  // A refused value's fallback is not blamed for a cross-field problem.
+  CHECK_THAT(error_of([] { hf({{"model_type", "qwen2"}, {"hidden_size", 1e30}, {"num_attention_heads", 28}}); }),
+             !Contains("divisible"));
+  CHECK_THAT(error_of([] { hf({{"model_type", 5}}); }), !Contains("required field is missing"));
+  CHECK_THAT(error_of([] { hf({{"model_type", "gpt_neox"}, {"hidden_size", 100}, {"num_attention_heads", 3}}); }),
+             Contains("hidden_size (100) is not divisible by it (3)") && !Contains("head_dim"));
+  CHECK_THAT(error_of([] { hf({{"model_type", "llama"}, {"hf_config", {{"model_type", "gpt2"}}}}); }),
+             Contains("/hf_config: a config.json holds no hf_config"));
 }
 
 TEST_CASE("hf_config: a scenario takes a config.json file, a folder holding one, or one inline", "[models][hf]") {
@@ -381,6 +422,11 @@ TEST_CASE("hf_config: a scenario takes a config.json file, a folder holding one,
                           "test.json");
   };
   const Scenario by_file = scenario_with((dir / "config.json").string());
+  // A bare folder name beside the scenario file is that folder, from any working directory.
+  const Scenario beside = parse_scenario({{"model", "Qwen2.5-0.5B"}, {"hardware", "h100-sxm"}, {"parallelism", {{"dp", 8}}},
+                                          {"batch", {{"seq_len", 2048}}}},
+                                         (dir.parent_path() / "scenario.json").string());
+  CHECK(beside.model.parameter_count() == 494'032'768);
   const Scenario by_folder = scenario_with(dir.string());
   CHECK(by_file.model.parameter_count() == 494'032'768);
   CHECK(by_file.model.name == "Qwen2.5-0.5B");
@@ -396,6 +442,10 @@ TEST_CASE("hf_config: a scenario takes a config.json file, a folder holding one,
              Contains("test.json: /model/hf_config/vocab_size: expected an integer in [1,"));
   CHECK_THAT(error_of([&] { scenario_with({{"hf_config", {{"model_type", "gpt2"}}}, {"nmae", "x"}}); }),
              Contains("unknown key 'nmae'"));
+  CHECK_THAT(error_of([&] { scenario_with({{"hf_confg", {{"model_type", "gpt2"}}}}); }),
+             Contains("test.json: /model/hf_confg: unknown key (did you mean 'hf_config'?)"));
+  CHECK_THAT(error_of([&] { scenario_with({{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", 4096}}); }),
+             Contains("/model/model_type: required field is missing: this reads as a Hugging Face config.json"));
   fs::remove_all(fs::temp_directory_path() / "stepsim-hf-test");
 }
 
@@ -427,4 +477,21 @@ TEST_CASE("hf_config: the catalog's config.json models add up to their published
       CHECK(std::abs(static_cast<double>(m.parameter_count()) - e.published) / e.published <= e.tolerance);
     CHECK(!m.hf_model_type.empty());
   }
+}
+
+TEST_CASE("hf_config: a sequence beyond the model's positions", "[models][hf]") {
+  const auto scenario_with = [](const json& model, std::int64_t seq) {
+    return parse_scenario({{"model", model}, {"hardware", "h100-sxm"}, {"parallelism", {{"dp", 8}}},
+                           {"batch", {{"seq_len", seq}}}},
+                          "test.json");
+  };
+  // GPT-2's learned position table has 1024 rows: 2048 tokens cannot run.
+  CHECK_NOTHROW(scenario_with("gpt2", 1024));
+  CHECK_THAT(error_of([&] { scenario_with("gpt2", 2048); }),
+             Contains("test.json: /batch/seq_len: seq_len 2048 is longer than model 'gpt2' has positions"));
+  // A rotary model runs past max_position_embeddings, with a warning.
+  const Report r = run(scenario_with({{"hf_config", {{"model_type", "llama"}, {"num_hidden_layers", 2}}}}, 4096));
+  REQUIRE(!r.warnings.empty());
+  CHECK_THAT(r.warnings.back(), Contains("seq_len 4096 is beyond the 2048 positions model 'llama' declares"));
+  CHECK(run(scenario_with({{"hf_config", {{"model_type", "llama"}, {"num_hidden_layers", 2}}}}, 2048)).warnings.empty());
 }
