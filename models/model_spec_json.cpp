@@ -120,6 +120,10 @@ DType parse_dtype(const std::string& text, const std::string& source, const std:
   const auto& names = dtype_names();
   for (std::size_t i = 0; i < names.size(); ++i)
     if (text == names[i]) return static_cast<DType>(i);
+  // PyTorch's names (torch.bfloat16, a config.json's torch_dtype) for the same types.
+  static const std::vector<std::string> torch_names = {"float32", "bfloat16", "float16", "float8_e4m3fn"};
+  for (std::size_t i = 0; i < torch_names.size(); ++i)
+    if (text == torch_names[i]) return static_cast<DType>(i);
   throw InputError(source, pointer,
                    fmt::format("unknown dtype '{}'; valid values: {}{}", text, join_names(names),
                                did_you_mean(text, names)));

@@ -32,7 +32,7 @@ ModelSpec load_model(const std::string& ref, const std::string& source = "",
 ModelSpec parse_model(const nlohmann::json& doc, const std::string& source,
                       const std::string& pointer, std::optional<DType> dtype = std::nullopt);
 
-/// "bf16" etc. to DType. @throws InputError{source, pointer, ...} listing the valid names.
+/// "bf16" etc. (or PyTorch's "bfloat16", "float16", "float32", "float8_e4m3fn") to DType. @throws InputError{source, pointer, ...} listing the valid names.
 DType parse_dtype(const std::string& text, const std::string& source, const std::string& pointer);
 
 }  // namespace stepsim::models

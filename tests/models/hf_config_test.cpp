@@ -293,6 +293,10 @@ TEST_CASE("hf_config: missing keys take the configuration class's defaults", "[m
   CHECK_THAT(stored32.source, Contains("checkpoint stored in float32 (torch_dtype); trained in bf16"));
   CHECK(parse_hf_config({{"model_type", "gpt2"}, {"torch_dtype", "bfloat16"}}, "c.json", "", "", DType::FP32)
             .layers[0].params[0].dtype == DType::FP32);
+  // PyTorch's dtype names are stepsim's too (precision.param_dtype: "bfloat16").
+  CHECK(parse_dtype("bfloat16", "s.json", "/precision/param_dtype") == DType::BF16);
+  CHECK(parse_dtype("float32", "s.json", "/precision/param_dtype") == DType::FP32);
+  CHECK_THROWS_AS(parse_dtype("int8", "s.json", "/precision/param_dtype"), InputError);
   // max_position_embeddings (or the class's default) is the declared context.
   CHECK(hf({{"model_type", "llama"}}).context_length == 2048);
   CHECK(hf({{"model_type", "qwen2"}, {"max_position_embeddings", 131072}}).context_length == 131072);
