@@ -245,8 +245,8 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
 
   // GPT2Config's attribute_map makes hidden_size, num_hidden_layers, num_attention_heads and
   // max_position_embeddings aliases of n_embd, n_layer, n_head and n_positions.
-  const auto key = [&](const char* name, const char* alias) {
-    return gpt2 && !text->contains(name) && text->contains(alias) ? alias : name;
+  const auto key = [&](const char* primary, const char* alias) {
+    return gpt2 && !text->contains(primary) && text->contains(alias) ? alias : primary;
   };
   const std::string hidden_key = gpt2 ? key("n_embd", "hidden_size") : "hidden_size";
   const std::string layers_key = gpt2 ? key("n_layer", "num_hidden_layers") : "num_hidden_layers";
@@ -334,9 +334,9 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
   // training dtype: Gemma 2 and OLMo 2 ship float32 configs and train in bf16 mixed precision.
   // The tensors are bf16, as for every language model here, unless precision.param_dtype says.
   std::optional<std::string> stored;
-  for (const char* key : {"torch_dtype", "dtype"})
-    if (top.present(key) && config.at(key).is_string()) {
-      stored = config.at(key).get<std::string>();
+  for (const char* dtype_key : {"torch_dtype", "dtype"})
+    if (top.present(dtype_key) && config.at(dtype_key).is_string()) {
+      stored = config.at(dtype_key).get<std::string>();
       break;
     }
   // The context the config declares (max_position_embeddings; ModelSpec::context_length).

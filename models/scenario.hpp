@@ -255,6 +255,10 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source);
 /// Reads `path`, applies `overrides` ("a.b=VALUE", in order), parses.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides);
 
+/// The same over a document already read: `path` names it in messages (an error in an
+/// override names the override) and is where its relative paths resolve from.
+Scenario load_scenario_doc(nlohmann::json doc, const std::string& path, const std::vector<std::string>& overrides);
+
 /// Names of the strategies the registry knows, for messages.
 std::vector<std::string> strategy_names();
 

@@ -812,7 +812,10 @@ std::string override_label(const std::string& o) {
 }  // namespace
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  nlohmann::json doc = read_json_file(path);
+  return load_scenario_doc(read_json_file(path), path, overrides);
+}
+
+Scenario load_scenario_doc(nlohmann::json doc, const std::string& path, const std::vector<std::string>& overrides) {
   for (const auto& o : overrides) apply_scenario_override(doc, o, override_label(o));
   try {
     return parse_scenario(doc, path);

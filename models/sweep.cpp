@@ -311,6 +311,11 @@ std::string SweepResult::label(std::size_t i) const {
 
 std::vector<PointOutcome> run_sweep_points(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
                                            const SweepOptions& options) {
+  return run_sweep_points(read_json_file(scenario_path), scenario_path, axes, options);
+}
+
+std::vector<PointOutcome> run_sweep_points(const nlohmann::json& base, const std::string& scenario_path,
+                                           const std::vector<SweepAxis>& axes, const SweepOptions& options) {
   const SweepPart part = options.part;
   if (part.parts < 1 || part.index >= part.parts)
     throw InputError("", "", fmt::format("sweep part {} of {} does not exist", part.index, part.parts));
@@ -321,7 +326,6 @@ std::vector<PointOutcome> run_sweep_points(const std::string& scenario_path, con
   check_memory_need(static_cast<double>(grid) * kSweepBytesPerPoint, "--vary", "",
                     fmt::format("a sweep of {} points (about {} kB of results each)", grid, kSweepBytesPerPoint / 1000),
                     "sweep fewer values");
-  const nlohmann::json base = read_json_file(scenario_path);
   check_base(base, scenario_path, options.sets);
 
   // This part's points: part.index, part.index + parts, ... (round robin).
@@ -391,6 +395,35 @@ SweepResult run_sweep(const std::string& scenario_path, const std::vector<SweepA
   SweepOptions whole = options;
   whole.part = SweepPart{};
   return merge_sweep(scenario_path, axes, run_sweep_points(scenario_path, axes, whole));
+}
+
+SweepResult run_sweep(const nlohmann::json& base, const std::string& source, const std::vector<SweepAxis>& axes,
+                      const SweepOptions& options) {
+  SweepOptions whole = options;
+  whole.part = SweepPart{};
+  return merge_sweep(source, axes, run_sweep_points(base, source, axes, whole));
+}
+
+nlohmann::ordered_json sweep_rows_json(const SweepResult& r) {
+  using J = nlohmann::ordered_json;
+  J rows = J::array();
+  for (const auto& p : r.points) {
+    J row;
+    for (std::size_t a = 0; a < r.axes.size(); ++a) {  // as applied: JSON where the text parses
+      J v = J::parse(p.values[a], nullptr, /*allow_exceptions=*/false);
+      row[r.axes[a].path] = v.is_discarded() ? J(p.values[a]) : std::move(v);
+    }
+    for (std::size_t m = 0; m < r.metric_columns.size(); ++m) {
+      const auto& v = p.metrics[m];
+      if (!v) continue;
+      if (v->number && v->text != "true" && v->text != "false") row[r.metric_columns[m]] = *v->number;
+      else if (v->text == "true" || v->text == "false") row[r.metric_columns[m]] = v->text == "true";
+      else row[r.metric_columns[m]] = v->text;
+    }
+    row["error"] = p.error;
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 namespace {

@@ -5,6 +5,8 @@
 // printing, no processes; `stepsim sweep` (tools/cmd_sweep.cpp) prints and plots.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -134,6 +136,21 @@ SweepResult run_sweep(const std::string& scenario_path, const std::vector<SweepA
 /// @throws std::bad_alloc when memory runs out all the same (not recorded as a point error).
 std::vector<PointOutcome> run_sweep_points(const std::string& scenario_path, const std::vector<SweepAxis>& axes,
                                            const SweepOptions& options);
+
+/// run_sweep_points over a scenario document already read (`scenario_path` names it in messages
+/// and is where its relative paths resolve from): the Python module's scenario dicts.
+std::vector<PointOutcome> run_sweep_points(const nlohmann::json& base, const std::string& scenario_path,
+                                           const std::vector<SweepAxis>& axes, const SweepOptions& options);
+
+/// run_sweep over a scenario document already read (`source` as in run_sweep_points above).
+SweepResult run_sweep(const nlohmann::json& base, const std::string& source, const std::vector<SweepAxis>& axes,
+                      const SweepOptions& options);
+
+/// Every point as a JSON object: its axis values (as applied: JSON where the text parses), its
+/// metric columns (numbers as numbers, booleans as booleans, else text; absent where the point
+/// has none) and "error" ("" when it ran). The rows of `stepsim sweep --format json` and of the
+/// Python module's sweep().
+nlohmann::ordered_json sweep_rows_json(const SweepResult& r);
 
 /// The second half of run_sweep: builds the result from the outcomes of every grid point
 /// (any order). The result is the same whichever processes and threads produced them.

@@ -387,26 +387,7 @@ nlohmann::ordered_json summary_json(const models::SweepResult& r, const models::
   }
   j["dp_curves"] = std::move(dps);
   j["files"] = files;
-  if (with_rows) {
-    J rows = J::array();
-    for (const auto& p : r.points) {
-      J row;
-      for (std::size_t a = 0; a < r.axes.size(); ++a) {  // as applied: JSON where the text parses
-        J v = J::parse(p.values[a], nullptr, /*allow_exceptions=*/false);
-        row[r.axes[a].path] = v.is_discarded() ? J(p.values[a]) : std::move(v);
-      }
-      for (std::size_t m = 0; m < r.metric_columns.size(); ++m) {
-        const auto& v = p.metrics[m];
-        if (!v) continue;
-        if (v->number && v->text != "true" && v->text != "false") row[r.metric_columns[m]] = *v->number;
-        else if (v->text == "true" || v->text == "false") row[r.metric_columns[m]] = v->text == "true";
-        else row[r.metric_columns[m]] = v->text;
-      }
-      row["error"] = p.error;
-      rows.push_back(std::move(row));
-    }
-    j["rows"] = std::move(rows);
-  }
+  if (with_rows) j["rows"] = models::sweep_rows_json(r);
   return j;
 }
 

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// The built-in catalogs as JSON (models/listing.hpp).
+#include "models/listing.hpp"
+
+#include "hardware/hardware_profile_json.hpp"
+#include "models/model_spec_json.hpp"
+#include "models/strategy/strategy.hpp"
+#include "sim/support/error.hpp"
+#include "sim/support/names.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace stepsim::models {
+
+nlohmann::ordered_json list_json(const std::string& what) {
+  using J = nlohmann::ordered_json;
+  J items = J::array();
+  if (what == "profiles" || what == "hardware") {
+    for (const auto& n : hardware::builtin_profile_names()) {
+      const auto p = hardware::load_profile(n);
+      items.push_back({{"name", n},
+                       {"description", p.description},
+                       {"peak_flops_per_s", p.peak_flops_per_s},
+                       {"hbm_bytes", p.hbm_bytes},
+                       {"hbm_bandwidth_bytes_per_s", p.hbm_bandwidth_bytes_per_s},
+                       {"gpus_per_node", p.gpus_per_node}});
+    }
+  } else if (what == "models") {
+    for (const auto& n : builtin_model_names()) {
+      const auto m = load_model(n);
+      items.push_back({{"name", n},
+                       {"kind", m.kind},
+                       {"hf_model_type", m.hf_model_type.empty() ? J(nullptr) : J(m.hf_model_type)},
+                       {"parameters", m.parameter_count()},
+                       {"layers", m.layers.size()},
+                       {"sample_unit", m.sample_unit()},
+                       {"source", m.source}});
+    }
+  } else if (what == "strategies") {
+    for (const auto& st : strategy_registry()) items.push_back({{"name", st.name}, {"description", st.description}});
+  } else {
+    const std::vector<std::string> kinds = {"profiles", "models", "strategies"};
+    throw InputError("list", "", fmt::format("unknown list '{}'; expected one of: {}{}", excerpt(what),
+                                             join_names(kinds), did_you_mean(what, kinds)));
+  }
+  J j;
+  j["schema"] = "stepsim.list/1";
+  j["what"] = what == "hardware" ? "profiles" : what;
+  j["items"] = std::move(items);
+  return j;
+}
+
+}  // namespace stepsim::models

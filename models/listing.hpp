@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: Apache-2.0
+// What stepsim has built in (`stepsim list`, the Python module's profiles() / models() /
+// strategies()): one JSON document per kind.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+
+namespace stepsim::models {
+
+/// The built-in entries of `what` ("profiles" — or its alias "hardware" —, "models" or
+/// "strategies") as JSON, schema "stepsim.list/1": {"schema", "what", "items": [...]}, one
+/// object per entry in catalog order. Profiles: name, description, peak_flops_per_s (BF16),
+/// hbm_bytes, hbm_bandwidth_bytes_per_s, gpus_per_node. Models: name, kind, hf_model_type (null
+/// unless built from a Hugging Face config), parameters, layers, sample_unit, source.
+/// Strategies: name, description.
+/// @throws InputError naming `what` when it is none of those.
+nlohmann::ordered_json list_json(const std::string& what);
+
+}  // namespace stepsim::models

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// `import stepsim` (issue 20 item 1): the library's commands as Python functions. Scenarios go
+// in as a dict or a path; results come back as the JSON documents the CLI prints with
+// --format json, as Python objects. JSON crosses the boundary as text through Python's json
+// module and the library's own readers, so the binding holds no simulation or parsing logic.
+#include "models/listing.hpp"
+#include "models/report.hpp"
+#include "models/scenario.hpp"
+#include "models/sweep.hpp"
+#include "sim/support/error.hpp"
+#include "sim/support/json_reader.hpp"
+
+#include <nlohmann/json.hpp>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+using stepsim::InputError;
+
+// A Python value as JSON text (json.dumps, refusing NaN and infinities as the CLI's JSON does).
+std::string dumps(const py::handle& value, const std::string& what) {
+  try {
+    return py::module_::import("json").attr("dumps")(value, py::arg("allow_nan") = false).cast<std::string>();
+  } catch (py::error_already_set& e) {
+    throw InputError(what, "", std::string("not JSON-serialisable: ") + e.what());
+  }
+}
+
+py::object loads(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
+
+// A scenario given as a dict (source "<dict>": its relative paths resolve from the working
+// directory) or as a path to a scenario file (str or os.PathLike).
+struct ScenarioInput {
+  nlohmann::json doc;
+  std::string source;
+};
+
+ScenarioInput scenario_input(const py::handle& scenario) {
+  if (py::isinstance<py::dict>(scenario)) {
+    const std::string source = "<dict>";
+    return {stepsim::parse_json_text(dumps(scenario, source), source), source};
+  }
+  if (py::isinstance<py::str>(scenario) || py::hasattr(scenario, "__fspath__")) {
+    const std::string path = py::module_::import("os").attr("fspath")(scenario).cast<std::string>();
+    return {stepsim::read_json_file(path), path};
+  }
+  throw py::type_error("scenario: expected a dict or a path to a scenario .json file, got " +
+                       py::repr(py::type::of(scenario)).cast<std::string>());
+}
+
+// --set PATH=VALUE overrides from a dict {path: value} (values as JSON) or a list of
+// "PATH=VALUE" strings, in order.
+std::vector<std::string> overrides(const py::handle& set) {
+  std::vector<std::string> out;
+  if (set.is_none()) return out;
+  if (py::isinstance<py::dict>(set)) {
+    for (const auto& [k, v] : set.cast<py::dict>())
+      out.push_back(py::str(k).cast<std::string>() + "=" + dumps(v, "set"));
+    return out;
+  }
+  for (const auto& item : set) out.push_back(py::str(item).cast<std::string>());
+  return out;
+}
+
+py::object run(const py::handle& scenario, const py::handle& set) {
+  ScenarioInput in = scenario_input(scenario);
+  const auto sets = overrides(set);
+  std::string json;
+  {
+    py::gil_scoped_release unlocked;
+    const stepsim::models::Scenario s = stepsim::models::load_scenario_doc(std::move(in.doc), in.source, sets);
+    json = stepsim::models::report_json(stepsim::models::run(s));
+  }
+  return loads(json);
+}
+
+py::object sweep(const py::handle& scenario, const py::dict& vary, const py::handle& set, unsigned jobs) {
+  const ScenarioInput in = scenario_input(scenario);
+  std::vector<stepsim::models::SweepAxis> axes;
+  for (const auto& [k, v] : vary) {
+    // A list of values, or a range string as --vary takes it ("8:1024:x8", "1:64:+1").
+    std::string spec = py::str(k).cast<std::string>() + "=";
+    if (py::isinstance<py::str>(v)) {
+      spec += v.cast<std::string>();
+    } else {
+      std::string values;
+      for (const auto& x : v) values += (values.empty() ? "" : ",") + dumps(x, "vary");
+      spec += values;
+    }
+    axes.push_back(stepsim::models::parse_vary(spec));
+  }
+  stepsim::models::SweepOptions options;
+  options.sets = overrides(set);
+  options.threads = jobs;
+  std::string json;
+  {
+    py::gil_scoped_release unlocked;
+    json = stepsim::models::sweep_rows_json(stepsim::models::run_sweep(in.doc, in.source, axes, options)).dump();
+  }
+  return loads(json);
+}
+
+py::object list_items(const std::string& what) { return loads(stepsim::models::list_json(what).at("items").dump()); }
+
+}  // namespace
+
+PYBIND11_MODULE(stepsim, m) {
+  m.doc() = "stepsim: a discrete-event simulator of one data-parallel training step (README.md).";
+
+  // stepsim.InputError(ValueError): the CLI's one-line error, with .source (file, '<dict>' or
+  // the flag), .path (JSON pointer) and .message (what is wrong and what was expected).
+  static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      py::object error = py::reinterpret_borrow<py::object>(input_error.ptr())(e.what());
+      error.attr("source") = e.source();
+      error.attr("path") = e.path();
+      error.attr("message") = e.detail();
+      PyErr_SetObject(input_error.ptr(), error.ptr());
+    }
+  });
+
+  m.def("run", &run, py::arg("scenario"), py::arg("set") = py::none(),
+        "Simulates one training step. scenario: a dict or a path to a scenario .json file; set: overrides as "
+        "{path: value} or ['path=value', ...] (as --set). Returns the report as `stepsim run --format json` "
+        "prints it (schema stepsim.report/1), as a dict. Raises stepsim.InputError on bad input.");
+  m.def("sweep", &sweep, py::arg("scenario"), py::arg("vary"), py::arg("set") = py::none(), py::arg("jobs") = 0,
+        "Runs a grid of scenarios. vary: {path: [values]} or {path: 'LO:HI:xN' | 'LO:HI:+STEP'} (as --vary); set: "
+        "as in run(); jobs: threads (0 = all cores). Returns one dict per point, in grid order: its axis values, "
+        "the report's flattened fields and 'error' ('' when it ran), so pandas.DataFrame(rows) just works.");
+  m.def("profiles", [] { return list_items("profiles"); }, "The built-in hardware profiles, as `stepsim list profiles --format json` items.");
+  m.def("models", [] { return list_items("models"); }, "The built-in models, as `stepsim list models --format json` items.");
+  m.def("strategies", [] { return list_items("strategies"); }, "The DP strategies, as `stepsim list strategies --format json` items.");
+}

@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Python module against the CLI it wraps (issue 20 item 1): same scenario, same numbers.
+
+Run by CTest (python.module) with PYTHONPATH=build/python and STEPSIM_CLI=build/bin/stepsim,
+from the source folder.
+"""
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+import stepsim
+
+CLI = os.environ["STEPSIM_CLI"]
+DEFAULT = "configs/examples/default.json"
+
+
+def cli_json(*args):
+    out = subprocess.run([CLI, *args, "--format", "json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def test_run_from_a_path_is_the_cli_report():
+    report = stepsim.run(DEFAULT)
+    assert report == cli_json("run", DEFAULT)
+    assert report["schema"] == "stepsim.report/1"
+    assert report["step_time_s"] == pytest.approx(0.233811, rel=1e-5)  # README: 233.811 ms
+
+
+def test_run_from_a_dict_with_overrides():
+    scenario = json.loads(pathlib.Path(DEFAULT).read_text())
+    as_dict = stepsim.run(scenario, set={"parallelism.strategy": "fsdp", "batch.seq_len": 2048})
+    as_list = stepsim.run(pathlib.Path(DEFAULT), set=["parallelism.strategy=fsdp", "batch.seq_len=2048"])
+    cli = cli_json("run", DEFAULT, "--set", "parallelism.strategy=fsdp", "--set", "batch.seq_len=2048")
+    assert as_dict["step_time_s"] == as_list["step_time_s"] == cli["step_time_s"]
+    assert as_dict["scenario"]["parallelism"]["strategy"] == "fsdp"
+
+
+def test_a_hugging_face_config_inline():
+    report = stepsim.run({
+        "model": {"name": "Qwen2.5-0.5B", "hf_config": {
+            "model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+            "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": True}},
+        "hardware": "h100-sxm", "parallelism": {"strategy": "fsdp", "dp": 8}, "batch": {"seq_len": 4096}})
+    assert report["model"]["parameters"] == 494_032_768  # HF Qwen/Qwen2.5-0.5B: 0.49B
+    assert report["model"]["hf_model_type"] == "qwen2"
+
+
+def test_input_errors_carry_source_path_and_message():
+    with pytest.raises(stepsim.InputError) as e:
+        stepsim.run({"model": "llama3-8b", "hardware": "h100-sxm", "parallelism": {"dp": 0}})
+    assert e.value.source == "<dict>"
+    assert e.value.path == "/parallelism/dp"
+    assert "expected an integer" in e.value.message
+    assert isinstance(e.value, ValueError)
+    with pytest.raises(stepsim.InputError) as e:
+        stepsim.run(DEFAULT, set={"parallelism.strategy": "zero4"})
+    assert e.value.path == "/parallelism/strategy"
+    assert "did you mean" in e.value.message
+    with pytest.raises(stepsim.InputError) as e:
+        stepsim.run("no/such/scenario.json")
+    assert e.value.source == "no/such/scenario.json"
+    with pytest.raises(TypeError):
+        stepsim.run(42)
+    with pytest.raises(stepsim.InputError):
+        stepsim.run({"model": "llama3-8b", "hardware": "h100-sxm", "batch": {"seq_len": float("nan")}})
+
+
+def test_sweep_rows_are_the_cli_rows():
+    rows = stepsim.sweep(DEFAULT, vary={"parallelism.dp": [8, 16], "parallelism.bucket_cap_mb": "25:100:x2"}, jobs=2)
+    cli = cli_json("sweep", DEFAULT, "--vary", "parallelism.dp=8,16", "--vary", "parallelism.bucket_cap_mb=25:100:x2")
+    assert rows == cli["rows"]
+    assert [(r["parallelism.dp"], r["parallelism.bucket_cap_mb"]) for r in rows] == [(8, 25), (16, 25), (8, 100), (16, 100)]  # first axis fastest, as --vary
+    assert all(r["error"] == "" and r["step_time_s"] > 0 for r in rows)
+    # A point that fails keeps its row and says why; the others run.
+    mixed = stepsim.sweep(DEFAULT, vary={"parallelism.strategy": ["ddp", "nope"]})
+    assert mixed[0]["error"] == "" and "unknown value 'nope'" in mixed[1]["error"]
+
+
+def test_catalogs():
+    assert "h100-sxm" in [p["name"] for p in stepsim.profiles()]
+    models = {m["name"]: m for m in stepsim.models()}
+    assert models["llama3-8b"]["parameters"] == 8_030_261_248
+    assert models["qwen2.5-7b"]["hf_model_type"] == "qwen2"
+    assert [s["name"] for s in stepsim.strategies()] == ["ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"]
