@@ -4,6 +4,7 @@
 // --format json, as Python objects. JSON crosses the boundary as text through Python's json
 // module and the library's own readers, so the binding holds no simulation or parsing logic.
 #include "models/listing.hpp"
+#include "models/queries.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
 #include "models/sweep.hpp"
@@ -14,6 +15,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -108,6 +110,49 @@ py::object sweep(const py::handle& scenario, const py::dict& vary, const py::han
 
 py::object list_items(const std::string& what) { return loads(stepsim::models::list_json(what).at("items").dump()); }
 
+py::object answer(const stepsim::models::QueryAnswer& a) { return loads(a.json.dump()); }
+
+py::object memory(const py::handle& scenario, const py::handle& set, double params, long long dp,
+                  long long shard_group_size, const std::string& hardware, const py::handle& optimizer_bytes_per_param) {
+  stepsim::models::MemoryQuery q;
+  if (!scenario.is_none()) {
+    ScenarioInput in = scenario_input(scenario);
+    q.scenario = in.source;
+    q.scenario_doc = std::move(in.doc);
+  }
+  q.sets = overrides(set);
+  q.params = params;
+  q.dp = dp;
+  q.shard_group_size = shard_group_size;
+  q.hardware = hardware;
+  if (!optimizer_bytes_per_param.is_none()) {
+    q.optimizer_bytes_per_param = optimizer_bytes_per_param.cast<double>();
+    q.optimizer_bytes_given = true;
+  }
+  return answer(stepsim::models::memory_query(q));
+}
+
+py::object collective(const std::string& op, const std::string& hardware, long long ranks, const py::handle& size,
+                      long long gpus_per_node, int axes, const std::string& cost_model, const std::string& algorithm,
+                      const std::string& calibration) {
+  static const std::vector<std::string> ops = {"allreduce", "reducescatter", "allgather"};
+  static const std::vector<std::string> algorithms = {"auto", "ring", "hierarchical"};
+  // What CLI11 checks for the CLI (IsMember), said as the library says it.
+  if (std::find(ops.begin(), ops.end(), op) == ops.end())
+    throw InputError("op", "", "expected allreduce, reducescatter or allgather, got '" + op + "'");
+  if (std::find(algorithms.begin(), algorithms.end(), algorithm) == algorithms.end())
+    throw InputError("algorithm", "", "expected auto, ring or hierarchical, got '" + algorithm + "'");
+  // A byte count as an int, or a size with a unit as a str ("16GB").
+  const std::string size_text = py::isinstance<py::str>(size) ? size.cast<std::string>() : py::str(size).cast<std::string>();
+  return answer(stepsim::models::collective_query(
+      {op, hardware, ranks, size_text, gpus_per_node, axes, cost_model, algorithm, calibration}));
+}
+
+py::object threshold(const std::string& hardware, long long ranks, long long gpus_per_node, int axes,
+                     long long moe_experts, long long moe_topk) {
+  return answer(stepsim::models::threshold_query({hardware, ranks, gpus_per_node, axes, moe_experts, moe_topk}));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(stepsim, m) {
@@ -136,6 +181,20 @@ PYBIND11_MODULE(stepsim, m) {
         "Runs a grid of scenarios. vary: {path: [values]} or {path: 'LO:HI:xN' | 'LO:HI:+STEP'} (as --vary); set: "
         "as in run(); jobs: threads (0 = all cores). Returns one dict per point, in grid order: its axis values, "
         "the report's flattened fields and 'error' ('' when it ran), so pandas.DataFrame(rows) just works.");
+  m.def("memory", &memory, py::arg("scenario") = py::none(), py::arg("set") = py::none(), py::arg("params") = 0.0,
+        py::arg("dp") = 0, py::arg("shard_group_size") = 0, py::arg("hardware") = "",
+        py::arg("optimizer_bytes_per_param") = py::none(),
+        "Model-state memory per GPU under every strategy, as `stepsim memory --format json` (schema "
+        "stepsim.memory/1): from a scenario (dict or path, with set) or from params and dp (and hardware).");
+  m.def("collective", &collective, py::arg("op"), py::arg("hardware"), py::arg("ranks"), py::arg("size"),
+        py::arg("gpus_per_node") = 0, py::arg("axes") = 0, py::arg("cost_model") = "", py::arg("algorithm") = "auto",
+        py::arg("calibration") = "",
+        "Closed-form time of one collective, as `stepsim collective --format json` (schema stepsim.collective/1). "
+        "op: allreduce | reducescatter | allgather; size: bytes (int) or with a unit ('16GB').");
+  m.def("threshold", &threshold, py::arg("hardware"), py::arg("ranks"), py::arg("gpus_per_node") = 0,
+        py::arg("axes") = 0, py::arg("moe_experts") = 0, py::arg("moe_topk") = 0,
+        "Tokens per GPU below which pure DP is communication-bound, as `stepsim threshold --format json` "
+        "(schema stepsim.threshold/1).");
   m.def("profiles", [] { return list_items("profiles"); }, "The built-in hardware profiles, as `stepsim list profiles --format json` items.");
   m.def("models", [] { return list_items("models"); }, "The built-in models, as `stepsim list models --format json` items.");
   m.def("strategies", [] { return list_items("strategies"); }, "The DP strategies, as `stepsim list strategies --format json` items.");

@@ -43,39 +43,6 @@ void add_cluster_flags(CLI::App& cmd, ClusterFlags& f, bool required) {
   cmd.add_option("--moe-topk", f.moe_topk, "MoE: experts per token k")->check(given_positive());
 }
 
-hardware::GroupShape group_shape(const hardware::HardwareProfile& hw, long long ranks,
-                                 long long gpus_per_node, int axes) {
-  if (ranks < 1 || ranks > 100'000'000)
-    throw InputError("--ranks", "", fmt::format("expected an integer in [1, 100000000], got {}", ranks));
-  if (gpus_per_node != 0)  // 0: not given, the profile's
-    if (const std::string why = hardware::gpus_per_node_problem(gpus_per_node); !why.empty())
-      throw InputError("--gpus-per-node", "", why);
-  if (axes != 0 && !hw.is_torus())
-    throw InputError("--axes", "", fmt::format("profile '{}' has no torus; --axes applies to TPU profiles", hw.name));
-  if (axes < 0 || axes > 3) throw InputError("--axes", "", fmt::format("expected 1, 2 or 3 torus axes, got {}", axes));
-  if (hw.is_torus()) {
-    long long pod = 1;
-    for (const int d : hw.torus_dims) pod *= d;
-    if (ranks > pod)
-      throw InputError("--ranks", "", fmt::format("{} ranks is more than one {} pod holds: at most {} chips ({} torus); "
-                                                  "DP across pods (DCN) is not modelled", ranks, hw.name, pod,
-                                                  fmt::join(hw.torus_dims, "x")));
-  }
-  const int g = gpus_per_node > 0 ? static_cast<int>(gpus_per_node) : hw.gpus_per_node;
-  const long long ranks_per_node = std::min<long long>(g, ranks);
-  if (ranks > g && ranks % g != 0 && !hw.is_torus())
-    throw InputError("--ranks", "", fmt::format("{} ranks is not a whole number of {}-GPU nodes", ranks, g));
-  return {static_cast<int>(ranks), static_cast<int>(ranks_per_node), axes};
-}
-
-std::pair<int, int> moe_shape(long long experts, long long topk) {
-  if (experts == 0 && topk == 0) return {1, 1};
-  if (experts < 1 || topk < 1 || topk > experts || experts > (1 << 20))
-    throw InputError("--moe-experts/--moe-topk", "",
-                     fmt::format("expected 1 ≤ topk ≤ experts (both given), got experts {} topk {}", experts, topk));
-  return {static_cast<int>(experts), static_cast<int>(topk)};
-}
-
 void add_calibration_option(CLI::App& cmd, std::vector<std::string>& sets) {
   cmd.add_option_function<std::string>(
       "--calibration", [&sets](const std::string& file) { sets.push_back("calibration=" + file); },
@@ -133,16 +100,6 @@ void check_output_flags(const CLI::App& app) {
     check_distinct_outputs(outputs);
     check_output_flags(*cmd);
   }
-}
-
-std::string count_of(std::size_t n, const std::string& noun) {
-  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
-}
-
-hardware::CollectiveAlgorithm algorithm_from(const std::string& name) {
-  if (name == "ring") return hardware::CollectiveAlgorithm::Ring;
-  if (name == "hierarchical") return hardware::CollectiveAlgorithm::Hierarchical;
-  return hardware::CollectiveAlgorithm::Auto;
 }
 
 }  // namespace stepsim::tools

@@ -63,7 +63,7 @@ int cmd_batch(const BatchArgs& a) {
 
   if (hw && a.ranks != 0) {
     any = true;
-    const auto group = group_shape(*hw, a.ranks, a.gpus_per_node, a.axes);
+    const auto group = flag_group_shape(*hw, a.ranks, a.gpus_per_node, a.axes);
     const auto t = hardware::dp_threshold(*hw, group, experts, topk);
     ordered m;
     m["hardware"] = hw->name;

@@ -4,6 +4,8 @@
 
 #include "hardware/collective_model.hpp"
 #include "hardware/hardware_profile.hpp"
+#include "models/queries.hpp"
+#include "sim/support/names.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -36,9 +38,11 @@ void add_accuracy_command(CLI::App& app, Action& action);  // accuracy vtrain CS
 /// Writes text to stdout as is.
 void print(const std::string& s);
 
-/// Communicator shape from CLI flags; validates them (InputError naming the flag).
-hardware::GroupShape group_shape(const hardware::HardwareProfile& hw, long long ranks,
-                                 long long gpus_per_node, int axes);
+// Shared with the library's commands (models/queries.hpp, sim/support/names.hpp).
+using models::algorithm_from;
+using models::flag_group_shape;
+using models::moe_shape;
+using stepsim::count_of;
 
 /// The cluster and MoE flags `threshold` and `batch` share (values as parsed; unset = 0/"").
 struct ClusterFlags {
@@ -56,12 +60,9 @@ CLI::Validator given_positive();
 
 /// Adds --hardware, --ranks, --gpus-per-node, --axes, --moe-experts and --moe-topk to `cmd`,
 /// bound to `f` (which must outlive parsing); `required` makes --hardware and --ranks required.
-/// Validation is group_shape's and moe_shape's.
+/// Validation is flag_group_shape's and moe_shape's.
 void add_cluster_flags(CLI::App& cmd, ClusterFlags& f, bool required);
 
-/// MoE shape (E, k) from --moe-experts/--moe-topk: (1, 1) when both are 0 (dense).
-/// @throws InputError unless 1 ≤ k ≤ E ≤ 2^20 (both given) or both are 0.
-std::pair<int, int> moe_shape(long long experts, long long topk);
 
 /// Largest -j/--jobs value.
 inline constexpr unsigned kMaxJobs = 4096;
@@ -86,10 +87,5 @@ void describe_output_flags(CLI::App& app);
 /// @throws InputError naming the flag or the path.
 void check_output_flags(const CLI::App& app);
 
-/// "1 point", "2 points": `n` and `noun`, with an "s" unless n is 1.
-std::string count_of(std::size_t n, const std::string& noun);
-
-/// "auto" | "ring" | "hierarchical" (already validated by CLI11).
-hardware::CollectiveAlgorithm algorithm_from(const std::string& name);
 
 }  // namespace stepsim::tools

@@ -2,6 +2,8 @@
 // Name suggestions: plain dynamic-programming edit distance.
 #include "sim/support/names.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <numeric>
@@ -64,6 +66,10 @@ std::string join_names(const std::vector<std::string>& names) {
     out += n;
   }
   return out;
+}
+
+std::string count_of(std::size_t n, const std::string& noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
 }
 
 }  // namespace stepsim

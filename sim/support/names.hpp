@@ -18,6 +18,9 @@ std::string suggest(std::string_view name, const std::vector<std::string>& candi
 /// " (did you mean 'x'?)" or "" — ready to append to a message.
 std::string did_you_mean(std::string_view name, const std::vector<std::string>& candidates);
 
+/// "1 point", "2 points": `n` and `noun`, with an "s" unless n is 1.
+std::string count_of(std::size_t n, const std::string& noun);
+
 /// "a, b, c" — for "valid values: ..." lists.
 std::string join_names(const std::vector<std::string>& names);
 

@@ -85,3 +85,27 @@ def test_catalogs():
     assert models["llama3-8b"]["parameters"] == 8_030_261_248
     assert models["qwen2.5-7b"]["hf_model_type"] == "qwen2"
     assert [s["name"] for s in stepsim.strategies()] == ["ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"]
+
+
+def test_memory_collective_threshold_are_the_cli_answers():
+    assert stepsim.memory(params=7.5e9, dp=64) == cli_json("memory", "--params", "7.5e9", "--dp", "64")
+    # The ZeRO table (seed 000 §8): 120 / 31.4 / 16.6 / 1.88 GB for 7.5B on 64 GPUs.
+    table = stepsim.memory(params=7.5e9, dp=64)
+    assert [round(table[s]["total_bytes"] / 1e9, 2) for s in ("ddp", "zero1", "zero2", "zero3")] == [120.0, 31.41, 16.64, 1.88]
+    assert stepsim.memory(DEFAULT, set={"parallelism.dp": 128}) == cli_json("memory", DEFAULT, "--set", "parallelism.dp=128")
+    assert stepsim.memory(params=7e9, dp=8, hardware="h100-sxm", optimizer_bytes_per_param=8) == \
+        cli_json("memory", "--params", "7e9", "--dp", "8", "--hardware", "h100-sxm", "--optimizer-bytes-per-param", "8")
+    assert stepsim.collective("allreduce", "h100-sxm", 8, "16GB") == \
+        cli_json("collective", "allreduce", "--hardware", "h100-sxm", "--ranks", "8", "--size", "16GB")
+    assert stepsim.collective("allgather", "a100-sxm", 64, 1 << 30, algorithm="ring", cost_model="alpha-beta") == \
+        cli_json("collective", "allgather", "--hardware", "a100-sxm", "--ranks", "64", "--size", str(1 << 30),
+                 "--algorithm", "ring", "--cost-model", "alpha-beta")
+    assert stepsim.threshold("h100-sxm", 16384) == cli_json("threshold", "--hardware", "h100-sxm", "--ranks", "16384")
+    assert stepsim.threshold("h100-sxm", 16384)["tokens_per_gpu"] == pytest.approx(2472, abs=1)  # README: ≈ 2472
+    with pytest.raises(stepsim.InputError) as e:
+        stepsim.collective("allreduce", "h100-sxm", 12, "1GB")
+    assert e.value.source == "--ranks" and "not a whole number of 8-GPU nodes" in e.value.message
+    with pytest.raises(stepsim.InputError):
+        stepsim.collective("alltoall", "h100-sxm", 8, "1GB")
+    with pytest.raises(stepsim.InputError):
+        stepsim.memory(params=-1, dp=8)

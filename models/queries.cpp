@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stepsim memory`, `collective` and `threshold` as library calls (models/queries.hpp).
+#include "models/queries.hpp"
+
+#include "hardware/calibration.hpp"
+#include "hardware/calibration_json.hpp"
+#include "hardware/hardware_profile_json.hpp"
+#include "hardware/nccl_model.hpp"
+#include "models/memory.hpp"
+#include "models/scenario.hpp"
+#include "sim/support/error.hpp"
+#include "sim/support/names.hpp"
+#include "sim/support/units.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <memory>
+
+namespace stepsim::models {
+
+namespace {
+
+// Seed 000 §8: even keeping only bf16 parameters and fp32 Adam m and v (10 bytes/param, no
+// gradients, no activations), pure DP holds at most HBM / 10 parameters (96 GB v5p: about 9B).
+constexpr double kSeedPureDpBytesPerParam = 10;
+
+}  // namespace
+
+QueryAnswer memory_query(const MemoryQuery& a) {
+  double psi = a.params;
+  std::int64_t dp = a.dp;
+  double k = a.optimizer_bytes_per_param;
+  double param_bytes = 2;
+  double activations = -1;
+  std::optional<hardware::HardwareProfile> hw;
+  std::int64_t group = a.shard_group_size;
+  if (!a.scenario.empty() || a.scenario_doc) {
+    if (a.params != 0 || a.dp != 0 || !a.hardware.empty())
+      throw InputError("--params/--dp/--hardware", "", "give either a scenario or --params and --dp (and --hardware), not both");
+    const Scenario s = a.scenario_doc ? load_scenario_doc(*a.scenario_doc, a.scenario, a.sets)
+                                      : load_scenario(a.scenario, a.sets);
+    psi = static_cast<double>(s.model.parameter_count());
+    // The scenario's parameter dtype and optimizer: Adam keeps m and v (8 bytes), SGD one momentum
+    // buffer (4), none nothing, plus an fp32 master copy (4) of low-precision parameters
+    // (static_memory), unless --optimizer-bytes-per-param says otherwise.
+    param_bytes = dtype_bytes(s.precision.held_dtype);
+    if (!a.optimizer_bytes_given) k = optimizer_state_bytes_per_param(s.optimizer, s.precision.held_dtype);
+    dp = s.parallelism.dp;
+    activations = activation_bytes(s);
+    hw = s.hardware;
+    if (group == 0) group = s.parallelism.strategy == "hsdp" ? s.shard_ranks() : s.ranks_per_node();
+  } else {
+    if (!a.sets.empty())
+      throw InputError("--set", "", fmt::format("'{}' overrides a scenario's field, and none was given (with --params and "
+                                                "--dp, use --optimizer-bytes-per-param for K)", a.sets.front()));
+    if (!(psi > 0) || psi > 1e15)
+      throw InputError("--params", "", fmt::format("expected a parameter count in (0, 1e15], got {:g}", psi));
+    if (dp < 1 || dp > 100'000'000)
+      throw InputError("--dp", "", fmt::format("expected an integer in [1, 100000000], got {}", dp));
+    if (!a.hardware.empty()) hw = hardware::load_profile(a.hardware, "--hardware", "");
+    if (group == 0) group = std::min<std::int64_t>(dp, hw ? hw->gpus_per_node : 8);
+  }
+  if (group < 1 || group > dp || dp % group != 0)
+    throw InputError("--shard-group-size", "",
+                     fmt::format("expected a divisor of the DP degree {} (HSDP shards inside groups of that many "
+                                 "ranks), got {}", dp, group));
+  if (!(k >= 0) || k > 1000)
+    throw InputError("--optimizer-bytes-per-param", "", fmt::format("expected a number in [0, 1000], got {:g}", k));
+  const double capacity = hw ? hw->usable_hbm_bytes() : 0;
+  nlohmann::ordered_json j;
+  j["schema"] = "stepsim.memory/1";
+  j["params"] = psi;
+  j["dp"] = dp;
+  j["shard_group_size"] = group;
+  j["optimizer_bytes_per_param"] = k;
+  j["param_bytes"] = param_bytes;
+  j["formula"] = "ZeRO paper §3.1 (B bytes per param and per grad, 2 for bf16, 4 for fp32; K bytes/param of optimizer "
+                 "state): ddp BΨ+BΨ+KΨ; zero1 BΨ+BΨ+KΨ/N; zero2 BΨ+(B+K)Ψ/N; zero3 and fsdp (FULL_SHARD) (B+B+K)Ψ/N; "
+                 "hsdp (B+B+K)Ψ/G over a shard group of G ranks";
+  std::string text = fmt::format("model-state memory per GPU for {:.4g} parameters, N_d = {}, B = {:g}, K = {:g}, HSDP "
+                                 "shard group G = {} (GB = 1e9 bytes)\n", psi, dp, param_bytes, k, group);
+  text += fmt::format("  {:<7}{:>12}{:>12}{:>12}{:>12}{}{}\n", "", "params", "grads", "optimizer", "total",
+                      activations >= 0 ? "  + activations" : "", hw ? "   largest model" : "");
+  for (const auto& row : strategy_model_states(psi, dp, group, k, param_bytes)) {
+    const auto& m = row.states;
+    nlohmann::ordered_json e = {{"params_bytes", m.params_bytes},
+                                {"grads_bytes", m.grads_bytes},
+                                {"optimizer_bytes", m.optimizer_bytes},
+                                {"total_bytes", m.total_bytes()}};
+    std::string extra;
+    if (activations >= 0) {
+      e["activations_bytes"] = activations;
+      e["with_activations_bytes"] = m.total_bytes() + activations;
+      e["fits"] = m.total_bytes() + activations <= capacity;
+      extra = fmt::format("  {:>9.2f} GB {:<12}", (m.total_bytes() + activations) / 1e9,
+                          m.total_bytes() + activations <= capacity ? "fits" : "does not fit");
+    }
+    if (hw) {
+      // Model states scale with Ψ: the most parameters whose states (no activations) fit.
+      const double largest = capacity / (m.total_bytes() / psi);
+      e["largest_params"] = largest;
+      extra += fmt::format("  {:>9.4g} params", largest);
+    }
+    j[row.strategy] = e;
+    text += fmt::format("  {:<7}{:>9.2f} GB{:>9.2f} GB{:>9.2f} GB{:>9.2f} GB{}\n", row.strategy, m.params_bytes / 1e9,
+                        m.grads_bytes / 1e9, m.optimizer_bytes / 1e9, m.total_bytes() / 1e9, extra);
+  }
+  if (activations >= 0) {
+    j["activations_bytes"] = activations;
+    text += fmt::format("  activations of one micro-batch: {:.2f} GB\n", activations / 1e9);
+  }
+  if (hw) {
+    j["hardware"] = hw->name;
+    j["capacity_bytes"] = capacity;
+    j["hbm_bytes"] = hw->hbm_bytes;
+    j["reserved_bytes"] = hw->hbm_reserved_bytes;
+    const double seed_bound = hw->hbm_bytes / kSeedPureDpBytesPerParam;
+    j["largest_pure_dp_params_seed"] = seed_bound;
+    text += fmt::format("  usable HBM of {}: {:.2f} GB = {:.2f} GB − {:.2f} GB reserved; largest model = usable / (total / Ψ)\n",
+                        hw->name, capacity / 1e9, hw->hbm_bytes / 1e9, hw->hbm_reserved_bytes / 1e9);
+    text += fmt::format("  pure-DP upper bound (seed 000 §8: bf16 params + fp32 Adam m, v = 10 bytes/param, no "
+                        "gradients or activations): HBM / 10 = {:.3g} parameters\n", seed_bound);
+  }
+  return {std::move(j), std::move(text)};
+}
+
+QueryAnswer collective_query(const CollectiveQuery& a) {
+  const auto hw = hardware::load_profile(a.hardware, "--hardware");
+  double bytes = 0;
+  try {
+    bytes = parse_quantity(a.size, Dimension::Bytes);
+  } catch (const UnitError& e) {
+    throw InputError("--size", "", e.what());
+  }
+  // A buffer is a whole number of bytes; "-0" is a sign error, not an empty buffer.
+  if (!(bytes >= 0) || std::signbit(bytes) || bytes > 1e18 || bytes != std::floor(bytes))
+    throw InputError("--size", "", fmt::format("expected a whole number of bytes in [0, 1e18] (e.g. 1024, '25MiB'), "
+                                               "got '{}'{}", a.size, bytes >= 0 && bytes != std::floor(bytes)
+                                               ? fmt::format(" = {:g} bytes", bytes) : ""));
+  const auto group = flag_group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
+  const hardware::CollectiveOp op = a.op == "allreduce"       ? hardware::CollectiveOp::AllReduce
+                                    : a.op == "reducescatter" ? hardware::CollectiveOp::ReduceScatter
+                                                              : hardware::CollectiveOp::AllGather;
+  std::shared_ptr<const hardware::CalibrationOverlay> overlay;
+  if (!a.calibration.empty())
+    overlay = std::make_shared<const hardware::CalibrationOverlay>(hardware::read_calibration(a.calibration));
+  if (overlay && overlay->hardware != hw.name)
+    throw InputError("--calibration", "",
+                     fmt::format("overlay '{}' was fitted over profile '{}', but --hardware is '{}'; its factors "
+                                 "are relative to that profile's nominal numbers", a.calibration, overlay->hardware, hw.name));
+  // A GEMM-only overlay says nothing about collectives: the nominal model stays in charge.
+  if (overlay && overlay->tables.empty()) overlay.reset();
+  hardware::CollectiveModel model = overlay ? hardware::CollectiveModel::AlphaBeta : hardware::default_collective_model(hw);
+  if (!a.cost_model.empty()) model = hardware::parse_collective_model(a.cost_model, "--cost-model", "");
+  if (overlay && model != hardware::CollectiveModel::AlphaBeta)
+    throw InputError("--cost-model", "",
+                     fmt::format("'{}' cannot be combined with --calibration '{}': overlays are fitted over the "
+                                 "alpha-beta model (expected alpha-beta)", a.cost_model, a.calibration));
+  if (model == hardware::CollectiveModel::Nccl && hw.nccl.arch.empty())
+    throw InputError("--cost-model", "",
+                     fmt::format("'nccl' needs a profile with an \"nccl\" object (GPU generation and NCCL channels); "
+                                 "profile '{}' has none (expected alpha-beta)", hw.name));
+  if (model == hardware::CollectiveModel::Nccl && a.algorithm != "auto")
+    throw InputError("--algorithm", "",
+                     fmt::format("'{}' is an alpha-beta algorithm; the nccl cost model picks NCCL's own algorithm and "
+                                 "protocol (use --cost-model alpha-beta, or --algorithm auto)", a.algorithm));
+  const std::string model_name = hardware::collective_model_name(model);
+  const auto c = overlay ? hardware::calibrated_collective_cost(hw, overlay.get(), op, bytes, group, algorithm_from(a.algorithm))
+                         : hardware::model_collective_cost(model, hw, op, bytes, group, algorithm_from(a.algorithm));
+  const double n = group.ranks;
+  const double bus = n <= 1 ? 0 : (op == hardware::CollectiveOp::AllReduce ? 2 * (n - 1) / n : (n - 1) / n);
+  const double algbw = c.time_s() > 0 ? bytes / c.time_s() : 0;
+  nlohmann::ordered_json j;
+  j["schema"] = "stepsim.collective/1";
+  j["op"] = hardware::collective_op_label(op);
+  j["hardware"] = hw.name;
+  j["cost_model"] = model_name;
+  j["ranks"] = group.ranks;
+  j["gpus_per_node"] = group.ranks_per_node;
+  j["nodes"] = (group.ranks + group.ranks_per_node - 1) / group.ranks_per_node;
+  j["bytes"] = bytes;
+  j["time_s"] = c.time_s();
+  j["bandwidth_time_s"] = c.bandwidth_s;
+  j["latency_time_s"] = c.latency_s;
+  j["algbw_bytes_per_s"] = algbw;
+  j["busbw_bytes_per_s"] = algbw * bus;
+  j["algorithm"] = c.algorithm;
+  if (!c.protocol.empty()) j["protocol"] = c.protocol;
+  j["bottleneck"] = c.bottleneck;
+  if (!c.torus_dims.empty()) j["torus_dims"] = c.torus_dims;
+  j["calibration"] = overlay ? nlohmann::ordered_json(hardware::describe_overlay(*overlay)) : nlohmann::ordered_json(nullptr);
+  if (overlay) {
+    j["calibration_segment"] = c.calibration;
+    j["calibration_extrapolated"] = c.calibration_extrapolated;
+  }
+  std::string text;
+  {
+    const auto ms = [](double sec) { return fmt::format("{:.4f} ms", sec * 1e3); };
+    text += (fmt::format("{} of {} over {} ({} per node) on {} [{} / {}]\n", j["op"].get<std::string>(),
+                      bytes >= 1e6 ? fmt::format("{:.2f} MB", bytes / 1e6) : fmt::format("{:.0f} B", bytes),
+                      count_of(static_cast<std::size_t>(group.ranks), "rank"), group.ranks_per_node, hw.name, model_name,
+                      c.protocol.empty() ? c.algorithm : c.algorithm + " / " + c.protocol));
+    text += (fmt::format("  time        {} = bandwidth {} + latency {}\n", ms(c.time_s()), ms(c.bandwidth_s),
+                      ms(c.latency_s)));
+    text += (fmt::format("  algbw       {:.3g} GB/s   busbw {:.3g} GB/s (nccl-tests definitions)\n", algbw / 1e9,
+                      algbw * bus / 1e9));
+    text += (fmt::format("  bottleneck  {}\n", c.bottleneck));
+    text += (fmt::format("  calibration {}\n", overlay ? hardware::describe_overlay(*overlay) : "none (nominal profile)"));
+    if (overlay) text += (fmt::format("  segment     {}\n", c.calibration));
+    if (c.calibration_extrapolated)
+      text += ("  warning: calibration_extrapolated: size or rank count outside the fitted range; the nearest "
+            "segment's factors were used\n");
+  }
+  return {std::move(j), std::move(text)};
+}
+
+QueryAnswer threshold_query(const ThresholdQuery& a) {
+  const auto hw = hardware::load_profile(a.hardware, "--hardware");
+  const auto group = flag_group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
+  const bool moe = a.moe_experts != 0 || a.moe_topk != 0;
+  const auto [experts, topk] = moe_shape(a.moe_experts, a.moe_topk);
+  const auto t = hardware::dp_threshold(hw, group, experts, topk);
+  nlohmann::ordered_json j;
+  j["schema"] = "stepsim.threshold/1";
+  j["hardware"] = hw.name;
+  j["ranks"] = group.ranks;
+  j["gpus_per_node"] = group.ranks_per_node;
+  j["peak_flops_per_s"] = hw.peak_flops_per_s;
+  j["tokens_per_gpu"] = t.tokens_per_gpu;
+  j["tokens_per_gpu_asymptotic"] = t.tokens_per_gpu_asymptotic;
+  j["moe_factor"] = t.moe_factor;
+  j["min_global_batch_tokens"] = t.min_global_batch_tokens;
+  j["min_global_batch_tokens_asymptotic"] = t.min_global_batch_tokens_asymptotic;
+  j["bottleneck"] = t.bottleneck;
+  j["algorithm"] = t.algorithm;
+  if (!t.torus_dims.empty()) j["torus_dims"] = t.torus_dims;
+  j["formula"] = "tokens/GPU = C * t_bw(AllReduce of V) / (2V): backward 4*Psi*tokens/C equals the "
+                 "bandwidth time of the bf16 gradient AllReduce (seed 000 §7.1, §7.3, §7.4)";
+  std::string text;
+  {
+    text += (fmt::format("DP communication-bound threshold on {} x {} ({})\n", group.ranks, hw.name, t.algorithm));
+    text += (fmt::format("  tokens per GPU      {:.0f}   (exact ring factors)\n", t.tokens_per_gpu));
+    text += (fmt::format("  asymptotic (C/W)    {:.0f}   (every (k-1)/k taken as 1)\n", t.tokens_per_gpu_asymptotic));
+    if (moe) text += (fmt::format("  MoE factor E/k      {:g}   (already applied)\n", t.moe_factor));
+    text += (fmt::format("  min global batch    {:.4g} tokens  (asymptotic {:.4g})\n", t.min_global_batch_tokens,
+                      t.min_global_batch_tokens_asymptotic));
+    text += (fmt::format("  bottleneck          {}\n", t.bottleneck));
+    if (!t.torus_dims.empty()) {
+      std::string dims;
+      for (int d : t.torus_dims) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+      text += (fmt::format("  torus rings         {}\n", dims));
+    }
+    text += ("  below this many tokens per GPU per micro-batch, the gradient AllReduce cannot hide behind backward\n");
+  }
+  return {std::move(j), std::move(text)};
+}
+
+
+hardware::GroupShape flag_group_shape(const hardware::HardwareProfile& hw, long long ranks, long long gpus_per_node,
+                                      int axes) {
+  if (ranks < 1 || ranks > 100'000'000)
+    throw InputError("--ranks", "", fmt::format("expected an integer in [1, 100000000], got {}", ranks));
+  if (gpus_per_node != 0)  // 0: not given, the profile's
+    if (const std::string why = hardware::gpus_per_node_problem(gpus_per_node); !why.empty())
+      throw InputError("--gpus-per-node", "", why);
+  if (axes != 0 && !hw.is_torus())
+    throw InputError("--axes", "", fmt::format("profile '{}' has no torus; --axes applies to TPU profiles", hw.name));
+  if (axes < 0 || axes > 3) throw InputError("--axes", "", fmt::format("expected 1, 2 or 3 torus axes, got {}", axes));
+  if (hw.is_torus()) {
+    long long pod = 1;
+    for (const int d : hw.torus_dims) pod *= d;
+    if (ranks > pod)
+      throw InputError("--ranks", "", fmt::format("{} ranks is more than one {} pod holds: at most {} chips ({} torus); "
+                                                  "DP across pods (DCN) is not modelled", ranks, hw.name, pod,
+                                                  fmt::join(hw.torus_dims, "x")));
+  }
+  const int g = gpus_per_node > 0 ? static_cast<int>(gpus_per_node) : hw.gpus_per_node;
+  const long long ranks_per_node = std::min<long long>(g, ranks);
+  if (ranks > g && ranks % g != 0 && !hw.is_torus())
+    throw InputError("--ranks", "", fmt::format("{} ranks is not a whole number of {}-GPU nodes", ranks, g));
+  return {static_cast<int>(ranks), static_cast<int>(ranks_per_node), axes};
+}
+
+std::pair<int, int> moe_shape(long long experts, long long topk) {
+  if (experts == 0 && topk == 0) return {1, 1};
+  if (experts < 1 || topk < 1 || topk > experts || experts > (1 << 20))
+    throw InputError("--moe-experts/--moe-topk", "",
+                     fmt::format("expected 1 ≤ topk ≤ experts (both given), got experts {} topk {}", experts, topk));
+  return {static_cast<int>(experts), static_cast<int>(topk)};
+}
+
+hardware::CollectiveAlgorithm algorithm_from(const std::string& name) {
+  if (name == "ring") return hardware::CollectiveAlgorithm::Ring;
+  if (name == "hierarchical") return hardware::CollectiveAlgorithm::Hierarchical;
+  return hardware::CollectiveAlgorithm::Auto;
+}
+
+
+}  // namespace stepsim::models
