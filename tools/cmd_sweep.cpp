@@ -49,6 +49,7 @@ struct SweepArgs {
   std::string metric = "tokens_per_s";
   std::string format = "text";
   unsigned threads = 0;
+  bool quiet = false;  ///< --quiet: no progress line
 };
 
 using Clock = std::chrono::steady_clock;
@@ -250,6 +251,16 @@ std::string render_plot(const models::SweepResult& r, const models::SweepSummary
 
 std::string pct(double ratio) { return fmt::format("{:+.1f} %", (ratio - 1) * 100); }
 
+// The text summary stays a screenful however many points (issue 20 item 5): at most this many
+// curves of each kind in detail and this many rows of a DP curve; `--format json` has them all.
+constexpr std::size_t kCurvesShown = 3;
+constexpr std::size_t kDpRowsShown = 10;
+
+std::string more_curves(std::size_t left, const char* kind) {
+  return fmt::format("  ... and {} more {} {} (every curve: stepsim sweep --format json; every point: the CSV)\n", left,
+                     kind, left == 1 ? "curve" : "curves");
+}
+
 std::string summary_text(const models::SweepResult& r, const models::SweepSummary& s, const std::string& workers,
                          double wall_s) {
   std::string out;
@@ -281,7 +292,12 @@ std::string summary_text(const models::SweepResult& r, const models::SweepSummar
                          span(fmt::format("{:g}", g.buckets_lo), fmt::format("{:g}", g.buckets_hi)));
     };
     auto ms = [&](double a, double b) { return span(fmt::format("{:.3f}", a * 1e3), fmt::format("{:.3f}", b * 1e3)) + " ms"; };
-    for (const auto& c : s.bucket_curves) {
+    for (std::size_t ci = 0; ci < s.bucket_curves.size(); ++ci) {
+      const auto& c = s.bucket_curves[ci];
+      if (ci == kCurvesShown) {
+        out += more_curves(s.bucket_curves.size() - ci, "bucket");
+        break;
+      }
       out += fmt::format("  {}\n", c.series.empty() ? "all points" : c.series);
       out += fmt::format("    best                 bucket_cap_mb {:g}: step {:.3f} ms, comm {:.3f} ms, exposed {:.3f} ms\n",
                          c.best_bucket_cap_mb, c.best_step_time_s * 1e3, c.at_best.comm_time_s * 1e3,
@@ -318,12 +334,26 @@ std::string summary_text(const models::SweepResult& r, const models::SweepSummar
   }
   if (!s.dp_curves.empty()) {
     out += "DP scaling: per-GPU tokens/s relative to the smallest dp (weak scaling; 90 % threshold)\n";
-    for (const auto& c : s.dp_curves) {
+    for (std::size_t ci = 0; ci < s.dp_curves.size(); ++ci) {
+      const auto& c = s.dp_curves[ci];
+      if (ci == kCurvesShown) {
+        out += more_curves(s.dp_curves.size() - ci, "DP");
+        break;
+      }
       out += fmt::format("  {}\n", c.series.empty() ? "all points" : c.series);
       out += fmt::format("    {:>8} {:>12} {:>12} {:>14} {:>10}\n", "dp", "step ms", "exposed ms", "tokens/s", "efficiency");
-      for (const auto& p : c.points)
+      // A long curve shows its first and last rows (the JSON summary has them all).
+      const std::size_t n = c.points.size();
+      for (std::size_t i = 0; i < n; ++i) {
+        if (n > kDpRowsShown && i == kDpRowsShown / 2) {
+          out += fmt::format("    {:>8} ({} more dp values)\n", "...", n - kDpRowsShown + 1);
+          i = n - (kDpRowsShown / 2 - 1) - 1;
+          continue;
+        }
+        const auto& p = c.points[i];
         out += fmt::format("    {:>8g} {:>12.3f} {:>12.3f} {:>14.4g} {:>9.1f}%\n", p.dp, p.step_time_s * 1e3,
                            p.exposed_comm_s * 1e3, p.tokens_per_s, p.efficiency * 100);
+      }
       out += c.first_dp_below ? fmt::format("    scaling efficiency drops below 90 % at dp={:g}\n", *c.first_dp_below)
                               : std::string("    scaling efficiency stays at or above 90 % over this range\n");
     }
@@ -407,14 +437,33 @@ std::vector<models::SweepAxis> checked_axes(const SweepArgs& a) {
   return axes;
 }
 
-/// Options for this process's share; progress on stderr when `show_progress` and stderr is a
-/// terminal, once the sweep has taken more than a moment.
+/// "42 s", "3 min 05 s", "1 h 02 min": a duration for the progress line.
+std::string duration_text(double seconds) {
+  const auto s = static_cast<long long>(std::ceil(seconds));
+  if (s < 60) return fmt::format("{} s", s);
+  if (s < 3600) return fmt::format("{} min {:02} s", s / 60, s % 60);
+  return fmt::format("{} h {:02} min", s / 3600, (s % 3600) / 60);
+}
+
+/// The progress line: points done of the total, the rate so far and the time left at it.
+std::string progress_line(std::size_t done, std::size_t total, double elapsed_s) {
+  const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0;
+  std::string line = fmt::format("sweep: {}/{} points ({:.0f} %)", done, total,
+                                 total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
+  if (rate > 0) line += rate >= 100 ? fmt::format(", {:.0f} points/s", rate) : fmt::format(", {:.3g} points/s", rate);
+  if (done < total && rate > 0) line += ", " + duration_text(static_cast<double>(total - done) / rate) + " left";
+  return line;
+}
+
+/// Options for this process's share; progress on stderr when `show_progress`, stderr is a
+/// terminal and --quiet is not given, once the sweep has taken more than half a second: the
+/// line is rewritten in place at most ten times a second (padded to erase a longer one).
 models::SweepOptions sweep_options(const SweepArgs& a, Clock::time_point t0, bool show_progress) {
   models::SweepOptions opt;
   opt.sets = a.sets;
   opt.threads = a.threads;
-  if (show_progress && ::isatty(::fileno(stderr)) != 0) {
-    struct State { Clock::time_point last; bool shown = false; };
+  if (show_progress && !a.quiet && ::isatty(::fileno(stderr)) != 0) {
+    struct State { Clock::time_point last; bool shown = false; std::size_t width = 0; };
     auto st = std::make_shared<State>(State{t0});
     opt.progress = [t0, st](std::size_t done, std::size_t total) {
       const auto now = Clock::now();
@@ -423,7 +472,9 @@ models::SweepOptions sweep_options(const SweepArgs& a, Clock::time_point t0, boo
       if (!st->shown && done == total) return;
       st->last = now;
       st->shown = true;
-      std::fprintf(stderr, "\rsweep: %zu/%zu points", done, total);
+      const std::string line = progress_line(done, total, std::chrono::duration<double>(now - t0).count());
+      std::fprintf(stderr, "\r%-*s", static_cast<int>(std::max(st->width, line.size())), line.c_str());
+      st->width = line.size();
       if (done == total) std::fprintf(stderr, "\n");
       std::fflush(stderr);
     };
@@ -556,6 +607,7 @@ void add_sweep_command(CLI::App& app, Action& action) {
                     "grid (the first --vary changes fastest and is the plot's x axis). For a DP sweep of a "
                     "scenario that fixes cluster.nodes, add --set cluster.nodes=null");
   sweep->add_option("--set", a->sets, "override applied to every point before the --vary values: PATH=VALUE (repeatable)");
+  sweep->add_flag("--quiet", a->quiet, "no progress line on stderr (there is none either when stderr is not a terminal)");
   add_calibration_option(*sweep, a->sets);
   sweep->add_option("--out", a->out, "CSV file (default: CSV on stdout, summary on stderr)");
   sweep->add_option("--format", a->format,
