@@ -110,6 +110,9 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   if (activations >= 0) {
     j["activations_bytes"] = activations;
     text += fmt::format("  activations of one micro-batch: {:.2f} GB\n", activations / 1e9);
+    // Found by a new-user trial: this table said "fits" where run's peak did not.
+    text += "  model states and activations only: the step's peak (stepsim run) also holds its buffers (DDP's "
+            "gradient buckets, ZeRO's IPG buffer, FSDP's gathered unit) and what is alive when it peaks\n";
   }
   if (hw) {
     j["hardware"] = hw->name;
