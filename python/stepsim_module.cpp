@@ -10,13 +10,22 @@
 #include "models/sweep.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"
+#include "sim/support/resources.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace py = pybind11;
@@ -25,12 +34,43 @@ namespace {
 
 using stepsim::InputError;
 
-// A Python value as JSON text (json.dumps, refusing NaN and infinities as the CLI's JSON does).
+// The JSON pointer of the first float in `value` that is NaN or infinite ("" for the value
+// itself), or nullopt when there is none: JSON has no such numbers, and the message should say
+// where the one given is.
+std::optional<std::string> non_finite_at(const py::handle& value) {
+  if (py::isinstance<py::float_>(value)) {
+    const double d = value.cast<double>();
+    return std::isfinite(d) ? std::nullopt : std::optional<std::string>("");
+  }
+  if (py::isinstance<py::dict>(value)) {
+    for (const auto& [k, v] : value.cast<py::dict>())
+      if (const auto at = non_finite_at(v)) return "/" + py::str(k).cast<std::string>() + *at;
+  } else if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+    std::size_t i = 0;
+    for (const auto& v : value) {
+      if (const auto at = non_finite_at(v)) return fmt::format("/{}{}", i, *at);
+      ++i;
+    }
+  }
+  return std::nullopt;
+}
+
+// A Python value as JSON text: json.dumps, with NumPy's scalars and arrays (what a DataFrame
+// hands back) as the Python numbers and lists they hold (their tolist()), and NaN or infinity
+// refused at its path, as the CLI's JSON readers refuse them.
 std::string dumps(const py::handle& value, const std::string& what) {
+  // Made per call: a static Python object would be released after the interpreter has ended.
+  const py::object numpy_as_python = py::cpp_function([](const py::object& o) -> py::object {
+    if (py::hasattr(o, "tolist")) return o.attr("tolist")();
+    throw py::type_error(fmt::format("{} is not JSON serialisable", py::repr(py::type::of(o)).cast<std::string>()));
+  });
   try {
-    return py::module_::import("json").attr("dumps")(value, py::arg("allow_nan") = false).cast<std::string>();
+    return py::module_::import("json")
+        .attr("dumps")(value, py::arg("allow_nan") = false, py::arg("default") = numpy_as_python)
+        .cast<std::string>();
   } catch (py::error_already_set& e) {
-    throw InputError(what, "", std::string("not JSON-serialisable: ") + e.what());
+    if (const auto at = non_finite_at(value)) throw InputError(what, *at, "expected a finite number, got NaN or infinity");
+    throw InputError(what, "", "not JSON-serialisable: " + py::str(e.value()).cast<std::string>());
   }
 }
 
@@ -61,6 +101,7 @@ ScenarioInput scenario_input(const py::handle& scenario) {
 std::vector<std::string> overrides(const py::handle& set) {
   std::vector<std::string> out;
   if (set.is_none()) return out;
+  if (py::isinstance<py::str>(set)) return {set.cast<std::string>()};  // one "PATH=VALUE"
   if (py::isinstance<py::dict>(set)) {
     for (const auto& [k, v] : set.cast<py::dict>())
       out.push_back(py::str(k).cast<std::string>() + "=" + dumps(v, "set"));
@@ -82,8 +123,59 @@ py::object run(const py::handle& scenario, const py::handle& set) {
   return loads(json);
 }
 
+// Runs `work(cancel)` on a thread of its own while this (Python's) thread waits without the GIL
+// and checks for signals every 50 ms: Ctrl-C (a notebook's "interrupt kernel") sets `cancel`,
+// which the work must watch, and raises KeyboardInterrupt once it has stopped.
+template <typename Result, typename Work>
+Result interruptible(Work work) {
+  std::atomic<bool> cancel{false};
+  std::optional<Result> result;
+  std::exception_ptr error;
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread worker([&] {
+    try {
+      result.emplace(work(cancel));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const std::lock_guard<std::mutex> lock(m);
+    done = true;
+    cv.notify_one();
+  });
+  bool interrupted = false;
+  {
+    py::gil_scoped_release unlocked;
+    std::unique_lock<std::mutex> lock(m);
+    while (!cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; })) {
+      if (interrupted) continue;
+      lock.unlock();
+      {
+        py::gil_scoped_acquire locked;
+        interrupted = PyErr_CheckSignals() != 0;  // leaves KeyboardInterrupt set
+      }
+      if (interrupted) cancel = true;
+      lock.lock();
+    }
+  }
+  worker.join();
+  if (interrupted) throw py::error_already_set();
+  if (error) std::rethrow_exception(error);
+  return std::move(*result);
+}
+
+// Thrown from a sweep's progress callback to stop its workers (run_on_threads stops them all).
+struct Cancelled {};
+
+// Each row as Python objects costs about 22 kB (a user's trial: 2.2 GB for 100,000 points),
+// besides the library's kSweepBytesPerPoint while the sweep runs.
+constexpr double kPythonRowBytes = 24000;
+
 py::object sweep(const py::handle& scenario, const py::dict& vary, const py::handle& set, unsigned jobs) {
   const ScenarioInput in = scenario_input(scenario);
+  if (vary.empty()) throw InputError("vary", "", "expected at least one axis: {path: [values]} or {path: 'LO:HI:xN'}");
+  if (jobs > 4096) throw InputError("jobs", "", fmt::format("expected 0 (all cores) to 4096 threads, got {}", jobs));
   std::vector<stepsim::models::SweepAxis> axes;
   for (const auto& [k, v] : vary) {
     // A list of values, or a range string as --vary takes it ("8:1024:x8", "1:64:+1").
@@ -100,11 +192,21 @@ py::object sweep(const py::handle& scenario, const py::dict& vary, const py::han
   stepsim::models::SweepOptions options;
   options.sets = overrides(set);
   options.threads = jobs;
-  std::string json;
-  {
-    py::gil_scoped_release unlocked;
-    json = stepsim::models::sweep_rows_json(stepsim::models::run_sweep(in.doc, in.source, axes, options)).dump();
-  }
+  const double points = static_cast<double>(stepsim::models::grid_size(axes));
+  stepsim::check_memory_need(points * (stepsim::models::kSweepBytesPerPoint + kPythonRowBytes), "vary", "",
+                             fmt::format("a sweep of {:.0f} points returned as Python dicts", points),
+                             "sweep fewer values");
+  const std::string json = interruptible<std::string>([&](const std::atomic<bool>& cancel) {
+    stepsim::models::SweepOptions o = options;
+    o.progress = [&cancel](std::size_t, std::size_t) {
+      if (cancel) throw Cancelled{};
+    };
+    try {
+      return stepsim::models::sweep_rows_json(stepsim::models::run_sweep(in.doc, in.source, axes, o)).dump();
+    } catch (const Cancelled&) {
+      return std::string();  // KeyboardInterrupt is raised instead
+    }
+  });
   return loads(json);
 }
 
@@ -126,6 +228,11 @@ py::object memory(const py::handle& scenario, const py::handle& set, double para
   q.shard_group_size = shard_group_size;
   q.hardware = hardware;
   if (!optimizer_bytes_per_param.is_none()) {
+    if (!py::isinstance<py::int_>(optimizer_bytes_per_param) && !py::isinstance<py::float_>(optimizer_bytes_per_param) &&
+        !py::hasattr(optimizer_bytes_per_param, "__float__"))
+      throw InputError("optimizer_bytes_per_param", "",
+                       "expected a number of bytes per parameter (K: 12 for Adam with an fp32 master copy), got " +
+                           py::repr(optimizer_bytes_per_param).cast<std::string>());
     q.optimizer_bytes_per_param = optimizer_bytes_per_param.cast<double>();
     q.optimizer_bytes_given = true;
   }
@@ -156,11 +263,22 @@ py::object threshold(const std::string& hardware, long long ranks, long long gpu
 }  // namespace
 
 PYBIND11_MODULE(stepsim, m) {
-  m.doc() = "stepsim: a discrete-event simulator of one data-parallel training step (README.md).";
+  m.doc() =
+      "stepsim: a discrete-event simulator of one data-parallel training step (DDP, ZeRO-1/2/3, FSDP, HSDP) on "
+      "GPU/TPU clusters.\n\nrun() simulates a step, sweep() a grid of them, memory(), collective() and "
+      "threshold() answer in closed form; profiles(), models() and strategies() list the catalogs. Scenarios are "
+      "dicts or paths to scenario .json files; results are the JSON documents the stepsim CLI prints with "
+      "--format json, as Python objects. Bad values raise stepsim.InputError; arguments of a wrong Python type "
+      "raise TypeError. README.md has the scenario keys.";
+  m.attr("__version__") = STEPSIM_VERSION;
 
   // stepsim.InputError(ValueError): the CLI's one-line error, with .source (file, '<dict>' or
   // the flag), .path (JSON pointer) and .message (what is wrong and what was expected).
   static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
+  input_error.attr("__doc__") =
+      "Bad input, as the stepsim CLI reports it in one line (a ValueError). Attributes: source (the file, '<dict>' "
+      "for a scenario given as a dict, or the argument: the CLI's flag names, e.g. '--ranks'), path (the JSON "
+      "pointer of the bad field, '' when none applies) and message (the bad value and what was expected).";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

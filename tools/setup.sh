@@ -4,10 +4,10 @@
 # (and needs no root) when every package is already installed.
 set -euo pipefail
 # gnuplot-nox (sweep --plot), Open MPI (sweep across MPI ranks, STEPSIM_WITH_MPI=AUTO) and the
-# Python module's python3-dev, pybind11-dev and python3-pytest (STEPSIM_PYTHON=AUTO) are optional
+# Python module's python3-dev, pybind11-dev, python3-pytest and python3-numpy (STEPSIM_PYTHON=AUTO) are optional
 # for the build, which works without them, but installed so that the tests cover them.
 packages=(cmake g++ make libboost-graph-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev gnuplot-nox python3
-          openmpi-bin libopenmpi-dev python3-dev pybind11-dev python3-pytest)
+          openmpi-bin libopenmpi-dev python3-dev pybind11-dev python3-pytest python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -109,3 +109,38 @@ def test_memory_collective_threshold_are_the_cli_answers():
         stepsim.collective("alltoall", "h100-sxm", 8, "1GB")
     with pytest.raises(stepsim.InputError):
         stepsim.memory(params=-1, dp=8)
+
+
+def test_notebook_values_and_mistakes():
+    numpy = pytest.importorskip("numpy")  # tools/setup.sh installs python3-numpy
+    # What a DataFrame hands back: NumPy scalars and arrays are the numbers and lists they hold.
+    a = stepsim.run(DEFAULT, set={"parallelism.dp": numpy.int64(16)})
+    assert a["step_time_s"] == stepsim.run(DEFAULT, set={"parallelism.dp": 16})["step_time_s"]
+    rows = stepsim.sweep(DEFAULT, vary={"parallelism.dp": numpy.array([8, 16])})
+    assert [r["parallelism.dp"] for r in rows] == [8, 16]
+    # NaN is refused where it is.
+    with pytest.raises(stepsim.InputError) as e:
+        stepsim.run({"model": "llama3-8b", "hardware": "h100-sxm", "parallelism": {"bucket_cap_mb": float("nan")}})
+    assert e.value.path == "/parallelism/bucket_cap_mb" and "finite" in e.value.message
+    # One override as a string; no axis at all; too many threads; K that is not a number.
+    assert stepsim.run(DEFAULT, set="parallelism.dp=16")["step_time_s"] == a["step_time_s"]
+    with pytest.raises(stepsim.InputError):
+        stepsim.sweep(DEFAULT, vary={})
+    with pytest.raises(stepsim.InputError):
+        stepsim.sweep(DEFAULT, vary={"parallelism.dp": [8]}, jobs=5000)
+    with pytest.raises(stepsim.InputError):
+        stepsim.memory(params=7e9, dp=8, optimizer_bytes_per_param="adam")
+    assert stepsim.__version__ and "InputError" in stepsim.__doc__ and "path" in stepsim.InputError.__doc__
+
+
+def test_ctrl_c_stops_a_long_sweep():
+    import signal
+    import threading
+    import time
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        stepsim.sweep(DEFAULT, vary={"parallelism.bucket_cap_mb": "1:200000:+1"}, jobs=2)  # minutes of work
+    timer.cancel()
+    assert time.monotonic() - start < 10
