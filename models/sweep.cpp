@@ -426,6 +426,63 @@ nlohmann::ordered_json sweep_rows_json(const SweepResult& r) {
   return rows;
 }
 
+nlohmann::ordered_json sweep_summary_json(const SweepResult& r, const SweepSummary& s, bool with_rows,
+                                          const std::vector<std::string>& files) {
+  using J = nlohmann::ordered_json;
+  J j;
+  j["schema"] = "stepsim.sweep/1";
+  j["source"] = r.source;
+  J axes = J::array();
+  for (const auto& a : r.axes) axes.push_back({{"path", a.path}, {"values", a.values}});
+  j["axes"] = std::move(axes);
+  j["points"] = s.points;
+  j["ran"] = s.points - s.failed;
+  j["failed"] = s.failed;
+  j["not_fitting"] = s.not_fitting;
+  j["metric"] = s.metric;
+  j["minimize"] = s.minimize;
+  if (s.best) {
+    const std::size_t b = *s.best;
+    j["best"] = {{"point", b},
+                 {"label", r.label(b)},
+                 {"value", *r.number(b, s.metric)},
+                 {"step_time_s", r.number(b, "step_time_s").value_or(0)},
+                 {"exposed_comm_s", r.number(b, "exposed_comm_s").value_or(0)},
+                 {"tokens_per_s", r.number(b, "tokens_per_s").value_or(0)},
+                 {"mfu", r.number(b, "mfu").value_or(0)}};
+  } else {
+    j["best"] = nullptr;
+  }
+  auto regime = [](const std::optional<BucketCurve::Regime>& g) -> J {
+    if (!g) return nullptr;
+    return {{"bucket_cap_mb", {g->lo_mb, g->hi_mb}}, {"buckets", {g->buckets_lo, g->buckets_hi}},
+            {"comm_time_s", {g->comm_min_s, g->comm_max_s}}, {"exposed_comm_s", {g->exposed_min_s, g->exposed_max_s}},
+            {"step_time_s", {g->step_min_s, g->step_max_s}}};
+  };
+  J buckets = J::array();
+  for (const auto& c : s.bucket_curves)
+    buckets.push_back({{"series", c.series},
+                       {"best_bucket_cap_mb", c.best_bucket_cap_mb},
+                       {"best_step_time_s", c.best_step_time_s},
+                       {"latency_bound", regime(c.latency_bound)},
+                       {"sweet_spot", regime(c.sweet_spot)},
+                       {"last_bucket_exposed", regime(c.last_bucket_exposed)}});
+  j["bucket_curves"] = std::move(buckets);
+  J dps = J::array();
+  for (const auto& c : s.dp_curves) {
+    J pts = J::array();
+    for (const auto& p : c.points)
+      pts.push_back({{"dp", p.dp}, {"step_time_s", p.step_time_s}, {"exposed_comm_s", p.exposed_comm_s},
+                     {"tokens_per_s", p.tokens_per_s}, {"efficiency", p.efficiency}});
+    dps.push_back({{"series", c.series}, {"points", std::move(pts)},
+                   {"first_dp_below_90_percent", c.first_dp_below ? J(*c.first_dp_below) : J(nullptr)}});
+  }
+  j["dp_curves"] = std::move(dps);
+  j["files"] = files;
+  if (with_rows) j["rows"] = sweep_rows_json(r);
+  return j;
+}
+
 namespace {
 
 // encode_outcomes format, all integers little-endian: "SSO2"; u64 name count, the names (each

@@ -241,4 +241,11 @@ struct SweepSummary {
 SweepSummary summarize_sweep(const SweepResult& r, const std::string& metric = "tokens_per_s",
                              double sweet_tolerance = 0.02, double dp_efficiency_threshold = 0.90);
 
+/// The summary as JSON (schema "stepsim.sweep/1", `stepsim sweep --format json`): what the text
+/// summary says but the timing and worker counts (so the same sweep gives the same bytes): axes,
+/// point counts, the best point for the metric, bucket regimes and DP curves; `files` lists the
+/// files written; with `with_rows`, every point too (sweep_rows_json).
+nlohmann::ordered_json sweep_summary_json(const SweepResult& r, const SweepSummary& s, bool with_rows,
+                                          const std::vector<std::string>& files);
+
 }  // namespace stepsim::models

@@ -172,7 +172,11 @@ struct Cancelled {};
 // besides the library's kSweepBytesPerPoint while the sweep runs.
 constexpr double kPythonRowBytes = 24000;
 
-py::object sweep(const py::handle& scenario, const py::dict& vary, const py::handle& set, unsigned jobs) {
+// Runs a sweep for sweep() and sweep_report(); `to_json` turns its result into the JSON text
+// returned (on the sweep's thread, without the GIL).
+template <typename ToJson>
+py::object run_sweep_for_python(const py::handle& scenario, const py::dict& vary, const py::handle& set, unsigned jobs,
+                                ToJson to_json) {
   const ScenarioInput in = scenario_input(scenario);
   if (vary.empty()) throw InputError("vary", "", "expected at least one axis: {path: [values]} or {path: 'LO:HI:xN'}");
   if (jobs > 4096) throw InputError("jobs", "", fmt::format("expected 0 (all cores) to 4096 threads, got {}", jobs));
@@ -181,7 +185,7 @@ py::object sweep(const py::handle& scenario, const py::dict& vary, const py::han
     // A list of values, or a range string as --vary takes it ("8:1024:x8", "1:64:+1").
     std::string spec = py::str(k).cast<std::string>() + "=";
     if (py::isinstance<py::str>(v)) {
-      spec += v.cast<std::string>();
+      spec += py::str(v).cast<std::string>();
     } else {
       std::string values;
       for (const auto& x : v) values += (values.empty() ? "" : ",") + dumps(x, "vary");
@@ -202,12 +206,25 @@ py::object sweep(const py::handle& scenario, const py::dict& vary, const py::han
       if (cancel) throw Cancelled{};
     };
     try {
-      return stepsim::models::sweep_rows_json(stepsim::models::run_sweep(in.doc, in.source, axes, o)).dump();
+      return to_json(stepsim::models::run_sweep(in.doc, in.source, axes, o));
     } catch (const Cancelled&) {
       return std::string();  // KeyboardInterrupt is raised instead
     }
   });
   return loads(json);
+}
+
+py::object sweep(const py::handle& scenario, const py::dict& vary, const py::handle& set, unsigned jobs) {
+  return run_sweep_for_python(scenario, vary, set, jobs, [](const stepsim::models::SweepResult& r) {
+    return stepsim::models::sweep_rows_json(r).dump();
+  });
+}
+
+py::object sweep_report(const py::handle& scenario, const py::dict& vary, const py::handle& set, unsigned jobs,
+                        const std::string& metric) {
+  return run_sweep_for_python(scenario, vary, set, jobs, [&metric](const stepsim::models::SweepResult& r) {
+    return stepsim::models::sweep_summary_json(r, stepsim::models::summarize_sweep(r, metric), true, {}).dump();
+  });
 }
 
 py::object list_items(const std::string& what) { return loads(stepsim::models::list_json(what).at("items").dump()); }
@@ -299,6 +316,11 @@ PYBIND11_MODULE(stepsim, m) {
         "Runs a grid of scenarios. vary: {path: [values]} or {path: 'LO:HI:xN' | 'LO:HI:+STEP'} (as --vary); set: "
         "as in run(); jobs: threads (0 = all cores). Returns one dict per point, in grid order: its axis values, "
         "the report's flattened fields and 'error' ('' when it ran), so pandas.DataFrame(rows) just works.");
+  m.def("sweep_report", &sweep_report, py::arg("scenario"), py::arg("vary"), py::arg("set") = py::none(),
+        py::arg("jobs") = 0, py::arg("metric") = "tokens_per_s",
+        "The sweep as `stepsim sweep --format json` prints it (schema stepsim.sweep/1): axes, the best point for "
+        "metric, the bucket-size regimes per curve (latency-bound, sweet spot, last bucket exposed), DP scaling "
+        "curves with the first dp below 90 % efficiency, and 'rows' (what sweep() returns).");
   m.def("memory", &memory, py::arg("scenario") = py::none(), py::arg("set") = py::none(), py::arg("params") = 0.0,
         py::arg("dp") = 0, py::arg("shard_group_size") = 0, py::arg("hardware") = "",
         py::arg("optimizer_bytes_per_param") = py::none(),

@@ -361,65 +361,6 @@ std::string summary_text(const models::SweepResult& r, const models::SweepSummar
   return out;
 }
 
-/// The summary as JSON (schema "stepsim.sweep/1"): what summary_text prints but the timing and
-/// worker counts (so the same sweep gives the same bytes), and, without --out, every point as
-/// an object of its axis values, metric columns (numbers as numbers) and error.
-nlohmann::ordered_json summary_json(const models::SweepResult& r, const models::SweepSummary& s, bool with_rows,
-                                    const std::vector<std::string>& files) {
-  using J = nlohmann::ordered_json;
-  J j;
-  j["schema"] = "stepsim.sweep/1";
-  j["source"] = r.source;
-  J axes = J::array();
-  for (const auto& a : r.axes) axes.push_back({{"path", a.path}, {"values", a.values}});
-  j["axes"] = std::move(axes);
-  j["points"] = s.points;
-  j["ran"] = s.points - s.failed;
-  j["failed"] = s.failed;
-  j["not_fitting"] = s.not_fitting;
-  j["metric"] = s.metric;
-  j["minimize"] = s.minimize;
-  if (s.best) {
-    const std::size_t b = *s.best;
-    j["best"] = {{"point", b},
-                 {"label", r.label(b)},
-                 {"value", *r.number(b, s.metric)},
-                 {"step_time_s", r.number(b, "step_time_s").value_or(0)},
-                 {"exposed_comm_s", r.number(b, "exposed_comm_s").value_or(0)},
-                 {"tokens_per_s", r.number(b, "tokens_per_s").value_or(0)},
-                 {"mfu", r.number(b, "mfu").value_or(0)}};
-  } else {
-    j["best"] = nullptr;
-  }
-  auto regime = [](const std::optional<models::BucketCurve::Regime>& g) -> J {
-    if (!g) return nullptr;
-    return {{"bucket_cap_mb", {g->lo_mb, g->hi_mb}}, {"buckets", {g->buckets_lo, g->buckets_hi}},
-            {"comm_time_s", {g->comm_min_s, g->comm_max_s}}, {"exposed_comm_s", {g->exposed_min_s, g->exposed_max_s}},
-            {"step_time_s", {g->step_min_s, g->step_max_s}}};
-  };
-  J buckets = J::array();
-  for (const auto& c : s.bucket_curves)
-    buckets.push_back({{"series", c.series},
-                       {"best_bucket_cap_mb", c.best_bucket_cap_mb},
-                       {"best_step_time_s", c.best_step_time_s},
-                       {"latency_bound", regime(c.latency_bound)},
-                       {"sweet_spot", regime(c.sweet_spot)},
-                       {"last_bucket_exposed", regime(c.last_bucket_exposed)}});
-  j["bucket_curves"] = std::move(buckets);
-  J dps = J::array();
-  for (const auto& c : s.dp_curves) {
-    J pts = J::array();
-    for (const auto& p : c.points)
-      pts.push_back({{"dp", p.dp}, {"step_time_s", p.step_time_s}, {"exposed_comm_s", p.exposed_comm_s},
-                     {"tokens_per_s", p.tokens_per_s}, {"efficiency", p.efficiency}});
-    dps.push_back({{"series", c.series}, {"points", std::move(pts)},
-                   {"first_dp_below_90_percent", c.first_dp_below ? J(*c.first_dp_below) : J(nullptr)}});
-  }
-  j["dp_curves"] = std::move(dps);
-  j["files"] = files;
-  if (with_rows) j["rows"] = models::sweep_rows_json(r);
-  return j;
-}
 
 /// Checks the arguments that do not need the scenario; returns the parsed axes.
 std::vector<models::SweepAxis> checked_axes(const SweepArgs& a) {
@@ -508,7 +449,7 @@ void write_outputs(const SweepArgs& a, const models::SweepResult& r, const std::
     written.push_back(a.plot);
   }
   if (a.format == "json") {  // one JSON document on stdout: the rows in it unless --out took them
-    print(summary_json(r, s, a.out.empty(), written).dump(2) + "\n");
+    print(models::sweep_summary_json(r, s, a.out.empty(), written).dump(2) + "\n");
     return;
   }
   const std::string summary = summary_text(r, s, workers, wall_s) + files;

@@ -144,3 +144,15 @@ def test_ctrl_c_stops_a_long_sweep():
         stepsim.sweep(DEFAULT, vary={"parallelism.bucket_cap_mb": "1:200000:+1"}, jobs=2)  # minutes of work
     timer.cancel()
     assert time.monotonic() - start < 10
+
+
+def test_sweep_report_is_the_cli_summary():
+    vary = {"parallelism.bucket_cap_mb": [1, 25, 400], "parallelism.dp": [8, 64]}
+    report = stepsim.sweep_report(DEFAULT, vary=vary)
+    cli = cli_json("sweep", DEFAULT, "--vary", "parallelism.bucket_cap_mb=1,25,400", "--vary", "parallelism.dp=8,64")
+    assert report == cli
+    assert report["schema"] == "stepsim.sweep/1" and report["best"]["label"]
+    assert len(report["bucket_curves"]) == 2 and len(report["dp_curves"]) == 3
+    assert report["rows"] == stepsim.sweep(DEFAULT, vary=vary)
+    with pytest.raises(stepsim.InputError):
+        stepsim.sweep_report(DEFAULT, vary=vary, metric="no_such_column")
