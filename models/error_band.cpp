@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "models/error_band.hpp"
 
+#include "models/strategy/strategy.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -13,8 +15,7 @@ RunKind run_kind(const Scenario& s) {
   if (starts("v100")) k.family = "v100";
   else if (starts("a100")) k.family = "a100";
   else if (starts("h100") || starts("h200") || starts("h800")) k.family = "hopper";
-  const std::string& st = s.parallelism.strategy;
-  k.sharded = st == "fsdp" || st == "hsdp" || st == "zero3";
+  k.sharded = s.zero_stage() == 3;  // parameters sharded: ZeRO-3, FSDP, HSDP
   using Math = hardware::GemmMath;
   const Math m = s.precision.gemm_math;
   k.math = s.precision.float8 != PrecisionConfig::Float8::None ? "fp8"

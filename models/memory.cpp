@@ -4,6 +4,7 @@
 
 #include "models/recompute.hpp"
 #include "models/scenario.hpp"
+#include "models/strategy/strategy.hpp"
 
 #include <algorithm>
 
@@ -20,9 +21,10 @@ ModelStates zero_model_states(double psi, std::int64_t ranks, int stage, double 
 
 std::vector<StrategyModelStates> strategy_model_states(double psi, std::int64_t ranks, std::int64_t shard_group,
                                                        double k, double b) {
-  return {{"ddp", zero_model_states(psi, ranks, 0, k, b)},   {"zero1", zero_model_states(psi, ranks, 1, k, b)},
-          {"zero2", zero_model_states(psi, ranks, 2, k, b)}, {"zero3", zero_model_states(psi, ranks, 3, k, b)},
-          {"fsdp", zero_model_states(psi, ranks, 3, k, b)},  {"hsdp", zero_model_states(psi, shard_group, 3, k, b)}};
+  std::vector<StrategyModelStates> rows;
+  for (const auto& st : strategy_registry())
+    rows.push_back({st.name, zero_model_states(psi, st.hybrid ? shard_group : ranks, st.zero_stage, k, b)});
+  return rows;
 }
 
 double activation_bytes(const Scenario& s) {
@@ -47,7 +49,8 @@ MemoryBreakdown static_memory(const Scenario& s) {
   MemoryBreakdown m;
   const int stage = s.zero_stage();
   const double n = static_cast<double>(s.shard_ranks());
-  const bool zero3_persist = s.parallelism.strategy == "zero3";
+  const StrategyEntry& strategy = strategy_of(s);
+  const bool zero3_persist = strategy.family == StrategyFamily::DeepSpeed && stage == 3;
   double trainable_grad_bytes = 0;
   for (const auto& layer : s.model.layers) {
     for (const auto& p : layer.params) {
@@ -64,9 +67,9 @@ MemoryBreakdown static_memory(const Scenario& s) {
         m.grad_accum_bytes += numel * 4.0 / (stage >= 2 ? n : 1.0);
     }
   }
-  const std::string& st = s.parallelism.strategy;
-  if (st == "ddp" && !s.parallelism.gradient_as_bucket_view) m.buffers_bytes = trainable_grad_bytes;
-  if (st == "zero1" || st == "zero2" || st == "zero3") {
+  if (strategy.family == StrategyFamily::DDP && !s.parallelism.gradient_as_bucket_view)
+    m.buffers_bytes = trainable_grad_bytes;
+  if (strategy.family == StrategyFamily::DeepSpeed) {
     // stage_1_and_2.py allocates the IPG buffer at its full reduce_bucket_size.
     const double bucket_elems = s.sharding.reduce_bucket_size;
     m.buffers_bytes = bucket_elems * s.precision.reduce_bytes(s.precision.param_dtype) * (s.sharding.overlap_comm ? 2.0 : 1.0);

@@ -8,6 +8,7 @@
 #include "hardware/nccl_model.hpp"
 #include "models/memory.hpp"
 #include "models/scenario.hpp"
+#include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/names.hpp"
 #include "sim/support/units.hpp"
@@ -50,7 +51,7 @@ QueryAnswer memory_query(const MemoryQuery& a) {
     dp = s.parallelism.dp;
     activations = activation_bytes(s);
     hw = s.hardware;
-    if (group == 0) group = s.parallelism.strategy == "hsdp" ? s.shard_ranks() : s.ranks_per_node();
+    if (group == 0) group = strategy_of(s).hybrid ? s.shard_ranks() : s.ranks_per_node();
   } else {
     if (!a.sets.empty())
       throw InputError("--set", "", fmt::format("'{}' overrides a scenario's field, and none was given (with --params and "

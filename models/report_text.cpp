@@ -4,6 +4,7 @@
 
 #include "hardware/gemm_model.hpp"
 #include "models/float8.hpp"
+#include "models/strategy/strategy.hpp"
 
 #include <fmt/format.h>
 
@@ -28,13 +29,7 @@ std::string count(double n) {
   return fmt::format("{:.0f}", n);
 }
 
-std::string buffer_note(const Scenario& s) {
-  const std::string& st = s.parallelism.strategy;
-  if (st == "ddp") return "DDP gradient buckets";
-  if (st == "zero1" || st == "zero2") return "DeepSpeed IPG gradient buckets";
-  if (st == "zero3") return "IPG buckets + gathered parameters at the peak";
-  return "unsharded parameters and gradients at the peak";
-}
+std::string buffer_note(const Scenario& s) { return strategy_of(s).buffers_label; }
 
 }  // namespace
 
@@ -85,7 +80,7 @@ std::string report_text(const Report& r) {
     }
     if (s.precision.float8 != PrecisionConfig::Float8::None) {
       const auto [linears, blocks] = float8_linear_total(s);
-      const bool gathers = s.parallelism.strategy == "fsdp" || s.parallelism.strategy == "hsdp";
+      const bool gathers = strategy_of(s).family == StrategyFamily::FSDP;
       line(fmt::format("  float8      tensorwise: {} linears in {} blocks run FP8 GEMMs ({}) plus amax/cast kernels{}", linears,
                        blocks, math_text(Math::Fp8),
                        !gathers                        ? ""
@@ -159,9 +154,7 @@ std::string report_text(const Report& r) {
   line(fmt::format("  optimizer      {}", ms(r.optimizer_time_s)));
   // The strategy's own kernels: FSDP and HSDP copy all-gathered parameters out of the gather
   // buffer (models/strategy/fsdp.cpp); DDP and ZeRO copy gradient buckets.
-  const std::string& st = s.parallelism.strategy;
-  line(fmt::format("  framework ops  {}   ({})", ms(r.overhead_time_s),
-                   st == "fsdp" || st == "hsdp" ? "all-gather copy-outs, waits" : "bucket copies, copy-outs, waits"));
+  line(fmt::format("  framework ops  {}   ({})", ms(r.overhead_time_s), strategy_of(s).framework_ops_label));
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
   if (r.per_rank.present)  // the rows above add up to the step time (issue 13 item 20)

@@ -229,8 +229,8 @@ struct Scenario {
   int ranks_per_node() const;
   /// Ranks one parameter is sharded over: dp for zero*/fsdp, the shard group for hsdp, 1 for ddp.
   std::int64_t shard_ranks() const;
-  /// True for the ZeRO stages and FSDP/HSDP.
-  bool sharded() const { return parallelism.strategy != "ddp"; }
+  /// True for the ZeRO stages and FSDP/HSDP (StrategyEntry::zero_stage > 0).
+  bool sharded() const;
   /// ZeRO stage of the strategy (0 for ddp, 3 for fsdp/hsdp).
   int zero_stage() const;
   /// Tokens each GPU processes per micro-batch.

@@ -24,19 +24,15 @@ int Scenario::ranks_per_node() const {
 }
 
 std::int64_t Scenario::shard_ranks() const {
-  if (parallelism.strategy == "ddp") return 1;
-  if (parallelism.strategy == "hsdp")
-    return sharding.shard_group_size > 0 ? sharding.shard_group_size : ranks_per_node();
+  const StrategyEntry& st = strategy_of(*this);
+  if (st.zero_stage == 0) return 1;
+  if (st.hybrid) return sharding.shard_group_size > 0 ? sharding.shard_group_size : ranks_per_node();
   return parallelism.dp;
 }
 
-int Scenario::zero_stage() const {
-  const std::string& st = parallelism.strategy;
-  if (st == "zero1") return 1;
-  if (st == "zero2") return 2;
-  if (st == "zero3" || st == "fsdp" || st == "hsdp") return 3;
-  return 0;
-}
+int Scenario::zero_stage() const { return strategy_of(*this).zero_stage; }
+
+bool Scenario::sharded() const { return zero_stage() > 0; }
 
 std::vector<std::string> implementation_names() { return {"eager", "compile", "megatron_te"}; }
 
@@ -94,36 +90,22 @@ namespace {
 // chosen strategy (a knob that silently does nothing is worse than an error).
 void read_sharding(const JsonReader& par, Scenario& s) {
   const std::string& strategy = s.parallelism.strategy;
-  struct Applies {
-    const char* key;
-    std::vector<std::string> strategies;
-  };
-  const std::vector<Applies> table = {
-      {"fsdp_version", {"fsdp", "hsdp"}},
-      {"unit_layers", {"fsdp", "hsdp"}},
-      {"reshard_after_forward", {"fsdp", "hsdp"}},
-      {"backward_prefetch", {"fsdp", "hsdp"}},
-      {"forward_prefetch", {"fsdp", "hsdp"}},
-      {"limit_all_gathers", {"fsdp", "hsdp"}},
-      {"shard_group_size", {"hsdp"}},
-      {"defer_replica_all_reduce", {"hsdp"}},
-      {"reduce_bucket_size", {"zero1", "zero2", "zero3"}},
-      {"overlap_comm", {"zero1", "zero2", "zero3"}},
-      {"gradient_reduce_scatter", {"zero1", "zero2"}},
-      {"stage3_prefetch_bucket_size", {"zero3"}},
-      {"stage3_max_live_parameters", {"zero3"}},
-      {"stage3_max_reuse_distance", {"zero3"}},
-      {"stage3_param_persistence_threshold", {"zero3"}},
-      {"bucket_cap_mb", {"ddp"}},
-      {"first_bucket_mb", {"ddp"}},
-      {"gradient_as_bucket_view", {"ddp"}},
-      {"sync_every_micro_batch", {"ddp", "fsdp", "hsdp"}},
-  };
-  for (const auto& row : table) {
-    if (!par.has(row.key)) continue;
-    if (std::find(row.strategies.begin(), row.strategies.end(), strategy) == row.strategies.end())
-      par.fail(row.key, fmt::format("'{}' does not apply to strategy '{}' (it applies to: {})", row.key,
-                                    strategy, join_names(row.strategies)));
+  const StrategyEntry& entry = strategy_of(s);
+  // The knobs of every strategy, in the order they are checked (the first one given that does
+  // not apply is the one reported); which strategies take each is theirs to say (StrategyEntry::knobs).
+  static const std::vector<std::string> knobs = {
+      "fsdp_version", "unit_layers", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
+      "limit_all_gathers", "shard_group_size", "defer_replica_all_reduce", "reduce_bucket_size", "overlap_comm",
+      "gradient_reduce_scatter", "stage3_prefetch_bucket_size", "stage3_max_live_parameters",
+      "stage3_max_reuse_distance", "stage3_param_persistence_threshold", "bucket_cap_mb", "first_bucket_mb",
+      "gradient_as_bucket_view", "sync_every_micro_batch"};
+  for (const auto& key : knobs) {
+    if (!par.has(key) || entry.takes(key)) continue;
+    std::vector<std::string> takers;
+    for (const auto& e : strategy_registry())
+      if (e.takes(key)) takers.emplace_back(e.name);
+    par.fail(key, fmt::format("'{}' does not apply to strategy '{}' (it applies to: {})", key, strategy,
+                              join_names(takers)));
   }
   auto& z = s.sharding;
   z.fsdp_version = par.choice_or("fsdp_version", "fsdp2", {"fsdp2", "fsdp1"});
@@ -149,7 +131,7 @@ void read_sharding(const JsonReader& par, Scenario& s) {
   z.shard_group_size = par.integer_or("shard_group_size", 0, 1, 1 << 20);
   z.defer_replica_all_reduce = par.boolean_or("defer_replica_all_reduce", false);
   z.reduce_bucket_size = par.number_or("reduce_bucket_size", 5e8, Check::Positive);
-  z.overlap_comm = par.boolean_or("overlap_comm", strategy == "zero3");  // config.py overlap_comm_valid
+  z.overlap_comm = par.boolean_or("overlap_comm", entry.family == StrategyFamily::DeepSpeed && entry.zero_stage == 3);  // config.py overlap_comm_valid
   z.gradient_reduce_scatter = par.boolean_or("gradient_reduce_scatter", false);
   z.stage3_prefetch_bucket_size = par.number_or("stage3_prefetch_bucket_size", 5e7, Check::NonNegative);
   z.stage3_max_live_parameters = par.number_or("stage3_max_live_parameters", 1e9, Check::NonNegative);
@@ -161,7 +143,7 @@ void read_sharding(const JsonReader& par, Scenario& s) {
 void check_sharding(const JsonReader& par, const Scenario& s) {
   const auto& z = s.sharding;
   const std::int64_t dp = s.parallelism.dp;
-  if (s.parallelism.strategy == "hsdp") {
+  if (strategy_of(s).hybrid) {
     const std::int64_t g = s.shard_ranks();
     if (dp % g != 0 || g > dp)
       par.fail("shard_group_size", fmt::format("the shard group ({} ranks) must divide dp ({})", g, dp));
@@ -374,7 +356,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                     "separate buffer; drop it");
     // Only DDP prices the accumulation adds (models/strategy/compute_tasks grad_accumulation_bytes);
     // elsewhere the knob would change memory but not time: refused rather than half applied.
-    if (s.precision.fp32_grad_accum && p.strategy != "ddp")
+    if (s.precision.fp32_grad_accum && strategy_of(s).family != StrategyFamily::DDP)
       prec->fail("fp32_grad_accum", fmt::format("applies to strategy 'ddp' only (the one whose gradient-accumulation "
                                                 "adds stepsim prices); this scenario has '{}'", p.strategy));
     s.precision.fp32_matmul_tf32 = prec->choice_or("fp32_matmul_precision", "highest", {"highest", "high"}) == "high";
@@ -397,7 +379,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
     }
     if (s.precision.float8_all_gather && s.precision.float8 == PrecisionConfig::Float8::None)
       prec->fail("float8_all_gather", "needs precision.float8 \"tensorwise\" (FSDP gathers the Float8Linear weights)");
-    const bool fsdp_like = p.strategy == "fsdp" || p.strategy == "hsdp";
+    const bool fsdp_like = strategy_of(s).family == StrategyFamily::FSDP;
     if (s.precision.float8_all_gather && !(fsdp_like && s.sharding.fsdp_version == "fsdp2"))
       prec->fail("float8_all_gather", fmt::format("torchao casts the weights for FSDP2's all-gather (fully_shard "
                                                   "pre-all-gather hooks); this scenario has {}: expected strategy fsdp "
@@ -695,47 +677,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   nlohmann::json resolved = doc;
   nlohmann::json par_echo = {{"strategy", p.strategy}, {"dp", p.dp}};
   if (p.torus_axes > 0) par_echo["torus_axes"] = p.torus_axes;
-  const auto& z = s.sharding;
-  if (p.strategy == "ddp") {
-    par_echo["bucket_cap_mb"] = p.bucket_cap_mb;
-    par_echo["first_bucket_mb"] = p.first_bucket_mb;
-    par_echo["gradient_as_bucket_view"] = p.gradient_as_bucket_view;
-  }
-  if (p.strategy == "ddp" || p.strategy == "fsdp" || p.strategy == "hsdp")
-    par_echo["sync_every_micro_batch"] = p.sync_every_micro_batch;
-  if (p.strategy == "fsdp" || p.strategy == "hsdp") {
-    par_echo["fsdp_version"] = z.fsdp_version;
-    par_echo["unit_layers"] = z.unit_layers;
-    switch (z.reshard_after_forward) {
-      case ReshardMode::Default: par_echo["reshard_after_forward"] = "default"; break;
-      case ReshardMode::Torchtitan: par_echo["reshard_after_forward"] = "torchtitan"; break;
-      case ReshardMode::True: par_echo["reshard_after_forward"] = true; break;
-      case ReshardMode::False: par_echo["reshard_after_forward"] = false; break;
-      case ReshardMode::Group: par_echo["reshard_after_forward"] = z.reshard_group; break;
-    }
-    if (z.fsdp_version == "fsdp1") {  // FSDP1 options (refused under FSDP2)
-      par_echo["backward_prefetch"] = z.backward_prefetch == BackwardPrefetch::BackwardPre    ? "BACKWARD_PRE"
-                                      : z.backward_prefetch == BackwardPrefetch::BackwardPost ? "BACKWARD_POST"
-                                                                                              : "none";
-      par_echo["forward_prefetch"] = z.forward_prefetch;
-      par_echo["limit_all_gathers"] = z.limit_all_gathers;
-    }
-  }
-  if (p.strategy == "hsdp") {
-    par_echo["shard_group_size"] = s.shard_ranks();
-    par_echo["defer_replica_all_reduce"] = z.defer_replica_all_reduce;
-  }
-  if (s.zero_stage() > 0 && p.strategy.rfind("zero", 0) == 0) {
-    par_echo["reduce_bucket_size"] = z.reduce_bucket_size;
-    par_echo["overlap_comm"] = z.overlap_comm;
-    if (p.strategy != "zero3") par_echo["gradient_reduce_scatter"] = z.gradient_reduce_scatter;
-  }
-  if (p.strategy == "zero3") {
-    par_echo["stage3_prefetch_bucket_size"] = z.stage3_prefetch_bucket_size;
-    par_echo["stage3_max_live_parameters"] = z.stage3_max_live_parameters;
-    par_echo["stage3_max_reuse_distance"] = z.stage3_max_reuse_distance;
-    par_echo["stage3_param_persistence_threshold"] = z.stage3_param_persistence_threshold;
-  }
+  strategy_of(s).echo_knobs(s, par_echo);
   resolved["parallelism"] = par_echo;
   resolved["precision"] = {{"reduce_dtype", s.precision.reduce_dtype ? dtype_name(*s.precision.reduce_dtype) : "param"},
                            {"fp32_grad_accum", s.precision.fp32_grad_accum}};

@@ -21,6 +21,7 @@
 #include "models/strategy/strategy.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace stepsim::models {
 
@@ -115,6 +116,14 @@ LoweredStep lower_ddp(const Scenario& s) {
   if (sim::Task opt; optimizer_step(s, 1.0, opt)) g.add_task(std::move(opt));
   g.freeze("ddp");
   return out;
+}
+
+void echo_ddp_knobs(const Scenario& s, nlohmann::json& par) {
+  const auto& p = s.parallelism;
+  par["bucket_cap_mb"] = p.bucket_cap_mb;
+  par["first_bucket_mb"] = p.first_bucket_mb;
+  par["gradient_as_bucket_view"] = p.gradient_as_bucket_view;
+  par["sync_every_micro_batch"] = p.sync_every_micro_batch;
 }
 
 }  // namespace stepsim::models

@@ -34,6 +34,7 @@
 #include "models/strategy/strategy.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -107,7 +108,7 @@ std::vector<Unit> make_units(const Scenario& s) {
 LoweredStep lower_fsdp(const Scenario& s) {
   LoweredStep out;
   const auto& z = s.sharding;
-  const bool hsdp = s.parallelism.strategy == "hsdp";
+  const bool hsdp = strategy_of(s).hybrid;
   const bool fsdp2 = z.fsdp_version == "fsdp2";
   const int gpn = s.cluster.gpus_per_node;
   const int shard = static_cast<int>(s.shard_ranks());
@@ -274,6 +275,31 @@ LoweredStep lower_fsdp(const Scenario& s) {
   if (sim::Task opt; optimizer_step(s, static_cast<double>(shard), opt)) g.add_task(std::move(opt));
   g.freeze(s.parallelism.strategy);
   return out;
+}
+
+void echo_fsdp_knobs(const Scenario& s, nlohmann::json& par) {
+  const auto& z = s.sharding;
+  par["sync_every_micro_batch"] = s.parallelism.sync_every_micro_batch;
+  par["fsdp_version"] = z.fsdp_version;
+  par["unit_layers"] = z.unit_layers;
+  switch (z.reshard_after_forward) {
+    case ReshardMode::Default: par["reshard_after_forward"] = "default"; break;
+    case ReshardMode::Torchtitan: par["reshard_after_forward"] = "torchtitan"; break;
+    case ReshardMode::True: par["reshard_after_forward"] = true; break;
+    case ReshardMode::False: par["reshard_after_forward"] = false; break;
+    case ReshardMode::Group: par["reshard_after_forward"] = z.reshard_group; break;
+  }
+  if (z.fsdp_version == "fsdp1") {  // FSDP1 options (refused under FSDP2)
+    par["backward_prefetch"] = z.backward_prefetch == BackwardPrefetch::BackwardPre    ? "BACKWARD_PRE"
+                               : z.backward_prefetch == BackwardPrefetch::BackwardPost ? "BACKWARD_POST"
+                                                                                       : "none";
+    par["forward_prefetch"] = z.forward_prefetch;
+    par["limit_all_gathers"] = z.limit_all_gathers;
+  }
+  if (strategy_of(s).hybrid) {
+    par["shard_group_size"] = s.shard_ranks();
+    par["defer_replica_all_reduce"] = z.defer_replica_all_reduce;
+  }
 }
 
 }  // namespace stepsim::models

@@ -6,6 +6,8 @@
 
 #include "sim/support/error.hpp"
 
+#include <algorithm>
+
 namespace stepsim::models {
 
 hardware::GroupShape group_shape(const Scenario& s, int ranks, int ranks_per_node) {
@@ -17,33 +19,53 @@ hardware::GroupShape group_shape(const Scenario& s, int ranks, int ranks_per_nod
 }
 
 const std::vector<StrategyEntry>& strategy_registry() {
+  using F = StrategyFamily;
+  static const char* const kBucketOps = "bucket copies, copy-outs, waits";
+  static const char* const kGatherOps = "all-gather copy-outs, waits";
+  static const char* const kFsdpBuffers = "unsharded parameters and gradients at the peak";
   static const std::vector<StrategyEntry> table = {
       {"ddp",
        "PyTorch DDP: gradient buckets in ready order (first 1 MiB, then bucket_cap_mb), "
        "in-order AllReduce on one NCCL stream overlapping backward, no_sync accumulation",
-       &lower_ddp},
+       &lower_ddp, F::DDP, 0, false, "DDP gradient buckets", kBucketOps,
+       {"bucket_cap_mb", "first_bucket_mb", "gradient_as_bucket_view", "sync_every_micro_batch"}, &echo_ddp_knobs},
       {"zero1",
        "DeepSpeed ZeRO-1: optimizer state sharded; IPG gradient buckets reduced on the accumulation "
        "boundary (whole-bucket AllReduce), 1/N Adam, then one parameter AllGather",
-       &lower_zero12},
+       &lower_zero12, F::DeepSpeed, 1, false, "DeepSpeed IPG gradient buckets", kBucketOps,
+       {"reduce_bucket_size", "overlap_comm", "gradient_reduce_scatter"}, &echo_zero_knobs},
       {"zero2",
        "DeepSpeed ZeRO-2: gradients and optimizer state sharded; IPG buckets reduced every micro-step, "
        "overlap_comm keeps one reduction in flight",
-       &lower_zero12},
+       &lower_zero12, F::DeepSpeed, 2, false, "DeepSpeed IPG gradient buckets", kBucketOps,
+       {"reduce_bucket_size", "overlap_comm", "gradient_reduce_scatter"}, &echo_zero_knobs},
       {"zero3",
        "DeepSpeed ZeRO-3: parameters sharded too; per-layer coalesced AllGathers with prefetch and "
        "reuse distance, ready-order ReduceScatter buckets",
-       &lower_zero3},
+       &lower_zero3, F::DeepSpeed, 3, false, "IPG buckets + gathered parameters at the peak", kBucketOps,
+       {"reduce_bucket_size", "overlap_comm", "stage3_prefetch_bucket_size", "stage3_max_live_parameters",
+        "stage3_max_reuse_distance", "stage3_param_persistence_threshold"},
+       &echo_zero_knobs},
       {"fsdp",
        "PyTorch FSDP (FSDP2 fully_shard by default; FSDP1 switches): one AllGather and one "
        "ReduceScatter per unit, prefetch one unit ahead, reshard_after_forward",
-       &lower_fsdp},
+       &lower_fsdp, F::FSDP, 3, false, kFsdpBuffers, kGatherOps,
+       {"fsdp_version", "unit_layers", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
+        "limit_all_gathers", "sync_every_micro_batch"},
+       &echo_fsdp_knobs},
       {"hsdp",
        "PyTorch HSDP: FSDP inside a shard group (a node by default), AllReduce of the shard across "
        "replicas on its own stream",
-       &lower_fsdp},
+       &lower_fsdp, F::FSDP, 3, true, kFsdpBuffers, kGatherOps,
+       {"fsdp_version", "unit_layers", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
+        "limit_all_gathers", "shard_group_size", "defer_replica_all_reduce", "sync_every_micro_batch"},
+       &echo_fsdp_knobs},
   };
   return table;
+}
+
+bool StrategyEntry::takes(const std::string& key) const {
+  return std::find_if(knobs.begin(), knobs.end(), [&key](const char* k) { return key == k; }) != knobs.end();
 }
 
 const StrategyEntry& find_strategy(const std::string& name) {
@@ -51,5 +73,7 @@ const StrategyEntry& find_strategy(const std::string& name) {
     if (name == e.name) return e;
   throw InternalError("unknown strategy '" + name + "' passed validation");
 }
+
+const StrategyEntry& strategy_of(const Scenario& scenario) { return find_strategy(scenario.parallelism.strategy); }
 
 }  // namespace stepsim::models

@@ -5,6 +5,8 @@
 #include "hardware/collective_model.hpp"
 #include "sim/task_graph.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 #include <vector>
 
@@ -40,12 +42,34 @@ struct LoweredStep {
 /// builds its LoweredStep::groups with it.
 hardware::GroupShape group_shape(const Scenario& scenario, int ranks, int ranks_per_node);
 
-/// A registry row: name as written in `parallelism.strategy`, a one-line description, and
-/// the function that lowers a scenario.
+/// The framework whose rules and knobs a strategy follows.
+enum class StrategyFamily { DDP, DeepSpeed, FSDP };
+
+/// A DP strategy as one object (issue 15 item 1), registered once in strategy_registry(): the
+/// rest of stepsim asks it what it is (what it shards, its family, its knobs, its labels)
+/// rather than comparing its name.
 struct StrategyEntry {
-  const char* name;
-  const char* description;
-  LoweredStep (*lower)(const Scenario&);
+  const char* name;         ///< as written in `parallelism.strategy`
+  const char* description;  ///< one line, for `stepsim list strategies`
+  LoweredStep (*lower)(const Scenario&);  ///< the step as a task graph
+  StrategyFamily family;
+  /// What is sharded across the shard group, as ZeRO's stages count it (ZeRO paper §3.1): 0
+  /// nothing (DDP), 1 optimizer state, 2 + gradients, 3 + parameters (ZeRO-3, FSDP FULL_SHARD).
+  int zero_stage;
+  /// Sharded inside a shard group and replicated across groups (HSDP); else the shard group is
+  /// the whole DP group (or nothing, stage 0).
+  bool hybrid;
+  /// The report's memory "buffers" row: what it holds under this strategy.
+  const char* buffers_label;
+  /// The report's "framework ops" row: which of the strategy's own kernels it sums.
+  const char* framework_ops_label;
+  /// The `parallelism.*` knobs that apply to it (others are refused, not ignored).
+  std::vector<const char*> knobs;
+  /// Writes its knobs, as resolved, into the scenario echo's "parallelism" object.
+  void (*echo_knobs)(const Scenario&, nlohmann::json& parallelism);
+
+  /// True when the knob `key` of `parallelism` applies to this strategy.
+  bool takes(const std::string& key) const;
 };
 
 /// The explicit table of strategies (no static-constructor registration).
@@ -53,6 +77,15 @@ const std::vector<StrategyEntry>& strategy_registry();
 
 /// Looks up `name`. Precondition: the name was validated by parse_scenario (InternalError otherwise).
 const StrategyEntry& find_strategy(const std::string& name);
+
+/// The strategy `scenario` runs (find_strategy of parallelism.strategy).
+const StrategyEntry& strategy_of(const Scenario& scenario);
+
+/// The knob echoes of each family (strategy_registry's echo_knobs): DDP's bucket knobs;
+/// DeepSpeed's IPG and stage-3 knobs; FSDP's (and HSDP's shard group) knobs.
+void echo_ddp_knobs(const Scenario& scenario, nlohmann::json& parallelism);
+void echo_zero_knobs(const Scenario& scenario, nlohmann::json& parallelism);
+void echo_fsdp_knobs(const Scenario& scenario, nlohmann::json& parallelism);
 
 /// PyTorch DDP (semantics.md §A): see ddp.cpp.
 LoweredStep lower_ddp(const Scenario& scenario);

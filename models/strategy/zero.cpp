@@ -38,6 +38,7 @@
 #include "models/strategy/strategy.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -328,6 +329,20 @@ LoweredStep lower_zero3(const Scenario& s) {
   if (sim::Task opt; optimizer_step(s, static_cast<double>(s.parallelism.dp), opt)) g.add_task(std::move(opt));
   g.freeze("zero3");
   return out;
+}
+
+void echo_zero_knobs(const Scenario& s, nlohmann::json& par) {
+  const auto& z = s.sharding;
+  par["reduce_bucket_size"] = z.reduce_bucket_size;
+  par["overlap_comm"] = z.overlap_comm;
+  if (s.zero_stage() < 3) {
+    par["gradient_reduce_scatter"] = z.gradient_reduce_scatter;
+    return;
+  }
+  par["stage3_prefetch_bucket_size"] = z.stage3_prefetch_bucket_size;
+  par["stage3_max_live_parameters"] = z.stage3_max_live_parameters;
+  par["stage3_max_reuse_distance"] = z.stage3_max_reuse_distance;
+  par["stage3_param_persistence_threshold"] = z.stage3_param_persistence_threshold;
 }
 
 }  // namespace stepsim::models
