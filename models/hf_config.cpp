@@ -414,8 +414,9 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
   if (vision)
     unpriced.push_back("text stack only: the vision tower and projector of model_type gemma3 are not simulated "
                        "(neither their parameters nor their compute)");
-  if (type == "gemma2" && !(text->contains("final_logit_softcapping") && text->at("final_logit_softcapping").is_null()))
-    unpriced.push_back("final_logit_softcapping not modelled: its tanh over the logits is not priced");
+  // Gemma2Config's final_logit_softcapping (30.0 by default; null is none) is priced.
+  s.logit_softcap =
+      type == "gemma2" && !(text->contains("final_logit_softcapping") && text->at("final_logit_softcapping").is_null());
   notes.insert(notes.end(), unpriced.begin(), unpriced.end());
 
   ModelSpec m = make_transformer(model_name, s);

@@ -44,8 +44,9 @@ std::string hf_name_from_path(const std::string& path);
 /// checkpoint is stored, not how it trains, and the source notes it when it is not bfloat16.
 /// Sliding-window attention sets the blocks' LayerGemm::window (rules in the .cpp); GPT-2's
 /// n_positions becomes ModelSpec::learned_positions, max_position_embeddings
-/// ModelSpec::context_length; what is not simulated (Gemma 3's vision tower, Gemma 2's final
-/// logit softcap) goes to ModelSpec::not_modelled.
+/// ModelSpec::context_length; Gemma 2's final_logit_softcapping prices its pass over the logits
+/// (TransformerShape::logit_softcap); what is not simulated (Gemma 3's vision tower) goes to
+/// ModelSpec::not_modelled.
 ///
 /// @param config   the config object (a file's root, or an inline "hf_config")
 /// @param source   file name for messages

@@ -324,6 +324,14 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   head.input_bytes_per_token = head.activation_bytes_per_token;  // logits are needed for the loss anyway
   head.root = true;
   head.fwd_streaming_kernels = 2;  // log-softmax and the loss
+  if (s.logit_softcap) {  // Gemma 2: cap·tanh(logits / cap) over the logits (TransformerShape::logit_softcap)
+    const double v = static_cast<double>(s.vocab);
+    head.fwd_streaming_bytes_per_token += 2 * act * v;
+    head.fwd_streaming_kernels += 1;
+    head.eager_extra_streaming_bytes_per_token += 2 * 2 * act * v;  // ÷ and × apart from the tanh
+    head.eager_extra_streaming_kernels += 2;
+    head.activation_bytes_per_token += act * v;
+  }
   if (act < 4) head.logits_upcast_bytes_per_token = (act + 4) * static_cast<double>(s.vocab);  // eager: cast, then the loss
   head.fused_loss_bytes_per_token = act * static_cast<double>(s.vocab);
   m.layers.push_back(head);

@@ -212,6 +212,11 @@ struct TransformerShape {
   /// Per block, the causal sliding window of its attention in tokens (0 = full attention);
   /// empty = every block full (LayerGemm::window).
   std::vector<std::int64_t> attention_window;
+  /// Gemma 2's final logit softcapping, logits = cap·tanh(logits / cap) after the LM head
+  /// (Gemma2ForCausalLM): one more pass over the act-dtype logits, 2·act·vocab bytes per token
+  /// fused (torch.compile), three ops apart (÷, tanh, ×) under eager PyTorch; it keeps the
+  /// tanh's output for backward (act·vocab).
+  bool logit_softcap = false;
 
   /// heads·head_dim: width of q and of the attention output.
   std::int64_t q_dim() const { return heads * (head_dim > 0 ? head_dim : hidden / heads); }

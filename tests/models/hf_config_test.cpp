@@ -220,6 +220,15 @@ TEST_CASE("hf_config: tensors in each layout's registration order", "[models][hf
     CHECK(b.params[10].name == "model.layers.0.post_feedforward_layernorm.weight");
     CHECK(m.layers.back().params.empty());
     CHECK(m.eager_composites.back() == "GeGLU");
+    // final_logit_softcapping (30.0 by default): one fused pass over the bf16 logits, three
+    // kernels apart under eager, its tanh kept for backward; null is none.
+    const auto plain = hf({{"model_type", "gemma2"}, {"num_hidden_layers", 1}, {"final_logit_softcapping", nullptr}});
+    const auto& capped = m.layers.back();
+    const auto& uncapped = plain.layers.back();
+    CHECK(capped.fwd_streaming_bytes_per_token - uncapped.fwd_streaming_bytes_per_token == 2 * 2 * 256000.0);
+    CHECK(capped.eager_extra_streaming_bytes_per_token == 4 * 2 * 256000.0);
+    CHECK(capped.activation_bytes_per_token - uncapped.activation_bytes_per_token == 2 * 256000.0);
+    CHECK(capped.fwd_streaming_kernels == uncapped.fwd_streaming_kernels + 1);
   }
   SECTION("olmo2: q/k norms over the whole projection, no input_layernorm") {
     const auto m = hf({{"model_type", "olmo2"}, {"num_hidden_layers", 1}, {"num_key_value_heads", 8}});
