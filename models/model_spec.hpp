@@ -119,7 +119,7 @@ struct ModelSpec {
   std::string kind;
   std::string source;  ///< where the shape comes from (public config, paper)
   /// The config.json's model_type when the model was built from a Hugging Face config
-  /// (models/hf_config.hpp); empty otherwise.
+  /// (models/hf_config_json.hpp); empty otherwise.
   std::string hf_model_type;
   /// What the description gives that the simulation does not price (e.g. Gemma 2's final logit
   /// softcap), one line each; reports repeat them as warnings.
@@ -159,7 +159,7 @@ double activation_bytes_per_token(const LayerSpec& layer, bool flash_attention, 
 /// Transformer shape (decoder-only). Tensor list follows Hugging Face's registration order:
 /// embed_tokens, [position embeddings], per block q/k/v/o projections, MLP (gate, up, down |
 /// fc_in, fc_out), the two norms; final norm; lm_head unless tied. The fields after `dtype`
-/// describe the variants Hugging Face's model classes build (models/hf_config.hpp reads them
+/// describe the variants Hugging Face's model classes build (models/hf_config_json.hpp reads them
 /// from a config.json; shared/reference/models.md §1): their defaults give the Llama layout.
 struct TransformerShape {
   std::int64_t hidden = 0;

@@ -2,7 +2,7 @@
 // JSON -> ModelSpec (the only file in models/ that reads model JSON).
 #include "models/model_spec_json.hpp"
 
-#include "models/hf_config.hpp"
+#include "models/hf_config_json.hpp"
 
 #include "sim/support/embedded.hpp"
 #include "sim/support/error.hpp"

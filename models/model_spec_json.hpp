@@ -16,7 +16,7 @@ namespace stepsim::models {
 std::vector<std::string> builtin_model_names();
 
 /// Resolves a catalog name, a path to a JSON file ('/' inside or ".json" suffix) — a stepsim
-/// model description or a Hugging Face config.json (models/hf_config.hpp), named after its
+/// model description or a Hugging Face config.json (models/hf_config_json.hpp), named after its
 /// folder — or a folder holding a config.json.
 /// @throws InputError naming the reference and listing the catalog, or any error of the file.
 /// `dtype`: as parse_model's.

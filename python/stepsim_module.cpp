@@ -3,8 +3,8 @@
 // in as a dict or a path; results come back as the JSON documents the CLI prints with
 // --format json, as Python objects. JSON crosses the boundary as text through Python's json
 // module and the library's own readers, so the binding holds no simulation or parsing logic.
-#include "models/listing.hpp"
-#include "models/queries.hpp"
+#include "models/listing_json.hpp"
+#include "models/queries_json.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
 #include "models/sweep.hpp"

@@ -2,7 +2,7 @@
 // `stepsim collective` and `stepsim threshold`: closed-form collective costs and the DP threshold.
 #include "tools/commands.hpp"
 
-#include "models/queries.hpp"
+#include "models/queries_json.hpp"
 
 #include <memory>
 

@@ -9,7 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include "models/listing.hpp"
+#include "models/listing_json.hpp"
 
 #include <memory>
 

@@ -3,7 +3,7 @@
 // scenario (plus its activations) or from a parameter count.
 #include "tools/commands.hpp"
 
-#include "models/queries.hpp"
+#include "models/queries_json.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -4,7 +4,7 @@
 
 #include "hardware/collective_model.hpp"
 #include "hardware/hardware_profile.hpp"
-#include "models/queries.hpp"
+#include "models/queries_json.hpp"
 #include "sim/support/names.hpp"
 
 #include <CLI/CLI.hpp>
@@ -38,7 +38,7 @@ void add_accuracy_command(CLI::App& app, Action& action);  // accuracy vtrain CS
 /// Writes text to stdout as is.
 void print(const std::string& s);
 
-// Shared with the library's commands (models/queries.hpp, sim/support/names.hpp).
+// Shared with the library's commands (models/queries_json.hpp, sim/support/names.hpp).
 using models::algorithm_from;
 using models::flag_group_shape;
 using models::moe_shape;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Tests of models/hf_config: Hugging Face config.json -> tensors, parameter totals of real
 // checkpoints, registration order per layout, defaults, and the refusals (issue 16 item 1).
-#include "models/hf_config.hpp"
+#include "models/hf_config_json.hpp"
 #include "models/model_spec_json.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Hugging Face config.json -> ModelSpec (models/hf_config.hpp). Tensor lists and defaults:
+// Hugging Face config.json -> ModelSpec (models/hf_config_json.hpp). Tensor lists and defaults:
 // shared/reference/models.md §1 (transformers' modeling_*.py and configuration_*.py).
-#include "models/hf_config.hpp"
+#include "models/hf_config_json.hpp"
 
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// `stepsim memory`, `collective` and `threshold` as library calls (models/queries.hpp).
-#include "models/queries.hpp"
+// `stepsim memory`, `collective` and `threshold` as library calls (models/queries_json.hpp).
+#include "models/queries_json.hpp"
 
 #include "hardware/calibration.hpp"
 #include "hardware/calibration_json.hpp"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The built-in catalogs as JSON (models/listing.hpp).
-#include "models/listing.hpp"
+// The built-in catalogs as JSON (models/listing_json.hpp).
+#include "models/listing_json.hpp"
 
 #include "hardware/hardware_profile_json.hpp"
 #include "models/model_spec_json.hpp"
