@@ -27,11 +27,6 @@ constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 constexpr double kMaxParams = 1e15;  // keeps every count exact in int64 and double
 constexpr std::int64_t kMaxLayers = 65536;  // far beyond any model; keeps building the spec cheap
 
-const std::vector<std::string>& dtype_names() {
-  static const std::vector<std::string> names = {"fp32", "bf16", "fp16", "fp8"};
-  return names;
-}
-
 TransformerShape read_transformer(const JsonReader& r, DType dtype) {
   TransformerShape s;
   s.hidden = r.integer("hidden", 1, kMaxDim);
@@ -115,6 +110,11 @@ LayerSpec read_layer(const JsonReader& r, DType dtype) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& dtype_names() {
+  static const std::vector<std::string> names = {"fp32", "bf16", "fp16", "fp8"};
+  return names;
+}
 
 DType parse_dtype(const std::string& text, const std::string& source, const std::string& pointer) {
   const auto& names = dtype_names();

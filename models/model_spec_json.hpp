@@ -33,6 +33,9 @@ ModelSpec parse_model(const nlohmann::json& doc, const std::string& source,
                       const std::string& pointer, std::optional<DType> dtype = std::nullopt);
 
 /// "bf16" etc. (or PyTorch's "bfloat16", "float16", "float32", "float8_e4m3fn") to DType. @throws InputError{source, pointer, ...} listing the valid names.
+/// stepsim's dtype names in DType order: fp32, bf16, fp16, fp8.
+const std::vector<std::string>& dtype_names();
+
 DType parse_dtype(const std::string& text, const std::string& source, const std::string& pointer);
 
 }  // namespace stepsim::models

@@ -80,6 +80,7 @@ struct ShardingConfig {
 /// and computed in `param_dtype`, gradients reduced in `reduce_dtype`.
 struct PrecisionConfig {
   DType param_dtype = DType::BF16;   ///< when set in the scenario, every tensor is held in it
+  bool param_dtype_given = false;    ///< param_dtype was set in the scenario (so echoed)
   std::optional<DType> reduce_dtype; ///< default: each tensor's own dtype
   /// Bytes per element of the gradient collective of a tensor held in `tensor_dtype`.
   double reduce_bytes(DType tensor_dtype) const { return dtype_bytes(reduce_dtype.value_or(tensor_dtype)); }

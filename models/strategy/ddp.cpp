@@ -16,12 +16,12 @@
 //    `sync_every_micro_batch` syncs each one instead.
 #include "hardware/task_cost.hpp"
 #include "models/scenario.hpp"
+#include "models/scenario_fields.hpp"
 #include "models/strategy/buckets.hpp"
 #include "models/strategy/compute_tasks.hpp"
 #include "models/strategy/strategy.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 namespace stepsim::models {
 
@@ -118,12 +118,25 @@ LoweredStep lower_ddp(const Scenario& s) {
   return out;
 }
 
-void echo_ddp_knobs(const Scenario& s, nlohmann::json& par) {
-  const auto& p = s.parallelism;
-  par["bucket_cap_mb"] = p.bucket_cap_mb;
-  par["first_bucket_mb"] = p.first_bucket_mb;
-  par["gradient_as_bucket_view"] = p.gradient_as_bucket_view;
-  par["sync_every_micro_batch"] = p.sync_every_micro_batch;
+const std::vector<ScenarioField>& ddp_knob_fields() {
+  using T = FieldType;
+  static const std::vector<ScenarioField> knobs = {
+      {.object = "parallelism", .key = "bucket_cap_mb", .type = T::Number,
+       .doc = "DDP bucket cap (PyTorch's bucket_cap_mb; reducer.hpp kDefaultBucketBytesCap)", .unit = "MiB",
+       .check = Check::Positive, .knob = true, STEPSIM_FIELD_ACCESS(double, parallelism.bucket_cap_mb)},
+      {.object = "parallelism", .key = "first_bucket_mb", .type = T::Number,
+       .doc = "the first (rebuilt) bucket's cap (reducer.hpp kDefaultFirstBucketBytes)", .unit = "MiB",
+       .check = Check::Positive, .knob = true, STEPSIM_FIELD_ACCESS(double, parallelism.first_bucket_mb)},
+      {.object = "parallelism", .key = "sync_every_micro_batch", .type = T::Boolean,
+       .doc = "false: no_sync() on every micro-batch but the last (gradients accumulate locally); true: every "
+              "micro-batch synchronises",
+       .knob = true, STEPSIM_FIELD_ACCESS(bool, parallelism.sync_every_micro_batch)},
+      {.object = "parallelism", .key = "gradient_as_bucket_view", .type = T::Boolean,
+       .doc = "PyTorch's flag: gradients are views into the buckets (no bucket copy, no copy-back, no second gradient "
+              "buffer)",
+       .knob = true, STEPSIM_FIELD_ACCESS(bool, parallelism.gradient_as_bucket_view)},
+  };
+  return knobs;
 }
 
 }  // namespace stepsim::models

@@ -30,11 +30,11 @@
 // micro-batch's (rule 52); parameters are still resharded after each backward.
 #include "models/float8.hpp"
 #include "models/scenario.hpp"
+#include "models/scenario_fields.hpp"
 #include "models/strategy/compute_tasks.hpp"
 #include "models/strategy/strategy.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -277,29 +277,111 @@ LoweredStep lower_fsdp(const Scenario& s) {
   return out;
 }
 
-void echo_fsdp_knobs(const Scenario& s, nlohmann::json& par) {
-  const auto& z = s.sharding;
-  par["sync_every_micro_batch"] = s.parallelism.sync_every_micro_batch;
-  par["fsdp_version"] = z.fsdp_version;
-  par["unit_layers"] = z.unit_layers;
-  switch (z.reshard_after_forward) {
-    case ReshardMode::Default: par["reshard_after_forward"] = "default"; break;
-    case ReshardMode::Torchtitan: par["reshard_after_forward"] = "torchtitan"; break;
-    case ReshardMode::True: par["reshard_after_forward"] = true; break;
-    case ReshardMode::False: par["reshard_after_forward"] = false; break;
-    case ReshardMode::Group: par["reshard_after_forward"] = z.reshard_group; break;
+namespace {
+
+// FSDP1's options are refused under FSDP2, which prefetches implicitly: the next unit's
+// AllGather is issued one unit ahead in forward and backward.
+void fsdp1_only(const JsonReader& par, const Scenario& s, const char* key) {
+  if (s.sharding.fsdp_version == "fsdp2" && par.has(key))
+    par.fail(key, "is an FSDP1 option; set \"fsdp_version\": \"fsdp1\" (FSDP2 prefetches implicitly: the "
+                  "next unit's AllGather is issued one unit ahead in forward and backward)");
+}
+
+std::optional<FieldValue> fsdp1_echo(const Scenario& s, FieldValue v) {
+  if (s.sharding.fsdp_version != "fsdp1") return std::nullopt;
+  return v;
+}
+
+FieldValue reshard_value(const Scenario& s) {
+  switch (s.sharding.reshard_after_forward) {
+    case ReshardMode::Default: return std::string("default");
+    case ReshardMode::Torchtitan: return std::string("torchtitan");
+    case ReshardMode::True: return true;
+    case ReshardMode::False: return false;
+    case ReshardMode::Group: return s.sharding.reshard_group;
   }
-  if (z.fsdp_version == "fsdp1") {  // FSDP1 options (refused under FSDP2)
-    par["backward_prefetch"] = z.backward_prefetch == BackwardPrefetch::BackwardPre    ? "BACKWARD_PRE"
-                               : z.backward_prefetch == BackwardPrefetch::BackwardPost ? "BACKWARD_POST"
-                                                                                       : "none";
-    par["forward_prefetch"] = z.forward_prefetch;
-    par["limit_all_gathers"] = z.limit_all_gathers;
-  }
-  if (strategy_of(s).hybrid) {
-    par["shard_group_size"] = s.shard_ranks();
-    par["defer_replica_all_reduce"] = z.defer_replica_all_reduce;
-  }
+  return std::string("default");
+}
+
+std::string prefetch_name(BackwardPrefetch p) {
+  return p == BackwardPrefetch::BackwardPre ? "BACKWARD_PRE" : p == BackwardPrefetch::BackwardPost ? "BACKWARD_POST" : "none";
+}
+
+}  // namespace
+
+const std::vector<ScenarioField>& fsdp_knob_fields() {
+  using T = FieldType;
+  static const std::vector<ScenarioField> knobs = {
+      {.object = "parallelism", .key = "fsdp_version", .type = T::Choice,
+       .doc = "`fsdp2` (fully_shard) or `fsdp1` (FullyShardedDataParallel and its options)",
+       .choices = [] { return std::vector<std::string>{"fsdp2", "fsdp1"}; }, .knob = true,
+       STEPSIM_FIELD_ACCESS(std::string, sharding.fsdp_version)},
+      {.object = "parallelism", .key = "unit_layers", .type = T::Integer,
+       .doc = "transformer blocks per FSDP unit (0: the whole model one unit); the root unit holds embeddings and head",
+       .min = 0, .max = 1 << 20, .knob = true, STEPSIM_FIELD_ACCESS(std::int64_t, sharding.unit_layers)},
+      {.object = "parallelism", .key = "reshard_after_forward", .type = T::Variant,
+       .doc = "`true`: free after forward, gather again in backward; `false`: keep unsharded until after backward; an "
+              "integer k: keep a shard over k ranks (a divisor of the shard group); `\"default\"`: FSDP2's None (true "
+              "for every unit but the root); `\"torchtitan\"`: every block but the last true, root false",
+       .default_doc = "\"default\"", .knob = true, .get = reshard_value,
+       .read = [](const JsonReader& par, Scenario& s) {
+         const std::string key = "reshard_after_forward";
+         auto& z = s.sharding;
+         if (!par.has(key)) return;
+         if (par.is_string(key)) {
+           const std::string v = par.choice_or(key, "default", {"default", "torchtitan"});
+           z.reshard_after_forward = v == "torchtitan" ? ReshardMode::Torchtitan : ReshardMode::Default;
+         } else if (par.is_boolean(key)) {
+           z.reshard_after_forward = par.boolean_or(key, true) ? ReshardMode::True : ReshardMode::False;
+         } else {
+           z.reshard_group = par.integer(key, 2, 1 << 20);
+           z.reshard_after_forward = ReshardMode::Group;
+         }
+       }},
+      {.object = "parallelism", .key = "backward_prefetch", .type = T::Choice,
+       .doc = "FSDP1: when the next unit's AllGather is issued in backward (`BACKWARD_PRE`: before this unit's "
+              "gradient computation; `BACKWARD_POST`: after it; `none`)",
+       .choices = [] { return std::vector<std::string>{"BACKWARD_PRE", "BACKWARD_POST", "none"}; }, .knob = true,
+       .get = [](const Scenario& s) -> FieldValue { return prefetch_name(s.sharding.backward_prefetch); },
+       .set = [](Scenario& s, const FieldValue& v) {
+         const std::string& p = std::get<std::string>(v);
+         s.sharding.backward_prefetch = p == "BACKWARD_POST" ? BackwardPrefetch::BackwardPost
+                                        : p == "none"        ? BackwardPrefetch::None
+                                                             : BackwardPrefetch::BackwardPre;
+       },
+       .rule = [](const JsonReader& par, Scenario& s) { fsdp1_only(par, s, "backward_prefetch"); },
+       .echo = [](const Scenario& s) { return fsdp1_echo(s, prefetch_name(s.sharding.backward_prefetch)); }},
+      {.object = "parallelism", .key = "forward_prefetch", .type = T::Boolean,
+       .doc = "FSDP1: issue the next AllGather before this unit's forward kernels. Only `false` is taken: with the CPU "
+              "running ahead of the GPU the AllGather is queued either way, so only a CPU-bound step (not modelled) "
+              "would change",
+       .knob = true, STEPSIM_FIELD_ACCESS(bool, sharding.forward_prefetch),
+       .rule = [](const JsonReader& par, Scenario& s) {
+         // A knob with no effect is refused, not ignored.
+         if (par.has("forward_prefetch") && (s.sharding.fsdp_version == "fsdp2" || s.sharding.forward_prefetch))
+           par.fail("forward_prefetch",
+                    s.sharding.fsdp_version == "fsdp2"
+                        ? "is an FSDP1 option; set \"fsdp_version\": \"fsdp1\" (FSDP2 prefetches implicitly)"
+                        : "has no effect on GPU timing in stepsim: it helps only when the CPU cannot launch ahead of the "
+                          "GPU, a case stepsim does not model; remove it (or set it false)");
+       },
+       .echo = [](const Scenario& s) { return fsdp1_echo(s, s.sharding.forward_prefetch); }},
+      {.object = "parallelism", .key = "limit_all_gathers", .type = T::Boolean,
+       .doc = "FSDP1's rate limiter: at most two AllGathers in flight", .knob = true,
+       STEPSIM_FIELD_ACCESS(bool, sharding.limit_all_gathers),
+       .rule = [](const JsonReader& par, Scenario& s) { fsdp1_only(par, s, "limit_all_gathers"); },
+       .echo = [](const Scenario& s) { return fsdp1_echo(s, s.sharding.limit_all_gathers); }},
+      {.object = "parallelism", .key = "shard_group_size", .type = T::Integer,
+       .doc = "HSDP: ranks one shard group spans (a divisor of dp); the replicas AllReduce across groups",
+       .default_doc = "GPUs per node (min(gpus_per_node, dp))", .min = 1, .max = 1 << 20, .knob = true,
+       STEPSIM_FIELD_ACCESS(std::int64_t, sharding.shard_group_size),
+       .echo = [](const Scenario& s) -> std::optional<FieldValue> { return s.shard_ranks(); }},
+      {.object = "parallelism", .key = "defer_replica_all_reduce", .type = T::Boolean,
+       .doc = "HSDP: set_requires_all_reduce(False) until the last micro-batch, so the replica AllReduce runs once per "
+              "step",
+       .knob = true, STEPSIM_FIELD_ACCESS(bool, sharding.defer_replica_all_reduce)},
+  };
+  return knobs;
 }
 
 }  // namespace stepsim::models

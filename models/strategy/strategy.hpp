@@ -5,8 +5,6 @@
 #include "hardware/collective_model.hpp"
 #include "sim/task_graph.hpp"
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <string>
 #include <vector>
 
@@ -63,10 +61,10 @@ struct StrategyEntry {
   const char* buffers_label;
   /// The report's "framework ops" row: which of the strategy's own kernels it sums.
   const char* framework_ops_label;
-  /// The `parallelism.*` knobs that apply to it (others are refused, not ignored).
+  /// The `parallelism.*` knobs that apply to it (others are refused, not ignored); each is
+  /// declared once in its family's knob table (ddp_knob_fields, zero_knob_fields,
+  /// fsdp_knob_fields in models/scenario_fields.hpp), which reads and echoes it.
   std::vector<const char*> knobs;
-  /// Writes its knobs, as resolved, into the scenario echo's "parallelism" object.
-  void (*echo_knobs)(const Scenario&, nlohmann::json& parallelism);
 
   /// True when the knob `key` of `parallelism` applies to this strategy.
   bool takes(const std::string& key) const;
@@ -81,11 +79,6 @@ const StrategyEntry& find_strategy(const std::string& name);
 /// The strategy `scenario` runs (find_strategy of parallelism.strategy).
 const StrategyEntry& strategy_of(const Scenario& scenario);
 
-/// The knob echoes of each family (strategy_registry's echo_knobs): DDP's bucket knobs;
-/// DeepSpeed's IPG and stage-3 knobs; FSDP's (and HSDP's shard group) knobs.
-void echo_ddp_knobs(const Scenario& scenario, nlohmann::json& parallelism);
-void echo_zero_knobs(const Scenario& scenario, nlohmann::json& parallelism);
-void echo_fsdp_knobs(const Scenario& scenario, nlohmann::json& parallelism);
 
 /// PyTorch DDP (semantics.md §A): see ddp.cpp.
 LoweredStep lower_ddp(const Scenario& scenario);

@@ -34,11 +34,11 @@
 //  - no AllGather after step() (rule 68).
 #include "hardware/task_cost.hpp"
 #include "models/scenario.hpp"
+#include "models/scenario_fields.hpp"
 #include "models/strategy/compute_tasks.hpp"
 #include "models/strategy/strategy.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -331,18 +331,38 @@ LoweredStep lower_zero3(const Scenario& s) {
   return out;
 }
 
-void echo_zero_knobs(const Scenario& s, nlohmann::json& par) {
-  const auto& z = s.sharding;
-  par["reduce_bucket_size"] = z.reduce_bucket_size;
-  par["overlap_comm"] = z.overlap_comm;
-  if (s.zero_stage() < 3) {
-    par["gradient_reduce_scatter"] = z.gradient_reduce_scatter;
-    return;
-  }
-  par["stage3_prefetch_bucket_size"] = z.stage3_prefetch_bucket_size;
-  par["stage3_max_live_parameters"] = z.stage3_max_live_parameters;
-  par["stage3_max_reuse_distance"] = z.stage3_max_reuse_distance;
-  par["stage3_param_persistence_threshold"] = z.stage3_param_persistence_threshold;
+const std::vector<ScenarioField>& zero_knob_fields() {
+  using T = FieldType;
+  static const std::vector<ScenarioField> knobs = {
+      {.object = "parallelism", .key = "reduce_bucket_size", .type = T::Number,
+       .doc = "DeepSpeed's IPG gradient bucket (zero_optimization.reduce_bucket_size)", .unit = "elements",
+       .check = Check::Positive, .knob = true, STEPSIM_FIELD_ACCESS(double, sharding.reduce_bucket_size)},
+      {.object = "parallelism", .key = "overlap_comm", .type = T::Boolean,
+       .doc = "reduce gradients on a side stream while backward runs, one reduction in flight (DeepSpeed's "
+              "overlap_comm; its config.py turns it on for stage 3)",
+       .default_doc = "true for zero3, false for zero1 and zero2", .knob = true,
+       STEPSIM_FIELD_ACCESS(bool, sharding.overlap_comm), .fallback = [](const Scenario& s) -> FieldValue {
+         const StrategyEntry& entry = strategy_of(s);
+         return entry.family == StrategyFamily::DeepSpeed && entry.zero_stage == 3;  // config.py overlap_comm_valid
+       }},
+      {.object = "parallelism", .key = "gradient_reduce_scatter", .type = T::Boolean,
+       .doc = "ZeRO-1/2: a true ReduceScatter of each bucket instead of DeepSpeed's whole-bucket AllReduce",
+       .knob = true, STEPSIM_FIELD_ACCESS(bool, sharding.gradient_reduce_scatter)},
+      {.object = "parallelism", .key = "stage3_prefetch_bucket_size", .type = T::Number,
+       .doc = "ZeRO-3: parameters prefetched ahead of use", .unit = "elements", .check = Check::NonNegative,
+       .knob = true, STEPSIM_FIELD_ACCESS(double, sharding.stage3_prefetch_bucket_size)},
+      {.object = "parallelism", .key = "stage3_max_live_parameters", .type = T::Number,
+       .doc = "ZeRO-3: the most gathered parameters alive at once", .unit = "elements", .check = Check::NonNegative,
+       .knob = true, STEPSIM_FIELD_ACCESS(double, sharding.stage3_max_live_parameters)},
+      {.object = "parallelism", .key = "stage3_max_reuse_distance", .type = T::Number,
+       .doc = "ZeRO-3: a gathered parameter reused within this distance is kept instead of released",
+       .unit = "elements", .check = Check::NonNegative, .knob = true,
+       STEPSIM_FIELD_ACCESS(double, sharding.stage3_max_reuse_distance)},
+      {.object = "parallelism", .key = "stage3_param_persistence_threshold", .type = T::Number,
+       .doc = "ZeRO-3: tensors smaller than this stay unsharded (persistent) on every rank", .unit = "elements",
+       .check = Check::NonNegative, .knob = true, STEPSIM_FIELD_ACCESS(double, sharding.stage3_param_persistence_threshold)},
+  };
+  return knobs;
 }
 
 }  // namespace stepsim::models

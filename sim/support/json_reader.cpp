@@ -83,6 +83,8 @@ void JsonReader::fail(std::string_view key, const std::string& message) const {
 
 bool JsonReader::has(std::string_view key) const { return find(key) != nullptr; }
 
+const nlohmann::json& JsonReader::value(std::string_view key) const { return require(key); }
+
 bool JsonReader::is_string(std::string_view key) const {
   const nlohmann::json* v = find(key);
   return v && v->is_string();

@@ -64,6 +64,8 @@ class JsonReader {
   bool is_string(std::string_view key) const;
   /// True when the key holds a boolean.
   bool is_boolean(std::string_view key) const;
+  /// The JSON value of `key` (required), for fields read by hand (a name or an inline object).
+  const nlohmann::json& value(std::string_view key) const;
   /// Nested object (required).
   JsonReader object(std::string_view key) const;
   /// Nested object if present.
