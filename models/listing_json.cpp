@@ -4,6 +4,7 @@
 
 #include "hardware/hardware_profile_json.hpp"
 #include "models/model_spec_json.hpp"
+#include "models/scenario_fields.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/names.hpp"
@@ -38,8 +39,10 @@ nlohmann::ordered_json list_json(const std::string& what) {
     }
   } else if (what == "strategies") {
     for (const auto& st : strategy_registry()) items.push_back({{"name", st.name}, {"description", st.description}});
+  } else if (what == "fields") {
+    items = field_reference_json();
   } else {
-    const std::vector<std::string> kinds = {"profiles", "models", "strategies"};
+    const std::vector<std::string> kinds = {"profiles", "models", "strategies", "fields"};
     throw InputError("list", "", fmt::format("unknown list '{}'; expected one of: {}{}", excerpt(what),
                                              join_names(kinds), did_you_mean(what, kinds)));
   }

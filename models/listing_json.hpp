@@ -9,12 +9,12 @@
 
 namespace stepsim::models {
 
-/// The built-in entries of `what` ("profiles" — or its alias "hardware" —, "models" or
-/// "strategies") as JSON, schema "stepsim.list/1": {"schema", "what", "items": [...]}, one
+/// The built-in entries of `what` ("profiles" — or its alias "hardware" —, "models",
+/// "strategies" or "fields", the scenario's field reference) as JSON, schema "stepsim.list/1": {"schema", "what", "items": [...]}, one
 /// object per entry in catalog order. Profiles: name, description, peak_flops_per_s (BF16),
 /// hbm_bytes, hbm_bandwidth_bytes_per_s, gpus_per_node. Models: name, kind, hf_model_type (null
 /// unless built from a Hugging Face config), parameters, layers, sample_unit, source.
-/// Strategies: name, description.
+/// Strategies: name, description. Fields: as field_reference_json (models/scenario_fields.hpp).
 /// @throws InputError naming `what` when it is none of those.
 nlohmann::ordered_json list_json(const std::string& what);
 

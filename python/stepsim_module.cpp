@@ -283,7 +283,7 @@ PYBIND11_MODULE(stepsim, m) {
   m.doc() =
       "stepsim: a discrete-event simulator of one data-parallel training step (DDP, ZeRO-1/2/3, FSDP, HSDP) on "
       "GPU/TPU clusters.\n\nrun() simulates a step, sweep() a grid of them, memory(), collective() and "
-      "threshold() answer in closed form; profiles(), models() and strategies() list the catalogs. Scenarios are "
+      "threshold() answer in closed form; profiles(), models() and strategies() list the catalogs, fields() the scenario's fields. Scenarios are "
       "dicts or paths to scenario .json files; results are the JSON documents the stepsim CLI prints with "
       "--format json, as Python objects. Bad values raise stepsim.InputError; arguments of a wrong Python type "
       "raise TypeError. README.md has the scenario keys.";
@@ -338,4 +338,7 @@ PYBIND11_MODULE(stepsim, m) {
   m.def("profiles", [] { return list_items("profiles"); }, "The built-in hardware profiles, as `stepsim list profiles --format json` items.");
   m.def("models", [] { return list_items("models"); }, "The built-in models, as `stepsim list models --format json` items.");
   m.def("strategies", [] { return list_items("strategies"); }, "The DP strategies, as `stepsim list strategies --format json` items.");
+  m.def("fields", [] { return list_items("fields"); },
+        "Every scenario field (path, type, unit, default, range, values, applies_to, doc), as `stepsim list fields "
+        "--format json` items: what a run() dict may hold.");
 }

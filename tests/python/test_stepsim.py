@@ -85,6 +85,9 @@ def test_catalogs():
     assert models["llama3-8b"]["parameters"] == 8_030_261_248
     assert models["qwen2.5-7b"]["hf_model_type"] == "qwen2"
     assert [s["name"] for s in stepsim.strategies()] == ["ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"]
+    fields = {f["path"]: f for f in stepsim.fields()}
+    assert fields["parallelism.bucket_cap_mb"]["default"] == "25"  # PyTorch reducer.hpp kDefaultBucketBytesCap
+    assert fields["parallelism.reshard_after_forward"]["applies_to"] == ["fsdp", "hsdp"]
 
 
 def test_memory_collective_threshold_are_the_cli_answers():

@@ -8,12 +8,12 @@ import sys
 stepsim = sys.argv[1]
 
 
-def listing(what):
+def listing(what, key="name"):
     out = subprocess.run([stepsim, "list", what, "--format", "json"], check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)
     assert doc["schema"] == "stepsim.list/1", doc["schema"]
     assert doc["what"] == what, doc["what"]
-    return {item["name"]: item for item in doc["items"]}
+    return {item[key]: item for item in doc["items"]}
 
 
 models = listing("models")
@@ -26,6 +26,12 @@ assert profiles["h100-sxm"]["peak_flops_per_s"] == 989e12, profiles["h100-sxm"] 
 assert profiles["v100-sxm2"]["gpus_per_node"] == 8
 strategies = listing("strategies")
 assert set(strategies) == {"ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"}, sorted(strategies)
+# The field reference (issue 15 item 2): DDP's bucket cap as PyTorch's reducer.hpp sets it.
+fields = listing("fields", "path")
+assert fields["parallelism.bucket_cap_mb"]["default"] == "25" and fields["parallelism.bucket_cap_mb"]["applies_to"] == ["ddp"]
+assert fields["parallelism.dp"]["required"] is True
+text = subprocess.run([stepsim, "list", "fields"], check=True, capture_output=True, text=True).stdout
+assert [line.split()[0] for line in text.splitlines()[:-1]] == list(fields), text[:400]
 # The text list names the same entries.
 text = subprocess.run([stepsim, "list", "models"], check=True, capture_output=True, text=True).stdout
 assert [line.split()[0] for line in text.splitlines()] == list(models), text
@@ -37,4 +43,5 @@ for args, schema in [(["memory", "--params", "7.5e9", "--dp", "64"], "stepsim.me
                      (["batch", "--hardware", "h100-sxm", "--ranks", "64"], "stepsim.batch/1")]:
     out = subprocess.run([stepsim] + args + ["--format", "json"], check=True, capture_output=True, text=True).stdout
     assert json.loads(out)["schema"] == schema, (args, out[:200])
-print("list --format json: %d models, %d profiles, %d strategies" % (len(models), len(profiles), len(strategies)))
+print("list --format json: %d models, %d profiles, %d strategies, %d fields" % (len(models), len(profiles), len(strategies),
+                                                                              len(fields)))
