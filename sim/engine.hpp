@@ -84,6 +84,51 @@ struct MemoryLimit {
   double capacity_bytes = 0;   ///< > 0
 };
 
+/// Which copies of a base rendezvous meet: copies c and c' share an instance iff
+/// c / (size × stride) == c' / (size × stride) and c % stride == c' % stride. {N, 1} joins all N
+/// copies; {g, 1} joins blocks of g consecutive copies; {N/g, g} joins copies equal modulo g.
+/// Precondition: size × stride divides the number of copies.
+struct RendezvousSpan {
+  std::uint32_t size = 0;    ///< copies per instance; 0 = all copies
+  std::uint32_t stride = 1;  ///< distance between consecutive members
+};
+
+/// Distribution of per-task duration factors (mean 1, coefficient of variation cv).
+enum class JitterDistribution : std::uint8_t {
+  None,
+  Normal,     ///< max(0, 1 + cv·z)
+  LogNormal,  ///< exp(μ + σ·z), σ² = ln(1 + cv²), μ = −σ²/2 (mean 1, cv exactly cv)
+};
+
+/// Per-copy variation of Compute task durations (Transfer tasks are never scaled: a
+/// collective's members start together and share its duration).
+///
+/// factor(copy, base) = compute_factor[copy] (1 when absent) × jitter draw. The draw for
+/// (seed, copy, base task) is counter-based — SplitMix64 (Steele et al., OOPSLA 2014) of the
+/// three, two 53-bit uniforms, Box–Muller (1958) — so it does not depend on the order tasks
+/// are priced in, nor on the standard library's distributions: the same seed gives the same
+/// timeline on every platform.
+struct RankVariation {
+  std::vector<double> compute_factor;  ///< by copy, each ≥ 0; shorter = 1 for the rest
+  JitterDistribution distribution = JitterDistribution::None;
+  double cv = 0;                       ///< ≥ 0
+  std::uint64_t seed = 0;
+  /// Link factor by copy (bandwidth multiplier, each in (0, 1]; 1 for copies past the end). A
+  /// rendezvous instance runs at the smallest factor among its member copies (a ring moves at
+  /// its slowest link): each member's `link_bound` part lasts 1/factor times longer.
+  std::vector<double> link_factor;
+  /// By base task: the part of its duration that link_factor stretches (a collective's
+  /// bandwidth term), each ≤ the duration; tasks past the end have none.
+  std::vector<Time> link_bound;
+
+  /// True when every factor is exactly 1 (the replicated run then equals sim::run on every copy).
+  bool none() const;
+  /// Duration multiplier of base task `base` (a Compute task) on copy `copy`, ≥ 0.
+  double factor(std::uint32_t copy, TaskId base) const;
+  /// A standard normal draw for (seed, copy, base): deterministic, platform-independent.
+  static double standard_normal(std::uint64_t seed, std::uint32_t copy, TaskId base);
+};
+
 /// Options of sim::run.
 struct RunOptions {
   /// Hardware launch queues per rank (CUDA_DEVICE_MAX_CONNECTIONS, semantics.md §E rule 97):
@@ -91,9 +136,29 @@ struct RunOptions {
   /// launch order (task id order): a task cannot start before every task launched before it
   /// into the same queue has started. 0 = one queue per stream (no cross-stream order).
   std::uint32_t launch_queues = 0;
-  /// Limits on the memory counters, enforced by admission (MemoryLimit); empty = none.
+  /// Limits on the memory counters, enforced by admission (MemoryLimit); empty = none. With
+  /// copies, each copy's ranks have their own counters.
   std::vector<MemoryLimit> memory_limits;
+  /// Copies of the graph played side by side (per_rank mode: one per simulated rank). Task v of
+  /// copy c has the timeline id c × graph.size() + v. Within a copy every rule below applies;
+  /// copies share nothing but their rendezvous: base rendezvous r meets across the copies that
+  /// spans[r] groups (all copies when r is past the end of `spans` or its size is 0).
+  /// Resources (Work::uses) and contention domains are each copy's own.
+  std::uint32_t copies = 1;
+  std::vector<RendezvousSpan> spans;
+  /// Per-copy duration variation (RankVariation); none by default.
+  RankVariation variation;
 };
+
+/// What run_summary() keeps: every copy's makespan and the slices of a few copies.
+struct ReplicatedSummary {
+  std::vector<Time> makespans;        ///< latest end of each copy's tasks, indexed by copy
+  std::vector<std::uint32_t> kept;    ///< copies whose slices were kept: ascending, no duplicates
+  std::vector<Timeline> slices;       ///< slices[k] == copy_timeline(full run, base.size(), kept[k])
+  std::uint64_t events = 0;           ///< events processed (as Timeline::events of the full run)
+};
+
+
 
 /// Plays `graph` and returns the timeline.
 ///
@@ -116,12 +181,31 @@ struct RunOptions {
 ///    task whose free allowed it is its binding predecessor. When nothing left to run could
 ///    free memory, the next allocation of the rank blocked longest is admitted over the limit
 ///    (Timeline::memory_waits marks it), so the run always ends;
-///  - events are ordered by (time, priority, insertion sequence), so runs are deterministic.
+///  - with options.copies > 1, the copies play together as above; a rendezvous instance
+///    (RendezvousSpan) starts its members, copy by copy in ascending order and base id order
+///    within a copy, when the last of them is ready, and every member but the last is bound to
+///    the last (TaskRecord::binding, a timeline id);
+///  - options.variation changes durations per copy: a Compute task's fixed and variable parts
+///    are multiplied by variation.factor(copy, task) (each rounded to the nearest picosecond);
+///    a rendezvous member's variable part (its fixed duration when it has none) gains
+///    link_bound × (1/f − 1), with f its instance's smallest link factor;
+///  - events are ordered by (time, insertion order), so runs are deterministic.
 ///
-/// Precondition: graph.frozen().
+/// Memory: about 30 bytes per task of every copy (a TaskRecord, counters) besides the graph.
+/// Preconditions: graph.frozen(), options.copies ≥ 1.
 /// @throws InternalError when tasks remain that can never start (inconsistent rendezvous, or
 ///         a launch order that contradicts the dependencies).
-/// @throws InputError when the step passes sim::Time's range.
+/// @throws InputError when the step passes sim::Time's range, when copies × graph.size()
+///         exceeds 2^32 − 2 tasks, or when a span does not divide the copies.
 Timeline run(const TaskGraph& graph, const TaskCostModel& cost, const RunOptions& options = {});
+
+/// The same run as run(), keeping each copy's makespan and the records of the copies in `keep`
+/// (any order, duplicates allowed) only, byte for byte what copy_timeline() and
+/// copy_makespans() (sim/replicate.hpp) give on the full run, in about 4 bytes per task of
+/// every copy instead of ~30 (the per_rank path without a trace of every rank: 16,384 ranks ×
+/// 1,291 tasks in 85 MB instead of 590 MB). A slice's memory waits are its copy's, by base id.
+/// Preconditions and errors: as run(); also InputError when a kept copy is ≥ options.copies.
+ReplicatedSummary run_summary(const TaskGraph& graph, const TaskCostModel& cost, const RunOptions& options,
+                              std::vector<std::uint32_t> keep);
 
 }  // namespace stepsim::sim

@@ -174,3 +174,90 @@ TEST_CASE("sim::Engine launch queues: one queue starts tasks in launch order acr
   // Two queues for two streams: the same as one queue per stream.
   CHECK(run(g, cost, queues(2))[c2].start == free[c2].start);
 }
+
+// ---- the one engine's copies (per_rank mode, issue 15 Part 1 item 3) ----
+
+TEST_CASE("sim::Engine copies: each copy solves its own link sharing, as one copy alone", "[sim][per_rank]") {
+  // The graph of the sharing test above: a and b overlap on resource 7 over [4, 16). With 3
+  // copies each copy's a and b share that copy's link only (resources are each copy's own):
+  // every copy ends a at 16 us and b at 20 us, as the single copy does.
+  TaskGraph g;
+  const auto a = g.add_task(task("a", 1, TaskKind::Transfer));
+  const auto c = g.add_task(task("c", 0));
+  const auto b = g.add_task(task("b", 2, TaskKind::Transfer));
+  g.add_dependency(c, b);
+  g.freeze("t");
+  TableCost cost;
+  cost.works["a"] = on_link(0, 10, 7);
+  cost.works["b"] = on_link(0, 10, 7);
+  cost.works["c"] = plain(4);
+  RunOptions o;
+  o.copies = 3;
+  const Timeline tl = run(g, cost, o);
+  REQUIRE(tl.size() == 9);
+  for (std::uint32_t k = 0; k < 3; ++k) {
+    CHECK(same(tl[k * 3 + a].end, 16));
+    CHECK(same(tl[k * 3 + b].end, 20));
+  }
+  // A slow copy (compute × 2: c ends at 8 us) overlaps its own a over [8, 16): a is 8 us done at
+  // 8, then 2 us left at 1/2 → ends at 12; b 2 us done at 12, 8 us alone → ends at 20. The other
+  // copies are untouched: no rendezvous joins them.
+  o.variation.compute_factor = {1.0, 2.0, 1.0};
+  const Timeline slow = run(g, cost, o);
+  CHECK(same(slow[1 * 3 + c].end, 8));
+  CHECK(same(slow[1 * 3 + a].end, 12));
+  CHECK(same(slow[1 * 3 + b].end, 20));
+  CHECK(same(slow[0 * 3 + a].end, 16));
+  CHECK(same(slow[2 * 3 + b].end, 20));
+  // The summary of the same run keeps the makespans and the slices byte for byte.
+  const ReplicatedSummary sum = run_summary(g, cost, o, {1});
+  CHECK(sum.makespans == std::vector<Time>{slow[0 * 3 + b].end, slow[1 * 3 + b].end, slow[2 * 3 + b].end});
+  REQUIRE(sum.slices.size() == 1);
+  for (TaskId v = 0; v < 3; ++v) {
+    CHECK(sum.slices[0][v].start == slow[1 * 3 + v].start);
+    CHECK(sum.slices[0][v].end == slow[1 * 3 + v].end);
+  }
+}
+
+TEST_CASE("sim::Engine copies: launch queues and memory limits act per copy", "[sim][per_rank]") {
+  // One launch queue per rank: x (stream 1, 5 us) is launched before y (stream 0, 1 us) and
+  // holds it until x starts; x waits for w (2 us). Every copy: y starts at 2 us, not 0.
+  TaskGraph g;
+  const auto w = g.add_task(task("w", 0));
+  const auto x = g.add_task(task("x", 1));
+  const auto y = g.add_task(task("y", 0));
+  g.add_dependency(w, x);
+  g.freeze("t");
+  TableCost cost;
+  cost.works["w"] = plain(2);
+  cost.works["x"] = plain(5);
+  cost.works["y"] = plain(1);
+  RunOptions o = queues(1);
+  o.copies = 4;
+  const Timeline tl = run(g, cost, o);
+  for (std::uint32_t k = 0; k < 4; ++k) CHECK(same(tl[k * 3 + y].start, 2));
+
+  // Memory: each of a copy's two tasks allocates 60 of a 100-byte limit and frees it at its
+  // end, so the second waits for the first; copies do not share the limit (all copies alike).
+  TaskGraph m;
+  Task m0 = task("m0", 0);
+  m0.alloc_bytes[0] = 60;
+  m0.free_bytes[0] = 60;
+  Task m1 = task("m1", 1);
+  m1.alloc_bytes[0] = 60;
+  m1.free_bytes[0] = 60;
+  const auto i0 = m.add_task(m0);
+  const auto i1 = m.add_task(m1);
+  m.freeze("m");
+  cost.works["m0"] = plain(3);
+  cost.works["m1"] = plain(1);
+  RunOptions mo;
+  mo.copies = 2;
+  mo.memory_limits.push_back({1u, 0, 100});
+  const Timeline mt = run(m, cost, mo);
+  for (std::uint32_t k = 0; k < 2; ++k) {
+    CHECK(same(mt[k * 2 + i0].end, 3));
+    CHECK(same(mt[k * 2 + i1].start, 3));  // admitted when m0 of the same copy frees
+  }
+  CHECK(mt.memory_waits().size() == 2);
+}
