@@ -19,7 +19,6 @@
 #include <cmath>
 #include <utility>
 #include <optional>
-#include <unordered_map>
 
 namespace stepsim::models {
 
@@ -97,28 +96,38 @@ sim::RunOptions run_options(const Scenario& s, const LoweredStep& step, const Me
   return options;
 }
 
-// Prices each task of one frozen graph by its duration (end − start) in a timeline of that
-// graph, looked up by the task's address (so only tasks of that graph can be priced).
-class ReplayCost final : public sim::TaskCostModel {
- public:
-  ReplayCost(const sim::TaskGraph& g, const sim::Timeline& tl) {
-    for (sim::TaskId v = 0; v < g.size(); ++v) by_task_.emplace(&g.task(v), tl[v].end - tl[v].start);
+// `copies` copies of the one-copy timeline `one` of a graph of n tasks (each copy's bindings and
+// memory waits in its own ids, as sim::run numbers copies), counting `events_of` copies' events.
+sim::Timeline replicate_timeline(const sim::Timeline& one, std::size_t n, std::uint32_t copies, std::uint32_t events_of) {
+  std::vector<sim::TaskRecord> records(n * copies);
+  std::vector<sim::MemoryWait> waits;
+  for (std::uint32_t c = 0; c < copies; ++c) {
+    const auto offset = static_cast<sim::TaskId>(std::size_t{c} * n);
+    for (sim::TaskId v = 0; v < n; ++v) {
+      sim::TaskRecord rec = one[v];
+      if (rec.binding != sim::kNoTask) rec.binding += offset;
+      records[offset + v] = rec;
+    }
+    for (sim::MemoryWait w : one.memory_waits()) {
+      w.task += offset;
+      waits.push_back(w);
+    }
   }
-  sim::Time duration(const sim::Task& t) const override { return by_task_.at(&t); }
+  return sim::Timeline(std::move(records), one.events() * events_of, std::move(waits));
+}
 
- private:
-  std::unordered_map<const sim::Task*, sim::Time> by_task_;
-};
-
-// per_rank mode: plays every rank with the durations `sym` (the symmetric play, where link
-// sharing and compute slowdown stretched them) gave each base task, fills r.per_rank and
-// returns rank 0's timeline for the per-rank breakdown. Per-rank variation scales those
-// durations; it does not solve sharing again. With `keep_all` (traces) every rank's records go
-// to `all` (sim::run_replicated); otherwise only makespans and rank 0 are kept
-// (sim::run_replicated_summary: the same run in a seventh of the memory).
-sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const hardware::StepCostModel& nominal,
-                                const sim::Timeline& sym, Report& r, bool keep_all, std::optional<sim::Timeline>& all) {
-  const ReplayCost cost(step.graph, sym);
+// per_rank mode: every rank is a copy of the step in one engine run (sim::run with
+// RunOptions::copies), priced by the same cost model as the symmetric play: each rank's link
+// sharing, compute slowdown under overlap, launch queues and memory admission are its own and
+// are solved again under its variation; its collectives meet the ranks of their communicator.
+// Fills r.per_rank and returns rank 0's timeline for the per-rank breakdown. Without variation
+// every rank plays the symmetric step `sym` (identical copies reach every collective together),
+// which is then the answer for every rank unless a trace of every rank is asked. With
+// `keep_all` (traces) every rank's records go to `all`; otherwise only makespans and rank 0 are
+// kept (sim::run_summary).
+sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const hardware::StepCostModel& cost,
+                                const sim::RunOptions& symmetric_options, const sim::Timeline& sym, Report& r,
+                                bool keep_all, std::optional<sim::Timeline>& all) {
   const sim::TaskGraph& g = step.graph;
   const auto copies = static_cast<std::uint32_t>(s.parallelism.dp);
   const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
@@ -153,7 +162,7 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   var.seed = cfg.jitter_seed;
   if (!cfg.degraded_links.empty()) {
     // Ranks fill nodes in order; only collectives that cross the network stretch, and only
-    // their bandwidth part (the played duration less the latency term).
+    // their bandwidth part (the variable part of their work: sharing then stretches it further).
     const auto per_node = static_cast<std::uint32_t>(s.ranks_per_node());
     var.link_factor.assign(copies, 1.0);
     for (const auto& [node, factor] : cfg.degraded_links)
@@ -164,17 +173,30 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
       if (t.kind != sim::TaskKind::Transfer || !hardware::is_collective(t.op)) continue;
       const hardware::GroupShape& shape = step.groups.at(t.group);
       if (shape.ranks <= shape.ranks_per_node) continue;
-      var.link_bound[v] = std::max(sim::Time(), (sym[v].end - sym[v].start) - nominal.work(t).fixed);
+      var.link_bound[v] = cost.work(t).variable;
     }
   }
+  sim::RunOptions options = symmetric_options;
+  options.copies = copies;
+  options.spans = std::move(spans);
+  options.variation = std::move(var);
+  const sim::RankVariation& variation = options.variation;
   std::vector<sim::Time> ends;
   std::optional<sim::Timeline> rank0;
-  if (keep_all) {
-    all.emplace(sim::run_replicated(g, copies, spans, cost, var));
+  if (variation.none()) {
+    // Without variation every rank plays exactly the symmetric step: identical copies reach
+    // every collective at the same instant, so each copy's records are `sym`'s (tests/models
+    // trace_json_test: the engine's 64 copies equal the symmetric play record for record). The
+    // run is not repeated: every rank takes `sym`, and its events once per rank.
+    ends.assign(copies, sym.makespan());
+    rank0.emplace(replicate_timeline(sym, g.size(), 1, copies));
+    if (keep_all) all.emplace(replicate_timeline(sym, g.size(), copies, copies));
+  } else if (keep_all) {
+    all.emplace(sim::run(g, cost, options));
     ends = sim::copy_makespans(*all, g.size(), copies);
     rank0.emplace(sim::copy_timeline(*all, g.size(), 0));
   } else {
-    sim::ReplicatedSummary sum = sim::run_replicated_summary(g, copies, spans, cost, var, {0});
+    sim::ReplicatedSummary sum = sim::run_summary(g, cost, options, {0});
     ends = std::move(sum.makespans);
     rank0.emplace(std::move(sum.slices.front()));
   }
@@ -186,7 +208,7 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   pr.step_time_max_s = hi->seconds();
   pr.spread_s = (*hi - *lo).seconds();
   pr.slowest_rank = std::find(ends.begin(), ends.end(), *hi) - ends.begin();
-  pr.no_variation_step_time_s = var.none() ? pr.step_time_max_s : sym.makespan().seconds();
+  pr.no_variation_step_time_s = variation.none() ? pr.step_time_max_s : sym.makespan().seconds();
   pr.straggler_cost_s = pr.step_time_max_s - pr.no_variation_step_time_s;
   return std::move(*rank0);
 }
@@ -236,14 +258,11 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   std::optional<sim::Timeline> all;  // per_rank: every rank's records
   r.memory = static_memory(s);
   const sim::RunOptions options = run_options(s, step, r.memory);
-  if (options.launch_queues > 0 && s.rank_mode == "per_rank")
-    throw InputError(s.source, "/sim/cuda_device_max_connections",
-                     fmt::format("{} is fewer connections than this step has streams: launches are ordered across "
-                                 "streams, which rank_mode \"per_rank\" does not replay (use \"symmetric\")",
-                                 s.contention.cuda_device_max_connections));
   check_compute_durations(s, step.graph, cost);
   sim::Timeline tl = sim::run(step.graph, cost, options);
   const sim::TaskGraph& g = step.graph;
+  // per_rank: rank 0's copy of the same step, played among every rank's.
+  if (s.rank_mode == "per_rank") tl = simulate_per_rank(s, step, cost, options, tl, r, keep != nullptr, all);
   for (sim::TaskId id = 0; id < g.size(); ++id) {
     // What contention added to rank 0's tasks beyond their time alone (sim::Work's fluid model).
     const sim::Task& t = g.task(id);
@@ -259,19 +278,6 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     }
     ++r.memory.allocation_waits;
     r.memory.allocation_wait_s += (w.until - w.since).seconds();
-  }
-  // per_rank replays the symmetric play's durations, not its memory waits: the memory rows
-  // then come from the symmetric play, where admission bounded them.
-  std::optional<sim::MemoryPeak> symmetric_peak;
-  if (s.rank_mode == "per_rank") {
-    if (r.memory.allocation_waits + r.memory.allocation_over_limit > 0) {
-      symmetric_peak = sim::memory_peak(step.graph, tl, 0, baseline_bytes(r.memory));
-      r.warnings.push_back(fmt::format("per_rank_memory_waits: {} allocations waited for memory or went over the limit in the symmetric play; "
-                                       "per_rank replays its durations, not those waits, so memory is the symmetric "
-                                       "play's (use \"symmetric\" to see the waits in time)",
-                                       r.memory.allocation_waits + r.memory.allocation_over_limit));
-    }
-    tl = simulate_per_rank(s, step, cost, tl, r, keep != nullptr, all);
   }
 
   r.step_time_s = r.per_rank.present ? r.per_rank.step_time_max_s : tl.makespan().seconds();
@@ -374,7 +380,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     r.bucket_bytes_max = std::max(r.bucket_bytes_max, b.bytes);
     r.gradient_bytes += b.bytes;
   }
-  const sim::MemoryPeak peak = symmetric_peak ? *symmetric_peak : sim::memory_peak(g, tl, 0, baseline_bytes(r.memory));
+  const sim::MemoryPeak peak = sim::memory_peak(g, tl, 0, baseline_bytes(r.memory));
   // Every row is its value at the peak instant, so the rows add up to the peak (issue 13 item 5).
   r.memory.activations_bytes = peak.counter_bytes[kActivationCounter];
   r.memory.buffers_bytes += peak.counter_bytes[kBufferCounter];

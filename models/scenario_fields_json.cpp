@@ -577,8 +577,9 @@ std::vector<ScenarioField> core_fields() {
 
       // ---- sim ----
       {.object = "sim", .key = "rank_mode", .type = T::Choice,
-       .doc = "`symmetric`: one representative rank (cost independent of dp); `per_rank`: every rank simulated, a "
-              "collective starts when its last member arrives",
+       .doc = "`symmetric`: one representative rank (cost independent of dp); `per_rank`: every rank simulated in one "
+              "engine run, each with its own link sharing, compute slowdown, launch queues and memory admission, a "
+              "collective starting when its last member arrives (without variation every rank plays the symmetric step)",
        .choices = [] { return std::vector<std::string>{"symmetric", "per_rank"}; }, STEPSIM_FIELD_ACCESS(std::string, rank_mode)},
       {.object = "sim", .key = "jitter", .type = T::Object,
        .doc = "each compute task on each rank lasts a seeded random factor (mean 1) longer; per_rank only",
@@ -669,7 +670,8 @@ std::vector<ScenarioField> core_fields() {
        }},
       {.object = "sim", .key = "link_sharing", .type = T::Boolean,
        .doc = "collectives running at once on a rank (HSDP's replica AllReduce, ZeRO overlap) share its NVLink / NIC by "
-              "max-min fairness; only the bandwidth term stretches. per_rank replays the symmetric play's durations",
+              "max-min fairness; only the bandwidth term stretches. Under per_rank each rank's sharing is solved again with its "
+              "own variation",
        STEPSIM_FIELD_ACCESS(bool, contention.link_sharing)},
       {.object = "sim", .key = "overlap_model", .type = T::Choice,
        .doc = "compute while a collective runs on its rank: `factor` (× overlap_compute_slowdown, semantics.md §E rule "
@@ -712,8 +714,8 @@ std::vector<ScenarioField> core_fields() {
        }},
       {.object = "sim", .key = "cuda_device_max_connections", .type = T::Integer,
        .doc = "CUDA_DEVICE_MAX_CONNECTIONS (rule 97): with fewer connections than streams, a rank's tasks start in host "
-              "launch order across streams, so compute queued behind a collective waits for it to start; symmetric "
-              "mode only",
+              "launch order across streams, so compute queued behind a collective waits for it to start (each rank's own "
+              "under per_rank)",
        .min = 1, .max = 32, STEPSIM_FIELD_ACCESS(std::int64_t, contention.cuda_device_max_connections)},
   };
   table.insert(table.end(), strategy_knob_fields().begin(), strategy_knob_fields().end());

@@ -113,6 +113,7 @@ class Run {
     if (interacts_) {
       active_.resize(copies_);
       dirty_copy_.assign(copies_, false);
+      fluid_of_.assign(total_, kNone);
     }
   }
 
@@ -154,43 +155,52 @@ class Run {
   }
 
  private:
-  // State of a task whose duration depends on others (Work::fixed_length() false).
+  // State of a running task whose duration depends on others (Work::fixed_length() false).
   struct Fluid {
     Work work;
     double remaining_ps = 0;  // variable work left, at full rate
     double rate = 0;          // current rate of the variable part (0 = not yet solved)
     Time since;               // instant remaining_ps refers to
     std::uint32_t version = 0;
-    bool fluid = false;
+    std::uint32_t c = 0;      // its copy
+    TaskId v = 0;             // its base task
     bool active = false;      // in its variable part
   };
 
-  TaskId base_of(Slot s) const { return static_cast<TaskId>(s / copies_); }
-  std::uint32_t copy_of(Slot s) const { return static_cast<std::uint32_t>(s % copies_); }
+  // A slot with its copy and base task (dividing by the copies once, where an event arrives).
+  struct Ref {
+    Slot s;
+    std::uint32_t c;
+    TaskId v;
+  };
   Slot slot(std::uint32_t c, TaskId v) const { return static_cast<Slot>(std::size_t{v} * copies_ + c); }
-  TaskId timeline_id(Slot s) const { return static_cast<TaskId>(std::size_t{copy_of(s)} * n_ + base_of(s)); }
-  const Task& task_of(Slot s) const { return graph_.task(base_of(s)); }
+  Ref ref(std::uint32_t c, TaskId v) const { return {slot(c, v), c, v}; }
+  Ref ref_of(Slot s) const {
+    const auto v = static_cast<TaskId>(s / copies_);
+    return {s, static_cast<std::uint32_t>(s - std::size_t{v} * copies_), v};
+  }
+  TaskId timeline_id(const Ref& x) const { return static_cast<TaskId>(std::size_t{x.c} * n_ + x.v); }
 
-  // The record of slot `s` (nullptr in summary mode for a copy not kept).
-  TaskRecord* record(Slot s) {
-    if (full_) return &records_[timeline_id(s)];
-    const std::uint32_t k = kept_index_[copy_of(s)];
-    return k == kNone ? nullptr : &slices_[k][base_of(s)];
+  // The record of slot `x` (nullptr in summary mode for a copy not kept).
+  TaskRecord* record(const Ref& x) {
+    if (full_) return &records_[timeline_id(x)];
+    const std::uint32_t k = kept_index_[x.c];
+    return k == kNone ? nullptr : &slices_[k][x.v];
   }
 
   // Keeps the binding of slot `s`: `by` is a timeline id or kNoTask. In summary mode the slice
   // holds base ids, and a binding to another copy is `other_binding` (the timeline id that held
   // the other copy's task back), as copy_timeline() resolves it.
-  void bind(Slot s, TaskId by, TaskId other_binding) {
+  void bind(const Ref& x, TaskId by, TaskId other_binding) {
     if (full_) {
-      records_[timeline_id(s)].binding = by;
+      records_[timeline_id(x)].binding = by;
       return;
     }
-    const std::uint32_t k = kept_index_[copy_of(s)];
+    const std::uint32_t k = kept_index_[x.c];
     if (k == kNone) return;
     TaskId b = by;
-    if (b != kNoTask && b / n_ != copy_of(s)) b = other_binding;
-    slices_[k][base_of(s)].binding = b == kNoTask ? kNoTask : static_cast<TaskId>(b % n_);
+    if (b != kNoTask && b / n_ != x.c) b = other_binding;
+    slices_[k][x.v].binding = b == kNoTask ? kNoTask : static_cast<TaskId>(b % n_);
   }
 
   void init_rendezvous(const std::vector<RendezvousSpan>& spans) {
@@ -222,7 +232,7 @@ class Run {
   void play() {
     for (std::uint32_t c = 0; c < copies_; ++c)
       for (TaskId v = 0; v < n_; ++v)
-        if (init_pending_[v] == 0) ready(slot(c, v), kNoTask);
+        if (init_pending_[v] == 0) ready(ref(c, v), kNoTask);
     if (!limits_.empty()) {
       for (std::uint32_t c = 0; c < copies_; ++c)
         for (TaskId v = 0; v < n_; ++v)
@@ -242,23 +252,24 @@ class Run {
 
   void handle(std::uint64_t e) {
     const auto s = static_cast<Slot>(e & 0xffffffffu);
-    if (!fluid_.empty() && fluid_[s].fluid) {
-      if (static_cast<EventKind>((e >> 32) & 1) == EventKind::BeginVariable) {
-        begin_variable(s);
-        if (dirty_) resolve();
-        return;
-      }
-      if (static_cast<std::uint32_t>(e >> 33) != fluid_[s].version) return;  // stale
-      end_fluid(s);
+    if (static_cast<EventKind>((e >> 32) & 1) == EventKind::BeginVariable) {
+      begin_variable(s);
+      if (dirty_) resolve();
+      return;
+    }
+    const Ref x = ref_of(s);
+    // A fluid task's completions carry a version ≥ 1 (solve() numbers them); a fixed-length
+    // task's carries 0. One of an ended task, or of an older rate, is stale.
+    if (const auto version = static_cast<std::uint32_t>(e >> 33); version != 0) {
+      if (fluid_of_[s] == kNone || version != fluid(s).version) return;
+      end_fluid(x);
     }
     ++finished_;
     last_finished_ = s;
-    const std::uint32_t c = copy_of(s);
-    if (!full_) makespans_[c] = std::max(makespans_[c], queue_.now());
-    if (!limits_.empty()) free_memory(s);
-    const TaskId v = base_of(s);
-    const TaskId id = timeline_id(s);
-    for (std::uint32_t k = succ_begin_[v]; k < succ_begin_[v + 1]; ++k) release(slot(c, succ_[k]), id);
+    if (!full_) makespans_[x.c] = std::max(makespans_[x.c], queue_.now());
+    if (!limits_.empty()) free_memory(x);
+    const TaskId id = timeline_id(x);
+    for (std::uint32_t k = succ_begin_[x.v]; k < succ_begin_[x.v + 1]; ++k) release(ref(x.c, succ_[k]), id);
     if (dirty_) resolve();
   }
 
@@ -276,23 +287,22 @@ class Run {
     throw InternalError("engine: a task can never finish");
   }
 
-  void release(Slot s, TaskId by) {
-    if (--pending_[s] == 0) {
-      ready(s, by);
-    } else if (pending_[s] == 1 && !limits_.empty() && memory_gated_[base_of(s)] && !admitted(s)) {
-      blocked_since_.emplace(s, queue_.now());  // everything but its memory is there
+  void release(const Ref& x, TaskId by) {
+    if (--pending_[x.s] == 0) {
+      ready(x, by);
+    } else if (pending_[x.s] == 1 && !limits_.empty() && memory_gated_[x.v] && !admitted(x)) {
+      blocked_since_.emplace(x.s, queue_.now());  // everything but its memory is there
     }
   }
 
-  void ready(Slot s, TaskId by) {
-    const TaskId v = base_of(s);
-    const RendezvousId r = graph_.task(v).rendezvous;
+  void ready(const Ref& x, TaskId by) {
+    const RendezvousId r = graph_.task(x.v).rendezvous;
     if (r == kNoRendezvous) {
-      bind(s, by, kNoTask);
-      start(s);
+      bind(x, by, kNoTask);
+      start(x);
       return;
     }
-    const std::uint32_t c = copy_of(s);
+    const std::uint32_t c = x.c;
     const RendezvousSpan span = span_[r];
     const std::uint32_t block = c / (span.size * span.stride);
     const std::uint32_t lane = c % span.stride;
@@ -301,7 +311,7 @@ class Run {
     if (++arrivals_[instance] < std::uint64_t{span.size} * k) return;
     // The last arrival binds every member: nothing could start before it. It keeps its own
     // binding; a member of another copy resolves to that binding (copy_timeline's rule).
-    const TaskId id = timeline_id(s);
+    const TaskId id = timeline_id(x);
     const std::uint32_t first = block * span.size * span.stride + lane;
     double link = 1;  // the slowest member's link factor
     if (!variation_.link_factor.empty())
@@ -311,94 +321,91 @@ class Run {
     for (std::uint32_t j = 0; j < span.size; ++j) {
       const std::uint32_t mc = first + j * span.stride;
       for (std::uint32_t m = member_begin_[r]; m < member_begin_[r + 1]; ++m) {
-        const Slot ms = slot(mc, members_[m]);
-        if (ms == s)
-          bind(s, by, kNoTask);
+        const Ref member = ref(mc, members_[m]);
+        if (member.s == x.s)
+          bind(x, by, kNoTask);
         else
-          bind(ms, id, by);
-        start(ms, link);
+          bind(member, id, by);
+        start(member, link);
       }
     }
   }
 
   // A duration of `what` multiplied by `factor`, to the nearest picosecond.
-  Time scaled(Time d, double factor, Slot s, const char* what) const {
+  Time scaled(Time d, double factor, const Ref& x, const char* what) const {
     if (factor == 1) return d;
-    const double x = std::nearbyint(static_cast<double>(d.ps()) * factor);
-    if (!(x < static_cast<double>(kMaxPs)))
-      throw InputError("", "", fmt::format("task '{}' of copy {} lasts beyond 9e6 s {}", task_of(s).name, copy_of(s), what));
-    return Time::from_ps(static_cast<std::int64_t>(x));
+    const double ps = std::nearbyint(static_cast<double>(d.ps()) * factor);
+    if (!(ps < static_cast<double>(kMaxPs)))
+      throw InputError("", "", fmt::format("task '{}' of copy {} lasts beyond 9e6 s {}", graph_.task(x.v).name, x.c, what));
+    return Time::from_ps(static_cast<std::int64_t>(ps));
   }
 
   // The extra time link factor `link` (< 1) adds to base task v: its link_bound × (1/link − 1).
-  Time link_extra(Slot s, double link, Time d) const {
-    const TaskId v = base_of(s);
-    if (link == 1 || v >= variation_.link_bound.size()) return Time();
-    const double extra = std::nearbyint(static_cast<double>(variation_.link_bound[v].ps()) * (1 / link - 1));
+  Time link_extra(const Ref& x, double link, Time d) const {
+    if (link == 1 || x.v >= variation_.link_bound.size()) return Time();
+    const double extra = std::nearbyint(static_cast<double>(variation_.link_bound[x.v].ps()) * (1 / link - 1));
     if (!(extra < static_cast<double>(kMaxPs - d.ps())))
-      throw InputError("", "", fmt::format("task '{}' of copy {} lasts beyond 9e6 s on degraded links", task_of(s).name,
-                                           copy_of(s)));
+      throw InputError("", "", fmt::format("task '{}' of copy {} lasts beyond 9e6 s on degraded links",
+                                           graph_.task(x.v).name, x.c));
     return Time::from_ps(static_cast<std::int64_t>(extra));
   }
 
   // `link`: the link factor of the slot's rendezvous instance (1 = nominal).
-  void start(Slot s, double link = 1) {
-    started_[s] = true;
+  void start(const Ref& x, double link = 1) {
+    started_[x.s] = true;
     const Time now = queue_.now();
-    const TaskId v = base_of(s);
+    const TaskId v = x.v;
     const bool compute = vary_ && compute_[v];
-    const double factor = compute ? variation_.factor(copy_of(s), v) : 1.0;
+    const double factor = compute ? variation_.factor(x.c, v) : 1.0;
     if (!interacts_) {
       Time d = duration_[v];
-      d += link_extra(s, link, d);
-      d = scaled(d, factor, s, "after variation");
-      check_range(s, now, d);
-      if (TaskRecord* rec = record(s)) {
+      d += link_extra(x, link, d);
+      d = scaled(d, factor, x, "after variation");
+      check_range(v, now, d);
+      if (TaskRecord* rec = record(x)) {
         rec->start = now;
         rec->end = now + d;
       }
-      queue_.schedule(now + d, payload(s, EventKind::Finish, 0));
-      if (!launch_next_.empty() && launch_next_[v] != kNoTask) release(slot(copy_of(s), launch_next_[v]), binding_of(s));
+      queue_.schedule(now + d, payload(x.s, EventKind::Finish, 0));
+      if (!launch_next_.empty() && launch_next_[v] != kNoTask) release(ref(x.c, launch_next_[v]), binding_of(x));
       return;
     }
     Work w = work_[v];
     if (link != 1) {
       if (w.variable > Time())
-        w.variable += link_extra(s, link, w.fixed + w.variable);
+        w.variable += link_extra(x, link, w.fixed + w.variable);
       else
-        w.fixed += link_extra(s, link, w.fixed);
+        w.fixed += link_extra(x, link, w.fixed);
     }
-    w.fixed = scaled(w.fixed, factor, s, "after variation");
-    w.variable = scaled(w.variable, factor, s, "after variation");
-    if (w.fixed.ps() > kMaxPs - w.variable.ps()) check_range(s, now, Time::from_ps(kMaxPs));
-    check_range(s, now, w.fixed + w.variable);
-    if (TaskRecord* rec = record(s)) {
+    w.fixed = scaled(w.fixed, factor, x, "after variation");
+    w.variable = scaled(w.variable, factor, x, "after variation");
+    if (w.fixed.ps() > kMaxPs - w.variable.ps()) check_range(v, now, Time::from_ps(kMaxPs));
+    check_range(v, now, w.fixed + w.variable);
+    if (TaskRecord* rec = record(x)) {
       rec->start = now;
       rec->end = now + w.fixed + w.variable;
     }
     if (w.fixed_length()) {
-      queue_.schedule(now + w.fixed + w.variable, payload(s, EventKind::Finish, 0));
+      queue_.schedule(now + w.fixed + w.variable, payload(x.s, EventKind::Finish, 0));
     } else {
-      if (fluid_.empty()) fluid_.resize(total_);
-      Fluid& f = fluid_[s];
+      Fluid& f = new_fluid(x);
       f.work = w;
-      f.fluid = true;
-      if (w.occupies && occupancy_[domain_key(s, w.domain)]++ == 0) mark_dirty(copy_of(s));
+      if (w.occupies && occupancy_[domain_key(x.c, w.domain)]++ == 0) mark_dirty(x.c);
       if (w.fixed > Time())
-        queue_.schedule(now + w.fixed, payload(s, EventKind::BeginVariable, 0));
+        queue_.schedule(now + w.fixed, payload(x.s, EventKind::BeginVariable, 0));
       else
-        begin_variable(s);
+        begin_variable(x.s);
     }
-    if (!launch_next_.empty() && launch_next_[v] != kNoTask) release(slot(copy_of(s), launch_next_[v]), binding_of(s));
+    if (!launch_next_.empty() && launch_next_[v] != kNoTask) release(ref(x.c, launch_next_[v]), binding_of(x));
   }
 
-  // The binding just set on slot `s`, as a timeline id (what its launch successor is bound to).
-  TaskId binding_of(Slot s) const {
-    if (full_) return records_[timeline_id(s)].binding;
-    const std::uint32_t k = kept_index_[copy_of(s)];
+  // The binding just set on slot `x`, as a timeline id (what its launch successor is bound to).
+  TaskId binding_of(const Ref& x) const {
+    if (full_) return records_[timeline_id(x)].binding;
+    const std::uint32_t k = kept_index_[x.c];
     if (k == kNone) return kNoTask;
-    const TaskId b = slices_[k][base_of(s)].binding;
-    return b == kNoTask ? kNoTask : static_cast<TaskId>(std::size_t{copy_of(s)} * n_ + b);
+    const TaskId b = slices_[k][x.v].binding;
+    return b == kNoTask ? kNoTask : static_cast<TaskId>(std::size_t{x.c} * n_ + b);
   }
 
   // ---- memory admission (RunOptions::memory_limits), per (copy, rank) ----
@@ -432,14 +439,14 @@ class Run {
     return n;
   }
 
-  // The memory state of slot `s`'s (copy, rank).
-  std::uint32_t memory_state(Slot s) const { return copy_of(s) * ranks_ + task_of(s).rank; }
+  // The memory state of slot `x`'s (copy, rank).
+  std::uint32_t memory_state(const Ref& x) const { return x.c * ranks_ + graph_.task(x.v).rank; }
 
-  bool admitted(Slot s) const {
-    const std::uint32_t q = memory_state(s);
-    const auto& order = allocations_[task_of(s).rank];
+  bool admitted(const Ref& x) const {
+    const std::uint32_t q = memory_state(x);
+    const auto& order = allocations_[graph_.task(x.v).rank];
     const std::size_t c = cursor_[q];
-    return c > 0 && order[c - 1] >= base_of(s);  // ids ascend along order
+    return c > 0 && order[c - 1] >= x.v;  // ids ascend along order
   }
 
   // Whether base task v's allocation fits every limit that concerns it in memory state q.
@@ -469,27 +476,27 @@ class Run {
       const TaskId v = order[cursor++];
       const Task& t = graph_.task(v);
       for (int c = 0; c < kMemoryCounters; ++c) held_[q][static_cast<std::size_t>(c)] += t.alloc_bytes[c];
-      const Slot s = slot(copy, v);
-      if (const auto it = blocked_since_.find(s); it != blocked_since_.end()) {
-        if (force || queue_.now() > it->second) memory_waits_.push_back({timeline_id(s), it->second, queue_.now(), force});
+      const Ref x = ref(copy, v);
+      if (const auto it = blocked_since_.find(x.s); it != blocked_since_.end()) {
+        if (force || queue_.now() > it->second) memory_waits_.push_back({timeline_id(x), it->second, queue_.now(), force});
         blocked_since_.erase(it);
       }
       force = false;
-      release(s, by);
+      release(x, by);
     }
   }
 
-  // Slot s has ended: its frees take effect, and the allocations they let in are admitted.
-  void free_memory(Slot s) {
-    const Task& task = task_of(s);
-    const std::uint32_t q = memory_state(s);
+  // Slot x has ended: its frees take effect, and the allocations they let in are admitted.
+  void free_memory(const Ref& x) {
+    const Task& task = graph_.task(x.v);
+    const std::uint32_t q = memory_state(x);
     bool freed = false;
     for (int c = 0; c < kMemoryCounters; ++c)
       if (task.free_bytes[c] != 0) {
         held_[q][static_cast<std::size_t>(c)] -= task.free_bytes[c];
         freed = true;
       }
-    if (freed) admit(q, timeline_id(s));
+    if (freed) admit(q, timeline_id(x));
   }
 
   // Nothing is left to run: admits over the limit the next allocation of the memory state whose
@@ -511,21 +518,21 @@ class Run {
     if (pick == kNone) return false;
     const Slot head = slot(pick / ranks_, allocations_[pick % ranks_][cursor_[pick]]);
     blocked_since_.try_emplace(head, since);
-    admit(pick, last_finished_ == kNone ? kNoTask : timeline_id(last_finished_), true);  // bound to the end that left nothing else to run
+    admit(pick, last_finished_ == kNone ? kNoTask : timeline_id(ref_of(last_finished_)), true);  // bound to the end that left nothing else to run
     if (dirty_) resolve();
     return true;
   }
 
   // Keeps every instant inside int64 picoseconds (Time's documented range).
-  void check_range(Slot s, Time now, Time d) const {
+  void check_range(TaskId v, Time now, Time d) const {
     if (d.ps() > kMaxPs - now.ps())
       throw InputError("", "", fmt::format("the simulated step passes 9e6 s (about 104 days) at task '{}'; "
                                            "the input describes a meaningless step",
-                                           task_of(s).name));
+                                           graph_.task(v).name));
   }
 
   // ---- the fluid model, solved per copy (copies share no resource or domain) ----
-  std::uint64_t domain_key(Slot s, std::uint32_t domain) const { return (std::uint64_t{copy_of(s)} << 32) | domain; }
+  static std::uint64_t domain_key(std::uint32_t c, std::uint32_t domain) { return (std::uint64_t{c} << 32) | domain; }
 
   void mark_dirty(std::uint32_t c) {
     dirty_ = true;
@@ -535,32 +542,52 @@ class Run {
     }
   }
 
+  Fluid& fluid(Slot s) { return pool_[fluid_of_[s]]; }
+
+  Fluid& new_fluid(const Ref& x) {
+    if (pool_free_.empty()) {
+      pool_free_.push_back(static_cast<std::uint32_t>(pool_.size()));
+      pool_.emplace_back();
+    }
+    fluid_of_[x.s] = pool_free_.back();
+    pool_free_.pop_back();
+    Fluid& f = pool_[fluid_of_[x.s]];
+    f = Fluid{};
+    f.c = x.c;
+    f.v = x.v;
+    return f;
+  }
+
   void begin_variable(Slot s) {
-    Fluid& f = fluid_[s];
+    Fluid& f = fluid(s);
     f.remaining_ps = static_cast<double>(f.work.variable.ps());
     f.since = queue_.now();
     f.rate = 0;
     f.active = true;
-    active_[copy_of(s)].push_back(s);
-    mark_dirty(copy_of(s));
+    active_[f.c].push_back(s);
+    mark_dirty(f.c);
   }
 
-  void end_fluid(Slot s) {
-    Fluid& f = fluid_[s];
-    if (TaskRecord* rec = record(s)) rec->end = queue_.now();
-    const std::uint32_t c = copy_of(s);
+  // The slot's fluid task has ended: its entry goes back to the pool (events still queued for
+  // it are stale, and find no entry).
+  void end_fluid(const Ref& x) {
+    Fluid& f = fluid(x.s);
+    if (TaskRecord* rec = record(x)) rec->end = queue_.now();
+    const std::uint32_t c = x.c;
     if (f.active) {
       f.active = false;
       auto& active = active_[c];
-      active.erase(std::find(active.begin(), active.end(), s));
+      active.erase(std::find(active.begin(), active.end(), x.s));
       if (f.work.use_count > 0) mark_dirty(c);
     }
-    if (f.work.occupies && --occupancy_[domain_key(s, f.work.domain)] == 0) mark_dirty(c);
+    if (f.work.occupies && --occupancy_[domain_key(c, f.work.domain)] == 0) mark_dirty(c);
+    pool_free_.push_back(fluid_of_[x.s]);
+    fluid_of_[x.s] = kNone;
   }
 
-  bool occupied(Slot s, std::uint32_t domain) const {
+  bool occupied(std::uint32_t c, std::uint32_t domain) const {
     if (domain == kNoDomain) return false;
-    const auto it = occupancy_.find(domain_key(s, domain));
+    const auto it = occupancy_.find(domain_key(c, domain));
     return it != occupancy_.end() && it->second > 0;
   }
 
@@ -581,7 +608,7 @@ class Run {
     const auto& active = active_[c];
     std::size_t sharing = 0;
     for (const Slot a : active) {
-      Fluid& f = fluid_[a];
+      Fluid& f = fluid(a);
       f.remaining_ps = std::max(0.0, f.remaining_ps - static_cast<double>((now - f.since).ps()) * f.rate);
       f.since = now;
       if (f.work.use_count > 0) ++sharing;
@@ -590,36 +617,36 @@ class Run {
     if (sharing > 1) {
       // Max-min fair rates over the resources in use (capacity 1 each, every flow bounded by
       // its full rate 1).
-      std::vector<std::uint32_t> ids;
-      std::vector<sharing::Flow> flows;
+      ids_.clear();
+      flows_.clear();
       for (const Slot a : active) {
-        const Work& w = fluid_[a].work;
+        const Work& w = fluid(a).work;
         if (w.use_count == 0) continue;
         sharing::Flow flow;
         flow.bound = 1;
         for (std::uint8_t k = 0; k < w.use_count; ++k) {
-          auto it = std::find(ids.begin(), ids.end(), w.uses[k].resource);
-          if (it == ids.end()) it = ids.insert(ids.end(), w.uses[k].resource);
-          flow.uses.push_back({static_cast<std::uint32_t>(it - ids.begin()), w.uses[k].share});
+          auto it = std::find(ids_.begin(), ids_.end(), w.uses[k].resource);
+          if (it == ids_.end()) it = ids_.insert(ids_.end(), w.uses[k].resource);
+          flow.uses.push_back({static_cast<std::uint32_t>(it - ids_.begin()), w.uses[k].share});
         }
-        flows.push_back(std::move(flow));
+        flows_.push_back(std::move(flow));
       }
-      shared_rate = sharing::maxmin(std::vector<double>(ids.size(), 1.0), flows);
+      shared_rate = sharing::maxmin(std::vector<double>(ids_.size(), 1.0), flows_);
     }
     std::size_t k = 0;
     for (const Slot a : active) {
-      Fluid& f = fluid_[a];
+      Fluid& f = fluid(a);
       double rate = 1;
       if (f.work.use_count > 0 && sharing > 1) rate = std::min(1.0, shared_rate[k]);
       if (f.work.use_count > 0) ++k;
-      if (occupied(a, f.work.domain)) rate /= f.work.slowdown;
+      if (occupied(c, f.work.domain)) rate /= f.work.slowdown;
       if (rate == f.rate) continue;  // its completion event is still right
       f.rate = rate;
-      ++f.version;
+      if (++f.version == (1u << 31)) f.version = 1;  // 31 bits in the payload, never 0
       const double left = std::ceil(f.remaining_ps / rate);
-      if (!(left < static_cast<double>(kMaxPs - now.ps()))) check_range(a, now, Time::from_ps(kMaxPs));
+      if (!(left < static_cast<double>(kMaxPs - now.ps()))) check_range(f.v, now, Time::from_ps(kMaxPs));
       const Time end = now + Time::from_ps(static_cast<std::int64_t>(left));
-      if (TaskRecord* rec = record(a)) rec->end = end;
+      if (TaskRecord* rec = record(Ref{a, f.c, f.v})) rec->end = end;
       queue_.schedule(end, payload(a, EventKind::Finish, f.version));
     }
   }
@@ -649,7 +676,14 @@ class Run {
   // by slot
   std::vector<std::uint32_t> pending_;
   std::vector<bool> started_;
-  std::vector<Fluid> fluid_;  // empty until the first task that is not fixed_length()
+  // Fluid state lives in a pool while its task runs (a few per copy at any time): fluid_of_
+  // maps a slot to its entry (kNone when none), 4 bytes per slot, only when interacts_.
+  std::vector<std::uint32_t> fluid_of_;
+  std::vector<Fluid> pool_;
+  std::vector<std::uint32_t> pool_free_;
+  // Scratch of solve(), reused.
+  std::vector<std::uint32_t> ids_;
+  std::vector<sharing::Flow> flows_;
   std::uint64_t finished_ = 0;
   Slot last_finished_ = kNone;
   // records

@@ -81,7 +81,13 @@ Timeline copy_timeline(const Timeline& all, std::size_t base_size, std::uint32_t
     if (r.binding != kNoTask) r.binding = static_cast<TaskId>(r.binding % base_size);
     records[v] = r;
   }
-  return Timeline(std::move(records), all.events());
+  std::vector<MemoryWait> waits;
+  for (MemoryWait w : all.memory_waits())
+    if (w.task / base_size == copy) {
+      w.task = static_cast<TaskId>(w.task % base_size);
+      waits.push_back(w);
+    }
+  return Timeline(std::move(records), all.events(), std::move(waits));
 }
 
 std::vector<Time> copy_makespans(const Timeline& all, std::size_t base_size, std::uint32_t copies) {

@@ -30,7 +30,8 @@ ReplicatedSummary run_replicated_summary(const TaskGraph& base, std::uint32_t co
 /// The records of copy `copy` of a replicated timeline, as a timeline of `base_size` tasks
 /// (ids are base ids). A binding inside the copy keeps its base id; a binding to another copy
 /// (a rendezvous that waited for a later member) becomes that member's own binding's base id,
-/// so the critical path of the slice follows the path that held the collective back.
+/// so the critical path of the slice follows the path that held the collective back. The
+/// slice's memory waits are the copy's, by base id.
 Timeline copy_timeline(const Timeline& all, std::size_t base_size, std::uint32_t copy);
 
 /// Makespan of every copy (latest end of its tasks), indexed by copy.
