@@ -18,10 +18,7 @@ namespace {
 constexpr const char* SCHEMA = "stepsim.calibration/1";
 
 CollectiveOp op_from_label(const JsonReader& r, const std::string& key) {
-  const std::string s = r.choice_or(key, "", {"AllReduce", "ReduceScatter", "AllGather"});
-  if (s == "ReduceScatter") return CollectiveOp::ReduceScatter;
-  if (s == "AllGather") return CollectiveOp::AllGather;
-  return CollectiveOp::AllReduce;
+  return collective_op_from(r.choice_or(key, "", collective_op_labels())).value_or(CollectiveOp::AllReduce);
 }
 
 }  // namespace
@@ -33,10 +30,8 @@ CalibrationOverlay parse_calibration(const nlohmann::json& doc, const std::strin
   root.choice_or("schema", SCHEMA, {SCHEMA});
   o.hardware = root.string("hardware");
   o.cost_model = root.choice_or("cost_model", "alpha-beta", {"alpha-beta"});
-  const std::string algorithm = root.choice_or("algorithm", "auto", {"auto", "ring", "hierarchical"});
-  o.algorithm = algorithm == "ring"           ? CollectiveAlgorithm::Ring
-                : algorithm == "hierarchical" ? CollectiveAlgorithm::Hierarchical
-                                              : CollectiveAlgorithm::Auto;
+  o.algorithm = collective_algorithm_from(root.choice_or("algorithm", "auto", collective_algorithm_names()))
+                    .value_or(CollectiveAlgorithm::Auto);
   if (root.has("sources")) {
     for (const auto& s : root.objects("sources", false)) {
       CalibrationSource src;

@@ -9,31 +9,71 @@
 
 namespace stepsim::hardware {
 
-std::string collective_op_name(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::AllReduce: return "allreduce";
-    case CollectiveOp::ReduceScatter: return "reducescatter";
-    case CollectiveOp::AllGather: return "allgather";
-  }
-  return "?";
+const std::vector<CollectiveOpEntry>& collective_ops() {
+  static const std::vector<CollectiveOpEntry> ops = {
+      {CollectiveOp::AllReduce, "allreduce", "AllReduce", "all_reduce", 2},
+      {CollectiveOp::ReduceScatter, "reducescatter", "ReduceScatter", "reduce_scatter", 1},
+      {CollectiveOp::AllGather, "allgather", "AllGather", "all_gather", 1},
+  };
+  return ops;
 }
 
-std::string collective_op_label(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::AllReduce: return "AllReduce";
-    case CollectiveOp::ReduceScatter: return "ReduceScatter";
-    case CollectiveOp::AllGather: return "AllGather";
-  }
-  return "?";
+const CollectiveOpEntry& collective_entry(CollectiveOp op) {
+  for (const auto& e : collective_ops())
+    if (e.op == op) return e;
+  throw InternalError("collective op missing from the registry");
+}
+
+std::optional<CollectiveOp> collective_op_from(std::string_view text) {
+  for (const auto& e : collective_ops())
+    if (text == e.name || text == e.label || text == e.nccl_tests) return e.op;
+  return std::nullopt;
+}
+
+namespace {
+
+std::vector<std::string> op_spellings(const char* CollectiveOpEntry::*spelling) {
+  std::vector<std::string> names;
+  for (const auto& e : collective_ops()) names.emplace_back(e.*spelling);
+  return names;
+}
+
+// The algorithms by name, in CollectiveAlgorithm order.
+constexpr std::pair<CollectiveAlgorithm, const char*> kAlgorithms[] = {
+    {CollectiveAlgorithm::Auto, "auto"}, {CollectiveAlgorithm::Ring, "ring"}, {CollectiveAlgorithm::Hierarchical, "hierarchical"}};
+
+}  // namespace
+
+std::vector<std::string> collective_op_names() { return op_spellings(&CollectiveOpEntry::name); }
+std::vector<std::string> collective_op_labels() { return op_spellings(&CollectiveOpEntry::label); }
+std::vector<std::string> collective_op_nccl_tests_names() { return op_spellings(&CollectiveOpEntry::nccl_tests); }
+
+std::string collective_op_name(CollectiveOp op) { return collective_entry(op).name; }
+
+std::string collective_op_label(CollectiveOp op) { return collective_entry(op).label; }
+
+double bus_factor(CollectiveOp op, int ranks) {
+  STEPSIM_ASSERT(ranks >= 1, "bus_factor: ranks {}", ranks);
+  const double n = ranks;
+  return collective_entry(op).ring_passes * (n - 1) / n;
 }
 
 std::string collective_algorithm_name(CollectiveAlgorithm algorithm) {
-  switch (algorithm) {
-    case CollectiveAlgorithm::Auto: return "auto";
-    case CollectiveAlgorithm::Ring: return "ring";
-    case CollectiveAlgorithm::Hierarchical: return "hierarchical";
-  }
+  for (const auto& [a, name] : kAlgorithms)
+    if (a == algorithm) return name;
   return "?";
+}
+
+std::vector<std::string> collective_algorithm_names() {
+  std::vector<std::string> names;
+  for (const auto& [a, name] : kAlgorithms) names.emplace_back(name);
+  return names;
+}
+
+std::optional<CollectiveAlgorithm> collective_algorithm_from(std::string_view name) {
+  for (const auto& [a, n] : kAlgorithms)
+    if (name == n) return a;
+  return std::nullopt;
 }
 
 namespace {

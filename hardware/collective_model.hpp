@@ -5,7 +5,9 @@
 
 #include "hardware/hardware_profile.hpp"
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stepsim::hardware {
@@ -15,10 +17,39 @@ namespace stepsim::hardware {
 /// input array for ReduceScatter.
 enum class CollectiveOp { AllReduce, ReduceScatter, AllGather };
 
+/// One collective as every part of stepsim spells it: the registry (collective_ops()) is the
+/// only place an op's names and bus factor are written.
+struct CollectiveOpEntry {
+  CollectiveOp op;
+  const char* name;        ///< "allreduce": the CLI's and queries' spelling
+  const char* label;       ///< "AllReduce": reports, calibration overlays
+  const char* nccl_tests;  ///< "all_reduce": nccl-tests' op (all_reduce_perf)
+  /// Ring passes over the buffer: the bus factor is ring_passes × (n − 1) / n (nccl-tests
+  /// doc/PERFORMANCE.md: busbw = algbw × 2(n−1)/n for AllReduce, (n−1)/n for ReduceScatter and
+  /// AllGather).
+  double ring_passes;
+};
+
+/// The collectives stepsim prices, in CollectiveOp order.
+const std::vector<CollectiveOpEntry>& collective_ops();
+/// The entry of `op`.
+const CollectiveOpEntry& collective_entry(CollectiveOp op);
+/// The op one of whose spellings (name, label or nccl-tests op) is `text`; nullopt when none.
+std::optional<CollectiveOp> collective_op_from(std::string_view text);
+/// Every op's name ("allreduce", ...), label ("AllReduce", ...) or nccl-tests op ("all_reduce",
+/// ...), in registry order: the valid values of a flag or field that takes that spelling.
+std::vector<std::string> collective_op_names();
+std::vector<std::string> collective_op_labels();
+std::vector<std::string> collective_op_nccl_tests_names();
+
 /// "allreduce", "reducescatter", "allgather".
 std::string collective_op_name(CollectiveOp op);
 /// "AllReduce", "ReduceScatter", "AllGather".
 std::string collective_op_label(CollectiveOp op);
+
+/// busbw / algbw of `op` over `ranks` (≥ 1) ranks as nccl-tests defines it: ring_passes ×
+/// (n − 1) / n (0 for one rank).
+double bus_factor(CollectiveOp op, int ranks);
 
 /// Which algorithm family to use when a group spans several nodes.
 enum class CollectiveAlgorithm {
@@ -29,6 +60,10 @@ enum class CollectiveAlgorithm {
 
 /// "auto", "ring", "hierarchical" (the JSON and CLI spelling).
 std::string collective_algorithm_name(CollectiveAlgorithm algorithm);
+/// Every algorithm's name, in CollectiveAlgorithm order: "auto", "ring", "hierarchical".
+std::vector<std::string> collective_algorithm_names();
+/// The algorithm named `name`; nullopt when none.
+std::optional<CollectiveAlgorithm> collective_algorithm_from(std::string_view name);
 
 /// Shape of a communicator.
 struct GroupShape {

@@ -131,6 +131,13 @@ QueryAnswer memory_query(const MemoryQuery& a) {
 }
 
 QueryAnswer collective_query(const CollectiveQuery& a) {
+  // What CLI11 checks on the command line (IsMember over the same registry), for callers
+  // without it (the Python module).
+  if (!hardware::collective_op_from(a.op) || a.op != hardware::collective_op_name(*hardware::collective_op_from(a.op)))
+    throw InputError("op", "", fmt::format("expected {}, got '{}'", join_names(hardware::collective_op_names()), a.op));
+  if (!hardware::collective_algorithm_from(a.algorithm))
+    throw InputError("algorithm", "", fmt::format("expected {}, got '{}'", join_names(hardware::collective_algorithm_names()),
+                                                  a.algorithm));
   const auto hw = hardware::load_profile(a.hardware, "--hardware");
   double bytes = 0;
   try {
@@ -144,9 +151,7 @@ QueryAnswer collective_query(const CollectiveQuery& a) {
                                                "got '{}'{}", a.size, bytes >= 0 && bytes != std::floor(bytes)
                                                ? fmt::format(" = {:g} bytes", bytes) : ""));
   const auto group = flag_group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
-  const hardware::CollectiveOp op = a.op == "allreduce"       ? hardware::CollectiveOp::AllReduce
-                                    : a.op == "reducescatter" ? hardware::CollectiveOp::ReduceScatter
-                                                              : hardware::CollectiveOp::AllGather;
+  const hardware::CollectiveOp op = *hardware::collective_op_from(a.op);
   std::shared_ptr<const hardware::CalibrationOverlay> overlay;
   if (!a.calibration.empty())
     overlay = std::make_shared<const hardware::CalibrationOverlay>(hardware::read_calibration(a.calibration));
@@ -173,8 +178,7 @@ QueryAnswer collective_query(const CollectiveQuery& a) {
   const std::string model_name = hardware::collective_model_name(model);
   const auto c = overlay ? hardware::calibrated_collective_cost(hw, overlay.get(), op, bytes, group, algorithm_from(a.algorithm))
                          : hardware::model_collective_cost(model, hw, op, bytes, group, algorithm_from(a.algorithm));
-  const double n = group.ranks;
-  const double bus = n <= 1 ? 0 : (op == hardware::CollectiveOp::AllReduce ? 2 * (n - 1) / n : (n - 1) / n);
+  const double bus = hardware::bus_factor(op, group.ranks);
   const double algbw = c.time_s() > 0 ? bytes / c.time_s() : 0;
   nlohmann::ordered_json j;
   j["schema"] = "stepsim.collective/1";
@@ -296,9 +300,7 @@ std::pair<int, int> moe_shape(long long experts, long long topk) {
 }
 
 hardware::CollectiveAlgorithm algorithm_from(const std::string& name) {
-  if (name == "ring") return hardware::CollectiveAlgorithm::Ring;
-  if (name == "hierarchical") return hardware::CollectiveAlgorithm::Hierarchical;
-  return hardware::CollectiveAlgorithm::Auto;
+  return hardware::collective_algorithm_from(name).value_or(hardware::CollectiveAlgorithm::Auto);
 }
 
 

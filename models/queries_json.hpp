@@ -51,7 +51,8 @@ struct CollectiveQuery {
   std::string algorithm = "auto";  ///< "auto" | "ring" | "hierarchical" (alpha-beta)
   std::string calibration;    ///< overlay JSON ("" = nominal)
 };
-/// @throws InputError naming the flag of a bad input.
+/// @throws InputError naming the flag of a bad input ("op" or "algorithm" for a name outside
+///         hardware::collective_ops() / collective_algorithm_names()).
 QueryAnswer collective_query(const CollectiveQuery& q);
 
 /// `stepsim threshold`: tokens per GPU below which pure DP is communication-bound (seed 000

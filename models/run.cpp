@@ -24,11 +24,6 @@ namespace stepsim::models {
 
 namespace {
 
-double bus_factor(const std::string& op, int n) {
-  if (n <= 1) return 0;
-  return op == "AllReduce" ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
-}
-
 std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
 
 // Engine options and per-rank contention from the scenario's sim.* keys (semantics.md §E).
@@ -311,7 +306,8 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
     if (t.kind != sim::TaskKind::Transfer) continue;
     const auto c = cost.collective(t);
     calibrated_any = calibrated_any || !c.calibration.empty();
-    const std::string op = hardware::collective_op_label(hardware::collective_of(static_cast<hardware::OpCode>(t.op)));
+    const hardware::CollectiveOp cop = hardware::collective_of(static_cast<hardware::OpCode>(t.op));
+    const std::string op = hardware::collective_op_label(cop);
     const auto& shape = step.groups[t.group];
     auto it = std::find_if(r.collectives.begin(), r.collectives.end(), [&](const CollectiveSummary& x) {
       return x.op == op && x.bytes == t.bytes && x.ranks == shape.ranks && x.algorithm == c.algorithm;
@@ -325,7 +321,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
       cs.algorithm = c.algorithm;
       cs.protocol = c.protocol;
       cs.algbw_bytes_per_s = cs.time_s > 0 ? t.bytes / cs.time_s : 0;
-      cs.busbw_bytes_per_s = cs.algbw_bytes_per_s * bus_factor(op, step.groups[t.group].ranks);
+      cs.busbw_bytes_per_s = cs.algbw_bytes_per_s * hardware::bus_factor(cop, step.groups[t.group].ranks);
       r.calibration_extrapolated = r.calibration_extrapolated || c.calibration_extrapolated;
       if (c.calibration_extrapolated)
         r.warnings.push_back(fmt::format("calibration_extrapolated: {} of {:.0f} B over {} ranks is outside what "
@@ -349,7 +345,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
       it = r.collectives.end() - 1;
     }
     ++it->count;
-    r.comm_bytes_per_rank += t.bytes * bus_factor(op, shape.ranks);
+    r.comm_bytes_per_rank += t.bytes * hardware::bus_factor(cop, shape.ranks);
     if (it->spans_nodes) r.inter_node_collective_bytes += t.bytes;
   }
 

@@ -551,17 +551,10 @@ std::vector<ScenarioField> core_fields() {
       {.object = "collectives", .key = "algorithm", .type = T::Choice,
        .doc = "`auto` (ring in a node, hierarchical across nodes, torus rings on TPU), `ring`, `hierarchical`",
        .default_doc = "`auto`; a calibration overlay's own algorithm (its factors are relative to it)",
-       .choices = [] { return std::vector<std::string>{"auto", "ring", "hierarchical"}; },
-       .get = [](const Scenario& s) -> FieldValue {
-         return std::string(s.algorithm == hardware::CollectiveAlgorithm::Ring           ? "ring"
-                            : s.algorithm == hardware::CollectiveAlgorithm::Hierarchical ? "hierarchical"
-                                                                                         : "auto");
-       },
+       .choices = hardware::collective_algorithm_names,
+       .get = [](const Scenario& s) -> FieldValue { return hardware::collective_algorithm_name(s.algorithm); },
        .set = [](Scenario& s, const FieldValue& v) {
-         const std::string& algo = std::get<std::string>(v);
-         s.algorithm = algo == "ring"           ? hardware::CollectiveAlgorithm::Ring
-                       : algo == "hierarchical" ? hardware::CollectiveAlgorithm::Hierarchical
-                                                : hardware::CollectiveAlgorithm::Auto;
+         s.algorithm = hardware::collective_algorithm_from(std::get<std::string>(v)).value_or(hardware::CollectiveAlgorithm::Auto);
        },
        .fallback = [](const Scenario& s) -> FieldValue {
          return collective_overlay(s) ? hardware::collective_algorithm_name(s.calibration->algorithm) : std::string("auto");

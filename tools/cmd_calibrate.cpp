@@ -202,7 +202,7 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   nccl->add_option("--op", a->op, "collective of every table (default: from the log or file name)")
       ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter"}));
   nccl->add_option("--algorithm", a->algorithm, "nominal algorithm: auto | ring | hierarchical")
-      ->check(CLI::IsMember({"auto", "ring", "hierarchical"}));
+      ->check(CLI::IsMember(hardware::collective_algorithm_names()));
   nccl->add_option("--max-segments", a->max_segments, "upper bound on size segments per table (default 8)");
   nccl->add_option("--segments", a->segments,
                    "fix the number of size segments per table instead of choosing it by BIC (0, the default: BIC)");

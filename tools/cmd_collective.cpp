@@ -38,7 +38,7 @@ void add_collective_commands(CLI::App& app, Action& action) {
   auto* collective = app.add_subcommand("collective", "closed-form time of one collective");
   collective->add_option("op", coll->op, "allreduce | reducescatter | allgather")
       ->required()
-      ->check(CLI::IsMember({"allreduce", "reducescatter", "allgather"}));
+      ->check(CLI::IsMember(hardware::collective_op_names()));
   collective->add_option("--hardware", coll->hardware, "profile name or JSON file")->required();
   collective->add_option("--ranks", coll->ranks, "ranks in the communicator")->required();
   collective->add_option("--size", coll->size, "buffer size as nccl-tests counts it: bytes or '16GB', '25MiB'")->required();
@@ -47,7 +47,7 @@ void add_collective_commands(CLI::App& app, Action& action) {
   collective->add_option("--axes", coll->axes, "TPU: torus axes used at once (1-3; default all)")->check(given_positive());
   collective->add_option("--cost-model", coll->cost_model, "collective cost model")->check(CLI::IsMember({"alpha-beta", "nccl"}));
   collective->add_option("--algorithm", coll->algorithm, "auto | ring | hierarchical")
-      ->check(CLI::IsMember({"auto", "ring", "hierarchical"}));
+      ->check(CLI::IsMember(hardware::collective_algorithm_names()));
   collective->add_option("--format", coll->format, "output format")->check(CLI::IsMember({"text", "json"}));
   collective->add_option("--calibration", coll->calibration, "calibration overlay JSON (stepsim calibrate nccl-tests -o)");
   collective->callback([coll, &action] { action = [coll] { return cmd_collective(*coll); }; });

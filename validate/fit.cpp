@@ -341,9 +341,8 @@ ErrorSummary cross_check_interpolation(const std::vector<Measurement>& points, I
 }
 
 std::optional<hardware::CollectiveOp> modelled_op(const std::string& nccl_op) {
-  if (nccl_op == "all_reduce") return hardware::CollectiveOp::AllReduce;
-  if (nccl_op == "all_gather") return hardware::CollectiveOp::AllGather;
-  if (nccl_op == "reduce_scatter") return hardware::CollectiveOp::ReduceScatter;
+  for (const auto& e : hardware::collective_ops())
+    if (nccl_op == e.nccl_tests) return e.op;
   return std::nullopt;
 }
 

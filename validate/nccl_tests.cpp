@@ -2,6 +2,7 @@
 // nccl-tests stdout and normalized-CSV reader (semantics.md §D.5; style.md §2.7).
 #include "validate/nccl_tests.hpp"
 
+#include "hardware/collective_model.hpp"
 #include "sim/support/error.hpp"
 
 #include <fmt/format.h>
@@ -254,11 +255,7 @@ void infer_provenance(NcclTestsRun& run, const std::string& source) {
     if (run.ranks <= 1 && n > 1) run.ranks = n;
     // busbw = algbw × the op's bus factor of the ranks that ran it (nccl-tests, semantics.md
     // §D.5): a listed rank count that contradicts it means the wrong rank lines or op.
-    const double listed = run.ranks;
-    const double factor = run.op == "all_reduce" ? 2 * (listed - 1) / listed
-                          : (run.op == "all_gather" || run.op == "reduce_scatter" || run.op == "alltoall")
-                              ? (listed - 1) / listed
-                              : 1.0;
+    const double factor = run.ranks >= 1 ? bus_factor(run.op, run.ranks) : 0.0;
     // Off by more than the printed rounding (two decimals) and 1 %: a contradiction.
     const double expected = *best->oop_algbw_GBps * factor;
     if (run.ranks > 1 && n > 1 && n != run.ranks &&
@@ -290,9 +287,11 @@ std::string normalize_op_name(std::string_view name) {
 
 double bus_factor(const std::string& op, int ranks) {
   STEPSIM_ASSERT(ranks >= 1, "bus_factor: ranks {}", ranks);
+  for (const auto& e : hardware::collective_ops())
+    if (op == e.nccl_tests) return hardware::bus_factor(e.op, ranks);
+  // The ops stepsim does not price, as nccl-tests' PERFORMANCE.md defines them.
   const double n = ranks;
-  if (op == "all_reduce") return 2 * (n - 1) / n;
-  if (op == "all_gather" || op == "reduce_scatter" || op == "alltoall") return (n - 1) / n;
+  if (op == "alltoall") return (n - 1) / n;
   if (op == "broadcast" || op == "reduce" || op == "sendrecv") return 1;
   throw InputError("", "", fmt::format("unknown nccl-tests op '{}'; expected all_reduce, all_gather, "
                                        "reduce_scatter, alltoall, broadcast or reduce", op));
