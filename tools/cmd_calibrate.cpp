@@ -200,7 +200,7 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   nccl->add_option("--ranks", a->ranks, "rank count of every table (default: from the '#  Rank' lines or busbw/algbw)");
   nccl->add_option("--gpus-per-node", a->gpus_per_node, "GPUs per node (default: ranks / hosts in the log, else the profile's)");
   nccl->add_option("--op", a->op, "collective of every table (default: from the log or file name)")
-      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter"}));
+      ->check(CLI::IsMember(hardware::collective_op_nccl_tests_names()));
   nccl->add_option("--algorithm", a->algorithm, "nominal algorithm: auto | ring | hierarchical")
       ->check(CLI::IsMember(hardware::collective_algorithm_names()));
   nccl->add_option("--max-segments", a->max_segments, "upper bound on size segments per table (default 8)");
