@@ -50,14 +50,13 @@ MemoryBreakdown static_memory(const Scenario& s) {
   const int stage = s.zero_stage();
   const double n = static_cast<double>(s.shard_ranks());
   const StrategyEntry& strategy = strategy_of(s);
-  const bool zero3_persist = strategy.family == StrategyFamily::DeepSpeed && stage == 3;
   double trainable_grad_bytes = 0;
   for (const auto& layer : s.model.layers) {
     for (const auto& p : layer.params) {
       const double numel = static_cast<double>(p.numel);
       const double b = dtype_bytes(p.dtype);
-      // ZeRO-3 keeps small tensors gathered everywhere (param_persistence_threshold, rule 66).
-      const bool persistent = zero3_persist && numel <= s.sharding.stage3_param_persistence_threshold;
+      // A tensor the strategy keeps whole everywhere (ZeRO-3's persistent small tensors).
+      const bool persistent = strategy.persistent_param && strategy.persistent_param(s, numel);
       m.params_bytes += numel * b / (stage >= 3 && !persistent ? n : 1.0);
       if (!p.trainable) continue;
       trainable_grad_bytes += numel * b;
@@ -67,13 +66,7 @@ MemoryBreakdown static_memory(const Scenario& s) {
         m.grad_accum_bytes += numel * 4.0 / (stage >= 2 ? n : 1.0);
     }
   }
-  if (strategy.family == StrategyFamily::DDP && !s.parallelism.gradient_as_bucket_view)
-    m.buffers_bytes = trainable_grad_bytes;
-  if (strategy.family == StrategyFamily::DeepSpeed) {
-    // stage_1_and_2.py allocates the IPG buffer at its full reduce_bucket_size.
-    const double bucket_elems = s.sharding.reduce_bucket_size;
-    m.buffers_bytes = bucket_elems * s.precision.reduce_bytes(s.precision.param_dtype) * (s.sharding.overlap_comm ? 2.0 : 1.0);
-  }
+  if (strategy.buffer_bytes) m.buffers_bytes = strategy.buffer_bytes(s, trainable_grad_bytes);
   m.capacity_bytes = s.hardware.usable_hbm_bytes();
   m.hbm_bytes = s.hardware.hbm_bytes;
   m.reserved_bytes = s.hardware.hbm_reserved_bytes;

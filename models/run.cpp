@@ -47,7 +47,7 @@ std::string does_not_fit_message(const Scenario& s, const MemoryBreakdown& m) {
   };
   const double per_param = states / std::max(1.0, static_cast<double>(s.model.parameter_count()));
   std::vector<Part> parts = {
-      {states, strategy_of(s).family == StrategyFamily::DDP
+      {states, strategy_of(s).zero_stage == 0
                    ? fmt::format("model state ({:.1f} bytes per parameter; pure DP keeps a full copy of parameters, "
                                  "gradients and optimizer state on every GPU: shard it with zero1-3 or fsdp)",
                                  per_param)

@@ -118,6 +118,12 @@ LoweredStep lower_ddp(const Scenario& s) {
   return out;
 }
 
+// The bucket buffers: a second copy of every trainable gradient, unless the gradients are views
+// into the buckets (gradient_as_bucket_view, semantics.md §A.6 rule 23).
+double ddp_buffer_bytes(const Scenario& s, double trainable_grad_bytes) {
+  return s.parallelism.gradient_as_bucket_view ? 0.0 : trainable_grad_bytes;
+}
+
 const std::vector<ScenarioField>& ddp_knob_fields() {
   using T = FieldType;
   static const std::vector<ScenarioField> knobs = {

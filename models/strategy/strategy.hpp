@@ -61,6 +61,12 @@ struct StrategyEntry {
   const char* buffers_label;
   /// The report's "framework ops" row: which of the strategy's own kernels it sums.
   const char* framework_ops_label;
+  /// Its memory model's own terms (models/memory.cpp static_memory adds them to the ZeRO
+  /// stage's sharded states): the persistent framework buffers, in bytes, given the trainable
+  /// parameters' gradient bytes (nullptr: none); and whether a tensor of `numel` elements stays
+  /// unsharded on every rank (nullptr: none does).
+  double (*buffer_bytes)(const Scenario&, double trainable_grad_bytes);
+  bool (*persistent_param)(const Scenario&, double numel);
   /// The `parallelism.*` knobs that apply to it (others are refused, not ignored); each is
   /// declared once in its family's knob table (ddp_knob_fields, zero_knob_fields,
   /// fsdp_knob_fields in models/scenario_fields.hpp), which reads and echoes it.
@@ -79,6 +85,12 @@ const StrategyEntry& find_strategy(const std::string& name);
 /// The strategy `scenario` runs (find_strategy of parallelism.strategy).
 const StrategyEntry& strategy_of(const Scenario& scenario);
 
+
+/// The families' memory terms (StrategyEntry::buffer_bytes, persistent_param): DDP's bucket
+/// buffers (ddp.cpp), DeepSpeed's IPG buffer and ZeRO-3's persistent small tensors (zero.cpp).
+double ddp_buffer_bytes(const Scenario& scenario, double trainable_grad_bytes);
+double zero_buffer_bytes(const Scenario& scenario, double trainable_grad_bytes);
+bool zero3_persistent_param(const Scenario& scenario, double numel);
 
 /// PyTorch DDP (semantics.md §A): see ddp.cpp.
 LoweredStep lower_ddp(const Scenario& scenario);

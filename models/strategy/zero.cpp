@@ -331,6 +331,18 @@ LoweredStep lower_zero3(const Scenario& s) {
   return out;
 }
 
+// stage_1_and_2.py allocates the IPG buffer at its full reduce_bucket_size, twice with
+// overlap_comm (one reducing while the next fills).
+double zero_buffer_bytes(const Scenario& s, double) {
+  return s.sharding.reduce_bucket_size * s.precision.reduce_bytes(s.precision.param_dtype) *
+         (s.sharding.overlap_comm ? 2.0 : 1.0);
+}
+
+// ZeRO-3 keeps small tensors gathered everywhere (param_persistence_threshold, rule 66).
+bool zero3_persistent_param(const Scenario& s, double numel) {
+  return numel <= s.sharding.stage3_param_persistence_threshold;
+}
+
 const std::vector<ScenarioField>& zero_knob_fields() {
   using T = FieldType;
   static const std::vector<ScenarioField> knobs = {
