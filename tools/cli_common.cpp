@@ -66,7 +66,7 @@ void add_jobs_option(CLI::App& cmd, unsigned& threads, const std::string& what) 
 }
 
 bool is_output_flag(const CLI::Option& option) {
-  for (const auto& name : {"out", "output", "plot", "trace", "dump-graph"})
+  for (const auto& name : {"out", "output", "plot", "trace", "dump-graph", "report"})
     if (option.check_lname(name)) return true;
   return false;
 }

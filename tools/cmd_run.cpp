@@ -9,6 +9,7 @@
 #include "models/strategy/compute_tasks.hpp"
 #include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
+#include "models/report_html.hpp"
 #include "sim/trace_chrome.hpp"
 
 #include <fmt/format.h>
@@ -28,6 +29,7 @@ struct RunArgs {
   std::string trace;
   std::string trace_ranks;
   std::string dump_graph;
+  std::string report;  // --report FILE.html
   bool timing = false;             // --timing: wall time on stderr (never in the report)
   bool trace_given = false;        // the flags were on the command line (even with an empty value)
   bool trace_ranks_given = false;
@@ -88,7 +90,7 @@ int cmd_run(const RunArgs& a) {
     throw InputError("--trace-ranks", "",
                      "needs sim.rank_mode \"per_rank\" (a symmetric run simulates one rank of each kind; its "
                      "trace holds them all)");
-  if (a.trace.empty() && a.dump_graph.empty()) {
+  if (a.trace.empty() && a.dump_graph.empty() && a.report.empty()) {
     print_report(a, models::run(s));
     return 0;
   }
@@ -119,6 +121,7 @@ int cmd_run(const RunArgs& a) {
     }
     write_file_atomically(a.trace, sim::chrome_trace_json(kept.step.graph, *kept.timeline, o));
   }
+  if (!a.report.empty()) write_file_atomically(a.report, models::report_html(r, kept));
   print_report(a, r);
   return 0;
 }
@@ -137,6 +140,9 @@ void add_run_command(CLI::App& app, Action& action) {
       "--trace-ranks", a->trace_ranks,
       "ranks to trace in per_rank mode, e.g. 0-7,100 (default: all up to 64 ranks, else 0-7 and the slowest)");
   run->add_option("--dump-graph", a->dump_graph, "write the task graph in Graphviz DOT");
+  run->add_option("--report", a->report,
+                  "write a one-file HTML report (timeline, memory over the step, breakdown, collectives; no script, "
+                  "nothing fetched)");
   run->add_flag("--timing", a->timing, "print the simulation's wall time on stderr (reports stay byte-identical)");
   run->callback([a, &action, trace, trace_ranks] {
     a->trace_given = trace->count() > 0;

@@ -72,7 +72,7 @@ inline constexpr unsigned kMaxJobs = 4096;
 /// Anything else ('', -1, 1.5, 100000) is a parse error naming the range (exit 2).
 void add_jobs_option(CLI::App& cmd, unsigned& threads, const std::string& what);
 
-/// The flags that name output files: --out, -o/--output, --plot, --trace, --dump-graph.
+/// The flags that name output files: --out, -o/--output, --plot, --trace, --dump-graph, --report.
 bool is_output_flag(const CLI::Option& option);
 
 /// Appends "overwritten if it exists, written atomically" to the help of every output flag
