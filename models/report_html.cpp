@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace stepsim::models {
@@ -331,9 +333,233 @@ svg text { font: 11px system-ui, sans-serif; fill: #333; }
 .memory-area.states { fill: #c7d4e8; } .memory-area.activations { fill: #59a14f; opacity: .8; } .memory-area.buffers { fill: #f28e2b; opacity: .8; }
 .capacity { stroke: #e15759; stroke-dasharray: 5 3; } .peak { fill: #000; } .note { fill: #000; }
 ul.warnings li { color: #8a4b00; }
+.charts { display: flex; flex-wrap: wrap; gap: 8px; }
+svg.chart { border: 1px solid #eee; } .chart-title { font-weight: 600; }
+path.series { fill: none; stroke-width: 2; }
+rect.regime.latency-bound { fill: #e15759; opacity: .13; } rect.regime.sweet-spot { fill: #59a14f; opacity: .18; }
+rect.regime.last-bucket { fill: #f28e2b; opacity: .16; }
 )";
 
+// ---- sweep charts ----
+
+constexpr double kChartW = 560, kChartH = 300, kChartL = 64, kChartR = 16, kChartT = 28, kChartB = 40;
+constexpr std::size_t kChartsShown = 6;
+constexpr std::size_t kRowsShown = 200;
+constexpr const char* kSeriesColours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#b07aa1", "#edc948", "#9c755f"};
+
+// A numeric axis value, or nullopt.
+std::optional<double> as_number(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// One chart: lines (x, y) per series, x on a log scale when its range spans 20× or more.
+struct Chart {
+  std::string title, xlabel, ylabel;
+  struct Series {
+    std::string name;
+    std::vector<std::pair<double, double>> points;
+    bool dashed = false;
+  };
+  std::vector<Series> series;
+  struct Band {
+    double x0, x1;
+    std::string cls, title;
+  };
+  std::vector<Band> bands;
+  std::optional<double> hline;  // a reference line (y)
+  std::string hline_label;
+};
+
+std::string chart_svg(const Chart& c) {
+  double x0 = INFINITY, x1 = -INFINITY, y1 = 0;
+  for (const auto& s : c.series)
+    for (const auto& [x, y] : s.points) {
+      x0 = std::min(x0, x);
+      x1 = std::max(x1, x);
+      y1 = std::max(y1, y);
+    }
+  if (c.hline) y1 = std::max(y1, *c.hline);
+  if (!(x1 > x0)) {
+    x0 = x0 - 1;
+    x1 = x1 + 1;
+  }
+  y1 = y1 > 0 ? y1 * 1.1 : 1;
+  const bool logx = x0 > 0 && x1 / x0 >= 20;
+  const auto fx = [&](double x) {
+    const double f = logx ? std::log(x / x0) / std::log(x1 / x0) : (x - x0) / (x1 - x0);
+    return kChartL + f * (kChartW - kChartL - kChartR);
+  };
+  const auto fy = [&](double y) { return kChartT + (1 - y / y1) * (kChartH - kChartT - kChartB); };
+  std::string out = fmt::format(R"(<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}" role="img" aria-label="{}">)",
+                                kChartW, kChartH, kChartW, kChartH, esc(c.title));
+  out += fmt::format(R"(<text class="chart-title" x="{:.0f}" y="16">{}</text>)", kChartL, esc(c.title));
+  for (const auto& b : c.bands) {
+    const double a = fx(std::max(x0, b.x0)), z = fx(std::min(x1, b.x1));
+    out += fmt::format(R"(<rect class="regime {}" x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{:.1f}"><title>{}</title></rect>)", b.cls,
+                       a - 4, kChartT, std::max(8.0, z - a + 8), kChartH - kChartT - kChartB, esc(b.title));
+  }
+  // Axes and ticks: x at the data's values (few) or 5 linear ticks; y at 5 ticks.
+  out += fmt::format(R"(<g class="axis"><line x1="{:.0f}" y1="{:.1f}" x2="{:.0f}" y2="{:.1f}"/><line x1="{:.0f}" y1="{:.1f}" x2="{:.0f}" y2="{:.1f}"/>)",
+                     kChartL, fy(0), kChartW - kChartR, fy(0), kChartL, fy(0), kChartL, kChartT);
+  std::set<double> xs;
+  for (const auto& s : c.series)
+    for (const auto& p : s.points) xs.insert(p.first);
+  if (xs.size() > 12) {
+    xs.clear();
+    for (int i = 0; i <= 4; ++i) xs.insert(logx ? x0 * std::pow(x1 / x0, i / 4.0) : x0 + (x1 - x0) * i / 4.0);
+  }
+  for (const double x : xs)
+    out += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{:.4g}</text>)", fx(x), fy(0) + 14, x);
+  const double ystep = tick_step(y1, 5);
+  for (double y = 0; y <= y1 + ystep * 1e-9; y += ystep)
+    out += fmt::format(R"(<line class="grid" x1="{:.0f}" y1="{:.1f}" x2="{:.0f}" y2="{:.1f}"/><text x="{:.0f}" y="{:.1f}" text-anchor="end">{:.4g}</text>)",
+                       kChartL, fy(y), kChartW - kChartR, fy(y), kChartL - 4, fy(y) + 4, y);
+  out += fmt::format(R"(<text x="{:.0f}" y="{:.0f}" text-anchor="middle">{}{}</text>)", (kChartL + kChartW - kChartR) / 2,
+                     kChartH - 8, esc(c.xlabel), logx ? " (log scale)" : "");
+  out += fmt::format(R"svg(<text x="12" y="{:.0f}" transform="rotate(-90 12 {:.0f})" text-anchor="middle">{}</text></g>)svg",
+                     (kChartT + kChartH - kChartB) / 2, (kChartT + kChartH - kChartB) / 2, esc(c.ylabel));
+  if (c.hline)
+    out += fmt::format(R"(<line class="capacity" x1="{:.0f}" y1="{:.1f}" x2="{:.0f}" y2="{:.1f}"/><text class="note" x="{:.0f}" y="{:.1f}" text-anchor="end">{}</text>)",
+                       kChartL, fy(*c.hline), kChartW - kChartR, fy(*c.hline), kChartW - kChartR - 2, fy(*c.hline) - 3,
+                       esc(c.hline_label));
+  for (std::size_t k = 0; k < c.series.size(); ++k) {
+    const auto& s = c.series[k];
+    const char* colour = kSeriesColours[k % std::size(kSeriesColours)];
+    std::string d;
+    for (const auto& [x, y] : s.points) d += fmt::format("{}{:.2f},{:.2f}", d.empty() ? "M" : " L", fx(x), fy(y));
+    out += fmt::format(R"(<path class="series" d="{}" stroke="{}"{}><title>{}</title></path>)", d, colour,
+                       s.dashed ? R"( stroke-dasharray="5 3")" : "", esc(s.name));
+    for (const auto& [x, y] : s.points)
+      out += fmt::format(R"(<circle class="point" cx="{:.2f}" cy="{:.2f}" r="3" fill="{}"><title>{}: {:.4g}, {:.4g}</title></circle>)", fx(x),
+                         fy(y), colour, esc(s.name), x, y);
+  }
+  // Legend under the title.
+  double lx = kChartL + 8;
+  for (std::size_t k = 0; k < c.series.size() && k < 4; ++k) {
+    out += fmt::format(R"(<rect x="{:.0f}" y="{:.0f}" width="10" height="3" fill="{}"/><text x="{:.0f}" y="{:.0f}">{}</text>)", lx,
+                       kChartT + 6, kSeriesColours[k % std::size(kSeriesColours)], lx + 14, kChartT + 10,
+                       esc(c.series[k].name.size() > 40 ? c.series[k].name.substr(0, 40) + "…" : c.series[k].name));
+    lx += 14 + 7.0 * static_cast<double>(std::min<std::size_t>(41, c.series[k].name.size())) + 12;
+    if (lx > kChartW - 120) break;
+  }
+  return out + "</svg>\n";
+}
+
+std::string more(std::size_t left, const char* kind) {
+  return left == 0 ? std::string()
+                   : fmt::format("<p class=\"sub\">… and {} more {} (every curve: stepsim sweep --format json; every point: "
+                                 "the CSV)</p>\n",
+                                 left, kind);
+}
+
 }  // namespace
+
+std::string sweep_html(const SweepResult& r, const SweepSummary& s) {
+  std::string shape;
+  for (const auto& a : r.axes) shape += fmt::format("{}{} ({} values)", shape.empty() ? "" : " &#215; ", esc(a.path), a.values.size());
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
+  h += fmt::format("<title>stepsim sweep of {}</title>\n<style>{}</style></head>\n<body>\n", esc(r.source), kStyle);
+  h += fmt::format("<h1>stepsim sweep of {}</h1>\n<p class=\"sub\">{} points over {}: {} ran, {} failed, {} do not fit in "
+                   "memory</p>\n",
+                   esc(r.source), s.points, shape, s.points - s.failed, s.failed, s.not_fitting);
+  if (s.best)
+    h += fmt::format("<p class=\"headline\" id=\"best\">best {} ({} is better): <b>{:.6g}</b> at {} &#183; step {} &#183; exposed "
+                     "communication {} &#183; MFU {:.1f} %</p>\n",
+                     esc(s.metric), s.minimize ? "lower" : "higher", *r.number(*s.best, s.metric), esc(r.label(*s.best)),
+                     ms(r.number(*s.best, "step_time_s").value_or(0)), ms(r.number(*s.best, "exposed_comm_s").value_or(0)),
+                     100 * r.number(*s.best, "mfu").value_or(0));
+  else
+    h += "<p class=\"headline\" id=\"best\">best: none (no point ran and fit in memory)</p>\n";
+  const auto axis_of = [&r](const std::string& path) -> std::optional<std::size_t> {
+    for (std::size_t a = 0; a < r.axes.size(); ++a)
+      if (r.axes[a].path == path) return a;
+    return std::nullopt;
+  };
+  // The points of one curve along axis `a` with a numeric value of the axis and of `metric`.
+  const auto points_of = [&r](std::size_t a, const std::vector<std::size_t>& members, const std::string& metric, double scale) {
+    std::vector<std::pair<double, double>> pts;
+    for (const std::size_t i : members) {
+      const auto x = as_number(r.points[i].values[a]);
+      const auto y = r.number(i, metric);
+      if (x && y) pts.push_back({*x, *y * scale});
+    }
+    std::sort(pts.begin(), pts.end());
+    return pts;
+  };
+  if (const auto a = axis_of("parallelism.bucket_cap_mb"); a && !s.bucket_curves.empty()) {
+    h += "<h2>Bucket size (seed 000 §4)</h2>\n<p class=\"sub\">Shaded: latency-bound (communication at least "
+         "1.5&#215; the curve's least), the sweet spot (step time within 2 % of the best), last bucket exposed (exposed "
+         "communication at least half the communication).</p>\n<div class=\"charts\">\n";
+    const auto curves = curves_along(r, *a);
+    for (std::size_t k = 0; k < s.bucket_curves.size() && k < kChartsShown; ++k) {
+      const BucketCurve& bc = s.bucket_curves[k];
+      std::vector<std::size_t> members;
+      for (const auto& [series, idx] : curves)
+        if (series == bc.series) members = idx;
+      Chart c;
+      c.title = bc.series.empty() ? "step time against bucket_cap_mb" : bc.series;
+      c.xlabel = "bucket_cap_mb";
+      c.ylabel = "ms";
+      c.series.push_back({"step time", points_of(*a, members, "step_time_s", 1e3), false});
+      c.series.push_back({"exposed communication", points_of(*a, members, "exposed_comm_s", 1e3), true});
+      if (bc.latency_bound)
+        c.bands.push_back({bc.latency_bound->lo_mb, bc.latency_bound->hi_mb, "latency-bound", "latency-bound"});
+      c.bands.push_back({bc.sweet_spot.lo_mb, bc.sweet_spot.hi_mb, "sweet-spot", "sweet spot"});
+      if (bc.last_bucket_exposed)
+        c.bands.push_back({bc.last_bucket_exposed->lo_mb, bc.last_bucket_exposed->hi_mb, "last-bucket", "last bucket exposed"});
+      h += chart_svg(c);
+    }
+    h += "</div>\n" + more(s.bucket_curves.size() > kChartsShown ? s.bucket_curves.size() - kChartsShown : 0, "bucket curves");
+  }
+  if (const auto a = axis_of("parallelism.dp"); a && !s.dp_curves.empty() && r.axes[*a].values.size() > 1) {
+    Chart c;
+    c.title = "DP scaling efficiency (per-GPU throughput against the smallest dp)";
+    c.xlabel = "parallelism.dp";
+    c.ylabel = "efficiency";
+    for (std::size_t k = 0; k < s.dp_curves.size() && k < 8; ++k) {
+      Chart::Series ser{s.dp_curves[k].series.empty() ? "efficiency" : s.dp_curves[k].series, {}, false};
+      for (const auto& p : s.dp_curves[k].points) ser.points.push_back({p.dp, p.efficiency});
+      c.series.push_back(std::move(ser));
+    }
+    c.hline = 0.9;
+    c.hline_label = "90 %";
+    h += "<h2>Where DP stops scaling</h2>\n<div class=\"charts\">\n" + chart_svg(c) + "</div>\n" +
+         more(s.dp_curves.size() > 8 ? s.dp_curves.size() - 8 : 0, "DP curves");
+  }
+  if (s.bucket_curves.empty() && s.dp_curves.empty() && !r.axes.empty()) {
+    // The metric against the first axis, one line per value of the others.
+    Chart c;
+    c.title = s.metric + " against " + r.axes[0].path;
+    c.xlabel = r.axes[0].path;
+    c.ylabel = s.metric;
+    const auto curves = curves_along(r, 0);
+    for (std::size_t k = 0; k < curves.size() && k < 8; ++k)
+      c.series.push_back({curves[k].first.empty() ? s.metric : curves[k].first, points_of(0, curves[k].second, s.metric, 1.0), false});
+    bool any = false;
+    for (const auto& ser : c.series) any = any || !ser.points.empty();
+    if (any) h += "<h2>Curves</h2>\n<div class=\"charts\">\n" + chart_svg(c) + "</div>\n" + more(curves.size() > 8 ? curves.size() - 8 : 0, "curves");
+  }
+  // The points.
+  h += "<h2>Points</h2>\n<table class=\"rows\" id=\"points\"><tr>";
+  for (const auto& a : r.axes) h += "<th>" + esc(a.path) + "</th>";
+  h += fmt::format("<th>{}</th><th>step time</th><th>exposed comm</th><th>fits</th><th>error</th></tr>\n", esc(s.metric));
+  for (std::size_t i = 0; i < r.points.size() && i < kRowsShown; ++i) {
+    h += "<tr>";
+    for (const auto& v : r.points[i].values) h += "<td>" + esc(v) + "</td>";
+    const auto metric = r.number(i, s.metric);
+    const auto fits = r.number(i, "memory.fits");
+    h += fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                     metric ? fmt::format("{:.6g}", *metric) : "", r.points[i].ok() ? ms(r.number(i, "step_time_s").value_or(0)) : "",
+                     r.points[i].ok() ? ms(r.number(i, "exposed_comm_s").value_or(0)) : "",
+                     !fits ? "" : *fits != 0 ? "yes" : "no", esc(r.points[i].error));
+  }
+  h += "</table>\n" + more(r.points.size() > kRowsShown ? r.points.size() - kRowsShown : 0, "points");
+  h += "<p class=\"sub\">Written by stepsim sweep --report.</p>\n";
+  return h + "</body></html>\n";
+}
 
 std::string report_html(const Report& r, const SimulatedStep& step) {
   STEPSIM_ASSERT(step.timeline.has_value(), "report_html without a played timeline");

@@ -4,6 +4,7 @@
 
 #include "models/report.hpp"
 #include "models/simulate.hpp"
+#include "models/sweep.hpp"
 
 #include <string>
 
@@ -27,5 +28,17 @@ namespace stepsim::models {
 /// Deterministic: the same inputs give the same bytes.
 /// Preconditions: `step` is what run(scenario, step) filled for `report`.
 std::string report_html(const Report& report, const SimulatedStep& step);
+
+/// A self-contained HTML page of a sweep (`stepsim sweep ... --report FILE`): the grid, the
+/// best point, and its curves as inline SVG charts (`<svg class="chart">`, one `<path
+/// class="series">` per curve):
+///  - a bucket sweep: step time and exposed communication against bucket_cap_mb per curve, with
+///    seed 000 §4's regimes shaded (`<rect class="regime latency-bound|sweet-spot|last-bucket">`);
+///  - a DP sweep (two dp values or more): scaling efficiency against dp per curve with the 90 % line;
+///  - otherwise: the metric against the first axis, one line per value of the other axes;
+/// and the points' table (the first 200; the CSV and JSON have all). The first six curves of a
+/// kind are drawn; the page says how many more there are.
+/// Deterministic: the same inputs give the same bytes.
+std::string sweep_html(const SweepResult& result, const SweepSummary& summary);
 
 }  // namespace stepsim::models

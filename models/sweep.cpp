@@ -179,26 +179,6 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-/// Groups the points of `r` into curves along axis `a`: points equal on every other axis,
-/// in first-appearance order. Returns (series label, point indices in grid order).
-std::vector<std::pair<std::string, std::vector<std::size_t>>> curves_along(const SweepResult& r, std::size_t a) {
-  std::map<std::vector<std::size_t>, std::size_t> slot;
-  std::vector<std::pair<std::string, std::vector<std::size_t>>> out;
-  for (std::size_t i = 0; i < r.points.size(); ++i) {
-    auto idx = grid_indices(r.axes, i);
-    idx[a] = 0;
-    auto [it, fresh] = slot.emplace(idx, out.size());
-    if (fresh) {
-      std::string label;
-      for (std::size_t b = 0; b < r.axes.size(); ++b)
-        if (b != a) label += (label.empty() ? "" : ", ") + r.axes[b].path + "=" + r.points[i].values[b];
-      out.push_back({label, {}});
-    }
-    out[it->second].second.push_back(i);
-  }
-  return out;
-}
-
 std::optional<std::size_t> axis_named(const SweepResult& r, const std::string& path) {
   for (std::size_t a = 0; a < r.axes.size(); ++a)
     if (r.axes[a].path == path) return a;
@@ -248,6 +228,25 @@ void check_base(const nlohmann::json& base, const std::string& source, const std
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::vector<std::size_t>>> curves_along(const SweepResult& r, std::size_t a) {
+  std::map<std::vector<std::size_t>, std::size_t> slot;
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> out;
+  for (std::size_t i = 0; i < r.points.size(); ++i) {
+    auto idx = grid_indices(r.axes, i);
+    idx[a] = 0;
+    auto [it, fresh] = slot.emplace(idx, out.size());
+    if (fresh) {
+      std::string label;
+      for (std::size_t b = 0; b < r.axes.size(); ++b)
+        if (b != a) label += (label.empty() ? "" : ", ") + r.axes[b].path + "=" + r.points[i].values[b];
+      out.push_back({label, {}});
+    }
+    out[it->second].second.push_back(i);
+  }
+  return out;
+}
+
 
 SweepAxis parse_vary(const std::string& spec) {
   const auto eq = spec.find('=');

@@ -223,6 +223,11 @@ struct DpCurve {
   std::optional<double> first_dp_below;  ///< first dp whose efficiency < threshold (90 %)
 };
 
+/// Groups the points of `r` into curves along axis `a` (< r.axes.size()): points equal on every
+/// other axis, in first-appearance order. Returns (series label — the other axes'
+/// "path=value, ..." —, point indices in grid order).
+std::vector<std::pair<std::string, std::vector<std::size_t>>> curves_along(const SweepResult& r, std::size_t a);
+
 /// What `stepsim sweep` prints at the end.
 struct SweepSummary {
   std::size_t points = 0, failed = 0, not_fitting = 0;  ///< not_fitting: memory.fits false

@@ -3,6 +3,7 @@
 // gnuplot, print the summary. The grid, runner, CSV and summary live in models/sweep.hpp.
 #include "tools/commands.hpp"
 
+#include "models/report_html.hpp"
 #include "models/sweep.hpp"
 #include "tools/mpi_partition.hpp"
 #include "sim/support/atomic_file.hpp"
@@ -46,6 +47,7 @@ struct SweepArgs {
   std::vector<std::string> sets;
   std::string out;
   std::string plot;
+  std::string report;  // --report FILE.html
   std::string metric = "tokens_per_s";
   std::string format = "text";
   unsigned threads = 0;
@@ -448,6 +450,11 @@ void write_outputs(const SweepArgs& a, const models::SweepResult& r, const std::
     files += fmt::format("plot: {}\n", a.plot);
     written.push_back(a.plot);
   }
+  if (!a.report.empty()) {
+    write_file_atomically(a.report, models::sweep_html(r, s));
+    files += fmt::format("report: {}\n", a.report);
+    written.push_back(a.report);
+  }
   if (a.format == "json") {  // one JSON document on stdout: the rows in it unless --out took them
     print(models::sweep_summary_json(r, s, a.out.empty(), written).dump(2) + "\n");
     return;
@@ -556,6 +563,8 @@ void add_sweep_command(CLI::App& app, Action& action) {
                     "takes them)")
       ->check(CLI::IsMember({"text", "json"}));
   sweep->add_option("--plot", a->plot, "plot step time and exposed communication with gnuplot: FILE.svg or FILE.png");
+  sweep->add_option("--report", a->report,
+                    "write a one-file HTML report: the curves (bucket regimes shaded, DP efficiency) and the points");
   sweep->add_option("--metric", a->metric,
                     "metric column for the best point (default tokens_per_s; names ending in _s or _bytes are "
                     "minimised, others maximised)");

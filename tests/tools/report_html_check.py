@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# `stepsim run --report FILE.html` (issue 20 item 4): the page's structure against the JSON
-# report of the same run, then the page loaded in a real browser, headless Chromium (Debian's
+# `stepsim run --report FILE.html` and `stepsim sweep --report FILE.html` (issue 20 item 4): the
+# pages' structure against the JSON report of the same run or sweep, then the pages loaded in a real browser, headless Chromium (Debian's
 # `chromium`, installed by tools/setup.sh): its DOM after loading has the timeline lanes, the
 # exposed-communication bands, the critical path and the memory lanes, and the browser logs no
 # console error. A screenshot is left beside it for a person to look at.
@@ -89,7 +89,32 @@ pr = json.loads(out)
 assert pr["per_rank"]["slowest_rank"] == 5, pr["per_rank"]
 check_page(pr_page, pr, ["rank 0 compute", "rank 0 communication", "rank 5 compute", "rank 5 communication"])
 
-# 3. A real browser loads it: DOM after load, console, screenshot.
+# 3. sweep --report: a bucket sweep's curves with seed 000 §4's regimes shaded, a DP sweep's
+# efficiency curves, one table row per point.
+bucket_page = os.path.join(work, "buckets.html")
+out = subprocess.run([stepsim, "sweep", scenario, "--vary", "parallelism.bucket_cap_mb=0.25,1,5,25,100,400",
+                      "--vary", "batch.seq_len=1024,8192", "--set", "parallelism.dp=256", "--report", bucket_page,
+                      "--format", "json", "-j", "2"], check=True, capture_output=True, text=True).stdout
+sweep = json.loads(out)
+assert sweep["files"] == [bucket_page], sweep["files"]
+b = Page()
+b.feed(open(bucket_page, encoding="utf-8").read())
+assert b.scripts == 0
+assert b.classes.get("chart", 0) == len(sweep["bucket_curves"]) == 2, (b.classes.get("chart"), len(sweep["bucket_curves"]))
+assert b.classes.get("series", 0) == 4, b.classes.get("series")  # step time and exposed communication per curve
+assert b.classes.get("sweet-spot", 0) == 2, b.classes
+assert b.classes.get("latency-bound", 0) == sum(1 for c in sweep["bucket_curves"] if c["latency_bound"]), b.classes
+assert b.rows["points"] == sweep["points"] + 1, (b.rows, sweep["points"])
+dp_page = os.path.join(work, "dp.html")
+subprocess.run([stepsim, "sweep", scenario, "--vary", "parallelism.dp=8,16,64,256", "--vary", "batch.seq_len=1024,8192",
+                "--report", dp_page, "--quiet", "--out", os.path.join(work, "dp.csv"), "-j", "2"], check=True,
+               capture_output=True)
+d = Page()
+d.feed(open(dp_page, encoding="utf-8").read())
+assert d.classes.get("chart", 0) == 1 and d.classes.get("series", 0) == 2, d.classes
+assert d.classes.get("capacity", 0) == 1, "the 90 % line"
+
+# 4. A real browser loads them: DOM after load, console, screenshot.
 browser = shutil.which("chromium") or shutil.which("chromium-browser")
 if browser is None:
     sys.exit("report_html_check: headless Chromium not found; tools/setup.sh installs Debian's chromium")
@@ -105,6 +130,13 @@ assert "memory" in loaded.ids and loaded.classes.get("activations", 0) >= 1, "me
 assert loaded.classes.get("task", 0) >= report["tasks"] // 2, (loaded.classes.get("task"), report["tasks"])
 console = [l for l in dom.stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l]
 assert not console, console
+sweep_dom = subprocess.run([browser] + flags + ["--dump-dom", "file://" + os.path.abspath(bucket_page)],
+                           capture_output=True, text=True, timeout=120)
+assert sweep_dom.returncode == 0, sweep_dom.stderr[-2000:]
+sl = Page()
+sl.feed(sweep_dom.stdout)
+assert sl.classes.get("chart", 0) == 2 and sl.classes.get("sweet-spot", 0) == 2, sl.classes
+assert not [l for l in sweep_dom.stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l]
 shot = os.path.join(work, "step.png")
 subprocess.run([browser] + flags + ["--window-size=1240,1600", "--screenshot=" + shot, url], capture_output=True,
                timeout=120, check=True)
