@@ -122,7 +122,7 @@ sim::Timeline replicate_timeline(const sim::Timeline& one, std::size_t n, std::u
 // kept (sim::run_summary).
 sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const hardware::StepCostModel& cost,
                                 const sim::RunOptions& symmetric_options, const sim::Timeline& sym, Report& r,
-                                bool keep_all, std::optional<sim::Timeline>& all) {
+                                bool keep_all, std::optional<sim::Timeline>& all, const RunProgress& progress) {
   const sim::TaskGraph& g = step.graph;
   const auto copies = static_cast<std::uint32_t>(s.parallelism.dp);
   const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
@@ -175,6 +175,7 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   options.copies = copies;
   options.spans = std::move(spans);
   options.variation = std::move(var);
+  options.progress = progress;
   const sim::RankVariation& variation = options.variation;
   std::vector<sim::Time> ends;
   std::optional<sim::Timeline> rank0;
@@ -243,7 +244,7 @@ void check_compute_durations(const Scenario& s, const sim::TaskGraph& g, const h
   }
 }
 
-Report run_impl(const Scenario& s, SimulatedStep* keep) {
+Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progress = {}) {
   const auto wall_start = std::chrono::steady_clock::now();
   Report r;
   r.scenario = s;
@@ -257,7 +258,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep) {
   sim::Timeline tl = sim::run(step.graph, cost, options);
   const sim::TaskGraph& g = step.graph;
   // per_rank: rank 0's copy of the same step, played among every rank's.
-  if (s.rank_mode == "per_rank") tl = simulate_per_rank(s, step, cost, options, tl, r, keep != nullptr, all);
+  if (s.rank_mode == "per_rank") tl = simulate_per_rank(s, step, cost, options, tl, r, keep != nullptr, all, progress);
   for (sim::TaskId id = 0; id < g.size(); ++id) {
     // What contention added to rank 0's tasks beyond their time alone (sim::Work's fluid model).
     const sim::Task& t = g.task(id);
@@ -447,5 +448,7 @@ hardware::StepCostModel step_cost_model(const Scenario& s, const LoweredStep& st
 Report run(const Scenario& s) { return run_impl(s, nullptr); }
 
 Report run(const Scenario& s, SimulatedStep& keep) { return run_impl(s, &keep); }
+
+Report run(const Scenario& s, SimulatedStep* keep, const RunProgress& progress) { return run_impl(s, keep, progress); }
 
 }  // namespace stepsim::models

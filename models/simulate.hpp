@@ -8,6 +8,7 @@
 #include "sim/timeline.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 namespace stepsim::models {
@@ -24,6 +25,14 @@ struct SimulatedStep {
 /// Same as run(scenario), and moves the lowered graph and its timeline into `keep`.
 /// @throws InputError as run(scenario).
 Report run(const Scenario& scenario, SimulatedStep& keep);
+
+/// Progress of a long run: (tasks finished, tasks in all) of the per_rank play, every rank's
+/// copy of the step (sim::RunOptions::progress); symmetric runs take milliseconds and report
+/// none.
+using RunProgress = std::function<void(std::uint64_t done, std::uint64_t total)>;
+
+/// run(scenario) or run(scenario, *keep) (when `keep` is not null) with a progress callback.
+Report run(const Scenario& scenario, SimulatedStep* keep, const RunProgress& progress);
 
 /// The cost model run() prices a lowered step with: the scenario's profile, calibration overlay
 /// and collective model, the kernels of its layers (kernel_work_table()), the framework's per-op host cost,

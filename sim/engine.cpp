@@ -44,7 +44,7 @@ class Run {
  public:
   Run(const TaskGraph& graph, const TaskCostModel& cost, const RunOptions& options)
       : graph_(graph), cost_(cost), interacts_(cost.interacts()), n_(graph.size()), copies_(options.copies),
-        variation_(options.variation) {
+        variation_(options.variation), progress_(options.progress) {
     STEPSIM_ASSERT(copies_ >= 1, "run with 0 copies");
     const std::uint64_t total = std::uint64_t{n_} * copies_;
     if (total > std::numeric_limits<TaskId>::max() - 1)
@@ -248,6 +248,7 @@ class Run {
       queue_.play_next([this](std::uint64_t e) { handle(e); });
     }
     if (finished_ != total_) never_started();
+    if (progress_) progress_(finished_, total_);
   }
 
   void handle(std::uint64_t e) {
@@ -265,6 +266,7 @@ class Run {
       end_fluid(x);
     }
     ++finished_;
+    if ((finished_ & 0xffff) == 0 && progress_) progress_(finished_, total_);
     last_finished_ = s;
     if (!full_) makespans_[x.c] = std::max(makespans_[x.c], queue_.now());
     if (!limits_.empty()) free_memory(x);
@@ -658,6 +660,7 @@ class Run {
   std::uint32_t copies_;
   std::uint64_t total_ = 0;  // slots
   const RankVariation& variation_;
+  const std::function<void(std::uint64_t, std::uint64_t)>& progress_;
   bool vary_ = false;
   bool full_ = false;
   // base graph

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -148,6 +149,9 @@ struct RunOptions {
   std::vector<RendezvousSpan> spans;
   /// Per-copy duration variation (RankVariation); none by default.
   RankVariation variation;
+  /// Called with (tasks finished, tasks of every copy) every 2^16 finished tasks and once at the
+  /// end, from the thread that runs; for a progress display. May be empty. It must not throw.
+  std::function<void(std::uint64_t, std::uint64_t)> progress;
 };
 
 /// What run_summary() keeps: every copy's makespan and the slices of a few copies.

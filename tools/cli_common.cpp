@@ -10,9 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <memory>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
+
+#include <unistd.h>
 
 namespace stepsim::tools {
 
@@ -100,6 +104,48 @@ void check_output_flags(const CLI::App& app) {
     check_distinct_outputs(outputs);
     check_output_flags(*cmd);
   }
+}
+
+std::string duration_text(double seconds) {
+  const auto s = static_cast<long long>(std::ceil(seconds));
+  if (s < 60) return fmt::format("{} s", s);
+  if (s < 3600) return fmt::format("{} min {:02} s", s / 60, s % 60);
+  return fmt::format("{} h {:02} min", s / 3600, (s % 3600) / 60);
+}
+
+std::string progress_line(const std::string& what, const std::string& unit, std::uint64_t done, std::uint64_t total,
+                          double elapsed_s) {
+  const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0;
+  std::string line = fmt::format("{}: {}/{} {} ({:.0f} %)", what, done, total, unit,
+                                 total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
+  if (rate > 0) line += rate >= 100 ? fmt::format(", {:.0f} {}/s", rate, unit) : fmt::format(", {:.3g} {}/s", rate, unit);
+  if (done < total && rate > 0) line += ", " + duration_text(static_cast<double>(total - done) / rate) + " left";
+  return line;
+}
+
+std::function<void(std::uint64_t, std::uint64_t)> progress_printer(const std::string& what, const std::string& unit,
+                                                                   std::chrono::steady_clock::time_point t0) {
+  using Clock = std::chrono::steady_clock;
+  if (::isatty(::fileno(stderr)) == 0) return {};
+  struct State {
+    Clock::time_point last;
+    bool shown = false;
+    std::size_t width = 0;
+  };
+  auto st = std::make_shared<State>(State{t0});
+  return [what, unit, t0, st](std::uint64_t done, std::uint64_t total) {
+    const auto now = Clock::now();
+    if ((now - t0 < std::chrono::milliseconds(500) || now - st->last < std::chrono::milliseconds(100)) && done < total)
+      return;
+    if (!st->shown && done == total) return;
+    st->last = now;
+    st->shown = true;
+    const std::string line = progress_line(what, unit, done, total, std::chrono::duration<double>(now - t0).count());
+    std::fprintf(stderr, "\r%-*s", static_cast<int>(std::max(st->width, line.size())), line.c_str());
+    st->width = line.size();
+    if (done == total) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  };
 }
 
 }  // namespace stepsim::tools

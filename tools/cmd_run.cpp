@@ -30,6 +30,7 @@ struct RunArgs {
   std::string trace_ranks;
   std::string dump_graph;
   std::string report;  // --report FILE.html
+  bool quiet = false;  // --quiet: no progress line
   bool timing = false;             // --timing: wall time on stderr (never in the report)
   bool trace_given = false;        // the flags were on the command line (even with an empty value)
   bool trace_ranks_given = false;
@@ -90,15 +91,18 @@ int cmd_run(const RunArgs& a) {
     throw InputError("--trace-ranks", "",
                      "needs sim.rank_mode \"per_rank\" (a symmetric run simulates one rank of each kind; its "
                      "trace holds them all)");
+  // per_rank runs over half a second show a progress line on a terminal (issue 20 item 5).
+  const models::RunProgress progress =
+      a.quiet || s.rank_mode != "per_rank" ? models::RunProgress() : progress_printer("per_rank", "tasks", std::chrono::steady_clock::now());
   if (a.trace.empty() && a.dump_graph.empty() && a.report.empty()) {
-    print_report(a, models::run(s));
+    print_report(a, models::run(s, nullptr, progress));
     return 0;
   }
   const std::int64_t world = s.rank_mode == "per_rank" ? s.parallelism.dp : 1;
   std::vector<std::uint32_t> ranks;
   if (!a.trace_ranks.empty()) ranks = parse_rank_list(a.trace_ranks, world);
   models::SimulatedStep kept;
-  const models::Report r = models::run(s, kept);
+  const models::Report r = models::run(s, &kept, progress);
   if (!a.dump_graph.empty()) {
     std::ostringstream dot;
     kept.step.graph.write_graphviz(dot);
@@ -144,6 +148,8 @@ void add_run_command(CLI::App& app, Action& action) {
                   "write a one-file HTML report (timeline, memory over the step, breakdown, collectives; no script, "
                   "nothing fetched)");
   run->add_flag("--timing", a->timing, "print the simulation's wall time on stderr (reports stay byte-identical)");
+  run->add_flag("--quiet", a->quiet,
+                "no progress line on stderr for long per_rank runs (there is none either when stderr is not a terminal)");
   run->callback([a, &action, trace, trace_ranks] {
     a->trace_given = trace->count() > 0;
     a->trace_ranks_given = trace_ranks->count() > 0;

@@ -380,48 +380,15 @@ std::vector<models::SweepAxis> checked_axes(const SweepArgs& a) {
   return axes;
 }
 
-/// "42 s", "3 min 05 s", "1 h 02 min": a duration for the progress line.
-std::string duration_text(double seconds) {
-  const auto s = static_cast<long long>(std::ceil(seconds));
-  if (s < 60) return fmt::format("{} s", s);
-  if (s < 3600) return fmt::format("{} min {:02} s", s / 60, s % 60);
-  return fmt::format("{} h {:02} min", s / 3600, (s % 3600) / 60);
-}
-
-/// The progress line: points done of the total, the rate so far and the time left at it.
-std::string progress_line(std::size_t done, std::size_t total, double elapsed_s) {
-  const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0;
-  std::string line = fmt::format("sweep: {}/{} points ({:.0f} %)", done, total,
-                                 total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
-  if (rate > 0) line += rate >= 100 ? fmt::format(", {:.0f} points/s", rate) : fmt::format(", {:.3g} points/s", rate);
-  if (done < total && rate > 0) line += ", " + duration_text(static_cast<double>(total - done) / rate) + " left";
-  return line;
-}
-
-/// Options for this process's share; progress on stderr when `show_progress`, stderr is a
-/// terminal and --quiet is not given, once the sweep has taken more than half a second: the
-/// line is rewritten in place at most ten times a second (padded to erase a longer one).
+/// Options for this process's share; the progress line (progress_printer) when `show_progress`
+/// and --quiet is not given.
 models::SweepOptions sweep_options(const SweepArgs& a, Clock::time_point t0, bool show_progress) {
   models::SweepOptions opt;
   opt.sets = a.sets;
   opt.threads = a.threads;
-  if (show_progress && !a.quiet && ::isatty(::fileno(stderr)) != 0) {
-    struct State { Clock::time_point last; bool shown = false; std::size_t width = 0; };
-    auto st = std::make_shared<State>(State{t0});
-    opt.progress = [t0, st](std::size_t done, std::size_t total) {
-      const auto now = Clock::now();
-      if ((now - t0 < std::chrono::milliseconds(500) || now - st->last < std::chrono::milliseconds(100)) && done < total)
-        return;
-      if (!st->shown && done == total) return;
-      st->last = now;
-      st->shown = true;
-      const std::string line = progress_line(done, total, std::chrono::duration<double>(now - t0).count());
-      std::fprintf(stderr, "\r%-*s", static_cast<int>(std::max(st->width, line.size())), line.c_str());
-      st->width = line.size();
-      if (done == total) std::fprintf(stderr, "\n");
-      std::fflush(stderr);
-    };
-  }
+  if (show_progress && !a.quiet)
+    if (auto p = progress_printer("sweep", "points", t0))
+      opt.progress = [p](std::size_t done, std::size_t total) { p(done, total); };
   return opt;
 }
 

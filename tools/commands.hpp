@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -37,6 +39,20 @@ void add_accuracy_command(CLI::App& app, Action& action);  // accuracy vtrain CS
 
 /// Writes text to stdout as is.
 void print(const std::string& s);
+
+/// "42 s", "3 min 05 s", "1 h 02 min": a duration for a progress line.
+std::string duration_text(double seconds);
+
+/// "WHAT: done/total UNIT (P %), R UNIT/s, T left": a progress line after `elapsed_s`.
+std::string progress_line(const std::string& what, const std::string& unit, std::uint64_t done, std::uint64_t total,
+                          double elapsed_s);
+
+/// A progress display for long work started at `t0` (issue 20 item 5): once the work has taken
+/// half a second, progress_line on stderr, rewritten in place at most ten times a second
+/// (padded to erase a longer one), ended with a newline when done == total. Empty (no
+/// display) when stderr is not a terminal. Calls are expected from one thread at a time.
+std::function<void(std::uint64_t, std::uint64_t)> progress_printer(const std::string& what, const std::string& unit,
+                                                                   std::chrono::steady_clock::time_point t0);
 
 // Shared with the library's commands (models/queries_json.hpp, sim/support/names.hpp).
 using models::algorithm_from;
