@@ -159,3 +159,19 @@ def test_sweep_report_is_the_cli_summary():
     assert report["rows"] == stepsim.sweep(DEFAULT, vary=vary)
     with pytest.raises(stepsim.InputError):
         stepsim.sweep_report(DEFAULT, vary=vary, metric="no_such_column")
+
+
+def test_a_bucket_sweep_into_a_dataframe():
+    # Issue 20's notebook case: sweep bucket sizes, hand the rows to pandas, pick the fastest
+    # (Debian's python3-pandas, installed by tools/setup.sh).
+    import pandas
+    rows = stepsim.sweep(DEFAULT, vary={"parallelism.bucket_cap_mb": [1, 5, 25, 100, 400]}, jobs=2)
+    df = pandas.DataFrame(rows)
+    assert list(df["parallelism.bucket_cap_mb"]) == [1, 5, 25, 100, 400]
+    assert (df["error"] == "").all() and df["step_time_s"].dtype.kind == "f"
+    best = df.loc[df["step_time_s"].idxmin()]
+    # The same best point as the sweep summary's (stepsim sweep --metric step_time_s).
+    report = stepsim.sweep_report(DEFAULT, vary={"parallelism.bucket_cap_mb": [1, 5, 25, 100, 400]}, metric="step_time_s")
+    assert best["parallelism.bucket_cap_mb"] == rows[report["best"]["point"]]["parallelism.bucket_cap_mb"]
+    # 1 MB buckets are latency-bound: more, smaller AllReduces, a slower step than the best.
+    assert df.loc[0, "step_time_s"] > best["step_time_s"]
