@@ -27,7 +27,8 @@
 // shard across replicas on its own stream (rules 39, 50); with defer_replica_all_reduce it
 // runs only on the last micro-batch (set_requires_all_reduce(False), rule 52).
 // Gradient accumulation: set_requires_gradient_sync(False) skips every reduction but the last
-// micro-batch's (rule 52); parameters are still resharded after each backward.
+// micro-batch's (rule 52); parameters are still resharded after each backward, and the
+// unsharded gradients accumulate from the first micro-batch's backward to that reduction.
 #include "models/float8.hpp"
 #include "models/scenario.hpp"
 #include "models/scenario_fields.hpp"
@@ -138,6 +139,10 @@ LoweredStep lower_fsdp(const Scenario& s) {
   sim::RendezvousId next_rendezvous = 0;
   const std::int64_t micro_batches = s.batch.grad_accum;
   sim::TaskId last_rs = sim::kNoTask, last_ar = sim::kNoTask;
+  // Unsharded gradients by unit: they exist from the unit's first gradient to its
+  // ReduceScatter, so across the micro-batches that skip the reduction they accumulate
+  // unsharded and stay (rule 44 no_sync; rule 52 set_requires_gradient_sync(False)).
+  std::vector<double> unsharded_grads(units.size(), 0);
   for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
     const std::string prefix = micro_batches > 1 ? fmt::format("mb{}.", mb) : "";
     const bool sync = mb == micro_batches - 1 || s.parallelism.sync_every_micro_batch;
@@ -203,7 +208,6 @@ LoweredStep lower_fsdp(const Scenario& s) {
       return -1;
     };
     std::size_t bwd_pos = 0;
-    std::vector<double> unsharded_grads(units.size(), 0);
     for (std::size_t l = m.layers.size(); l-- > 0;) {
       const int ui = unit_of[l];
       const auto u = static_cast<std::size_t>(std::max(ui, 0));
@@ -228,7 +232,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
       sim::TaskId last_segment = sim::kNoTask;
       for (std::size_t k2 = 0; k2 < segments.size(); ++k2) {
         auto& seg = segments[k2];
-        if (seg.produces_grad && unsharded_grads[u] == 0 && sync) {
+        if (seg.produces_grad && unsharded_grads[u] == 0) {
           // The unit's unsharded gradients exist from its first gradient to its ReduceScatter.
           seg.task.alloc_bytes[kBufferCounter] = units[u].grad_bytes;
           unsharded_grads[u] = units[u].grad_bytes;

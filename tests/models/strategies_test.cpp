@@ -409,3 +409,24 @@ TEST_CASE("attention: a named kernel prices flash attention by its measured thro
   CHECK_THROWS_WITH(make("llama3-8b", R"({"hardware": "v100-sxm2", "activations": {"attention": "flash-attention-2"}})"),
                     Contains("/activations/attention") && Contains("no measured throughput for 'flash-attention-2'"));
 }
+
+TEST_CASE("fsdp: gradients accumulate unsharded across the micro-batches that skip the ReduceScatter", "[models]") {
+  // semantics.md rule 44 (FSDP1 no_sync keeps unsharded gradients) and rule 52 (FSDP2
+  // set_requires_gradient_sync(False)): from the first micro-batch's backward to the last one's
+  // ReduceScatter every unit's unsharded gradient is held, so the buffers at the peak hold at
+  // least the whole model's gradients in the reduce dtype (Llama-3.2-1B: 1.236e9 × 2 bytes).
+  const double all_grads = 1'235'814'400.0 * 2;
+  for (const char* version : {"fsdp2", "fsdp1"}) {
+    CAPTURE(version);
+    const auto with = [&](int accum, bool sync) {
+      return run(make("llama3.2-1b", fmt::format(R"({{"parallelism": {{"dp": 8, "strategy": "fsdp", "fsdp_version": "{}",
+          "sync_every_micro_batch": {}}}, "batch": {{"grad_accum": {}}}}})", version, sync, accum)));
+    };
+    const Report one = with(1, false), accum = with(2, false), synced = with(2, true);
+    CHECK(accum.memory.buffers_bytes >= all_grads);
+    CHECK(accum.memory.buffers_bytes > one.memory.buffers_bytes + 0.5 * all_grads);
+    // Reducing every micro-batch frees each unit's gradient at its ReduceScatter, as one micro-batch does.
+    CHECK(synced.memory.buffers_bytes == Approx(one.memory.buffers_bytes).epsilon(0.01));
+    CHECK(count(accum, "ReduceScatter") == count(one, "ReduceScatter"));
+  }
+}
