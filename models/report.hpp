@@ -84,8 +84,10 @@ struct Report {
   double mfu = 0;                ///< model FLOPs / (step_time × peak)
   double comm_bound_threshold_tokens_per_gpu = 0;  ///< seed 000 §7 (peak FLOP/s), for this DP group
   /// The same threshold as this simulation sees it: tokens per GPU per micro-batch at which one
-  /// micro-batch's simulated backward would last as long as one sync's communication
-  /// (tokens × comm / backward; backward scales about linearly with tokens). Lower than the
+  /// micro-batch's simulated backward would last as long as one micro-batch's communication
+  /// (tokens × comm / backward; backward scales about linearly with tokens; the step's
+  /// communication is one sync's under DDP and ZeRO-1, spread over every micro-batch under
+  /// ZeRO-2, ZeRO-3, FSDP and HSDP or with sync_every_micro_batch). Lower than the
   /// seeds' figure when kernels run below peak.
   double comm_bound_tokens_per_gpu_effective = 0;
   std::vector<CollectiveSummary> collectives;

@@ -367,11 +367,21 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     if (s.model.sample_unit() == "images" && per_sample > 0)
       r.comm_bound_threshold_tokens_per_gpu *= 6.0 * static_cast<double>(s.model.trainable_parameter_count()) / per_sample;
   }
-  const double syncs = s.parallelism.sync_every_micro_batch ? static_cast<double>(s.batch.grad_accum) : 1.0;
-  const double backward_per_mb = r.backward_time_s / static_cast<double>(s.batch.grad_accum);
-  if (backward_per_mb > 0 && r.comm_time_s > 0)
-    r.comm_bound_tokens_per_gpu_effective =
-        static_cast<double>(s.tokens_per_micro_batch()) * (r.comm_time_s / syncs) / backward_per_mb;
+  // The last micro-batch (the one that synchronises gradients) against its own backward: its
+  // communication is one sync's, plus, under ZeRO-3 / FSDP / HSDP, its AllGathers.
+  {
+    const std::string last = micro_batch_prefix(s.batch.grad_accum - 1, s.batch.grad_accum);
+    const auto in_last = [&last](const sim::Task& t) { return t.rank == 0 && t.name.compare(0, last.size(), last) == 0; };
+    const double comm_last = sim::total_length(sim::busy_intervals(g, tl, [&](const sim::Task& t) {
+                                                 return in_last(t) && t.kind == sim::TaskKind::Transfer;
+                                               })).seconds();
+    double backward_last = 0;
+    for (sim::TaskId id = 0; id < g.size(); ++id)
+      if (in_last(g.task(id)) && static_cast<Phase>(g.task(id).phase) == Phase::Backward)
+        backward_last += (tl[id].end - tl[id].start).seconds();
+    if (backward_last > 0 && comm_last > 0)
+      r.comm_bound_tokens_per_gpu_effective = static_cast<double>(s.tokens_per_micro_batch()) * comm_last / backward_last;
+  }
   r.bucket_count = step.buckets.size();
   for (const auto& b : step.buckets) {
     r.bucket_bytes_max = std::max(r.bucket_bytes_max, b.bytes);

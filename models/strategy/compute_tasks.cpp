@@ -212,6 +212,10 @@ sim::Task collective_task(std::string name, hardware::CollectiveOp op, double by
   return t;
 }
 
+std::string micro_batch_prefix(std::int64_t mb, std::int64_t micro_batches) {
+  return micro_batches > 1 ? fmt::format("mb{}.", mb) : "";
+}
+
 sim::Task wait_task(std::string name, Phase phase) {
   sim::Task t;
   t.kind = sim::TaskKind::Compute;

@@ -102,6 +102,10 @@ sim::Task collective_task(std::string name, hardware::CollectiveOp op, double by
 /// recorded elsewhere); give it dependencies on what it waits for.
 sim::Task wait_task(std::string name, Phase phase);
 
+/// The name prefix of micro-batch `mb` of `micro_batches` in every strategy's tasks: "mb3."
+/// when there are several, "" for one.
+std::string micro_batch_prefix(std::int64_t mb, std::int64_t micro_batches);
+
 /// Gradient-ready order of the trainable tensors of the model: layers in reverse, tensors in
 /// each layer's ready order. Pairs (layer, param index).
 std::vector<std::pair<std::size_t, std::size_t>> trainable_ready_order(const ModelSpec& m);

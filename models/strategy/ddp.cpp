@@ -69,7 +69,7 @@ LoweredStep lower_ddp(const Scenario& s) {
   const std::int64_t micro_batches = s.batch.grad_accum;
   sim::RendezvousId next_rendezvous = 0;
   for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
-    const std::string prefix = micro_batches > 1 ? fmt::format("mb{}.", mb) : "";
+    const std::string prefix = micro_batch_prefix(mb, micro_batches);
     const bool sync = mb == micro_batches - 1 || s.parallelism.sync_every_micro_batch;
     for (std::size_t l = 0; l < m.layers.size(); ++l) g.add_task(forward_task(s, l, prefix));
 

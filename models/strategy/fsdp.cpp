@@ -144,7 +144,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
   // unsharded and stay (rule 44 no_sync; rule 52 set_requires_gradient_sync(False)).
   std::vector<double> unsharded_grads(units.size(), 0);
   for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
-    const std::string prefix = micro_batches > 1 ? fmt::format("mb{}.", mb) : "";
+    const std::string prefix = micro_batch_prefix(mb, micro_batches);
     const bool sync = mb == micro_batches - 1 || s.parallelism.sync_every_micro_batch;
     const bool replica_sync = sync && (!z.defer_replica_all_reduce || mb == micro_batches - 1);
 

@@ -119,7 +119,7 @@ LoweredStep lower_zero12(const Scenario& s) {
   sim::RendezvousId next_rendezvous = 0;
   const std::int64_t micro_batches = s.batch.grad_accum;
   for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
-    const std::string prefix = micro_batches > 1 ? fmt::format("mb{}.", mb) : "";
+    const std::string prefix = micro_batch_prefix(mb, micro_batches);
     const bool reduce = stage == 2 || mb == micro_batches - 1;
     for (std::size_t l = 0; l < m.layers.size(); ++l) g.add_task(forward_task(s, l, prefix));
 
@@ -227,7 +227,7 @@ LoweredStep lower_zero3(const Scenario& s) {
   sim::RendezvousId next_rendezvous = 0;
   const std::int64_t micro_batches = s.batch.grad_accum;
   for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
-    const std::string prefix = micro_batches > 1 ? fmt::format("mb{}.", mb) : "";
+    const std::string prefix = micro_batch_prefix(mb, micro_batches);
     std::vector<sim::TaskId> fetch_of(trace.size(), sim::kNoTask);
     std::size_t next_unissued = 0;
     double live = 0;  // elements gathered or in flight (rule 64)
