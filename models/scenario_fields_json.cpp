@@ -287,8 +287,9 @@ std::vector<ScenarioField> core_fields() {
        }};
   std::vector<ScenarioField> rest = {
       // ---- cluster ----
-      {.object = "cluster", .key = "gpus_per_node", .type = T::Integer, .doc = "GPUs per node",
-       .default_doc = "the profile's", .min = 1, .max = INT64_MAX,
+      {.object = "cluster", .key = "gpus_per_node", .type = T::Integer,
+       .doc = "GPUs per node: one scale-up (NVLink / NVSwitch) domain", .default_doc = "the profile's", .min = 1,
+       .max = hardware::kMaxGpusPerNode,
        .get = [](const Scenario& s) -> FieldValue { return std::int64_t{s.cluster.gpus_per_node}; },
        .read = [](const JsonReader& c, Scenario& s) {
          s.cluster.gpus_per_node = s.hardware.gpus_per_node;
@@ -880,7 +881,9 @@ std::string field_reference_markdown() {
       "markdown` (CTest `docs.fields_current` fails when this file is stale; regenerate it with that command). The "
       "same table drives parsing, `--set PATH=VALUE`, the \"did you mean\" of unknown keys, the refusal of knobs that "
       "do not apply to the chosen strategy, and the report's echo of the resolved scenario. Sizes with a dimension "
-      "accept strings with units (`\"25MiB\"`, `\"50GB/s\"`, `\"20us\"`): decimal GB = 1e9, GiB = 2^30.\n";
+      "accept strings with units (`\"25MiB\"`, `\"50GB/s\"`, `\"20us\"`): decimal GB = 1e9, GiB = 2^30. A field "
+      "set to `null` counts as absent (it takes its default). Rules cited as \"semantics.md §X rule N\" are in "
+      "`../shared/reference/semantics.md`.\n";
   std::string object = "-";
   for (const auto& f : scenario_fields()) {
     if (f.object != object) {

@@ -268,6 +268,7 @@ class Run {
     ++finished_;
     if ((finished_ & 0xffff) == 0 && progress_) progress_(finished_, total_);
     last_finished_ = s;
+    if (!limits_.empty()) last_finished_in_[x.c] = s;
     if (!full_) makespans_[x.c] = std::max(makespans_[x.c], queue_.now());
     if (!limits_.empty()) free_memory(x);
     const TaskId id = timeline_id(x);
@@ -421,6 +422,7 @@ class Run {
     held_.assign(std::size_t{copies_} * ranks_, {});
     allocations_.resize(ranks_);
     cursor_.assign(std::size_t{copies_} * ranks_, 0);
+    last_finished_in_.assign(copies_, kNone);
     memory_gated_.assign(n_, false);
     // Every task that allocates on a limited counter holds one more pending count: its
     // admission, which comes in program (id) order on its rank.
@@ -502,9 +504,26 @@ class Run {
   }
 
   // Nothing is left to run: admits over the limit the next allocation of the memory state whose
-  // head has been blocked longest (lowest state on ties), so the run goes on. False when none
-  // waits.
+  // head has been blocked longest (lowest state on ties), so the run goes on; with several
+  // copies, every blocked state's next allocation at once (each copy's memory is its own: one
+  // copy over its limit must not wait for another's), each bound to its own copy's last end.
+  // False when none waits.
   bool admit_over_limit() {
+    if (copies_ > 1) {
+      bool any = false;
+      for (std::uint32_t q = 0; q < held_.size(); ++q) {
+        const auto& order = allocations_[q % ranks_];
+        if (cursor_[q] == order.size()) continue;
+        const std::uint32_t copy = q / ranks_;
+        const Slot head = slot(copy, order[cursor_[q]]);
+        blocked_since_.try_emplace(head, queue_.now());
+        const Slot by = last_finished_in_[copy];
+        admit(q, by == kNone ? kNoTask : timeline_id(ref_of(by)), true);
+        any = true;
+      }
+      if (dirty_) resolve();
+      return any;
+    }
     std::uint32_t pick = kNone;
     Time since;
     for (std::uint32_t q = 0; q < held_.size(); ++q) {
@@ -689,6 +708,7 @@ class Run {
   std::vector<sharing::Flow> flows_;
   std::uint64_t finished_ = 0;
   Slot last_finished_ = kNone;
+  std::vector<Slot> last_finished_in_;  // memory limits: by copy, its last finished slot
   // records
   std::vector<TaskRecord> records_;              // full mode, by timeline id
   std::vector<std::uint32_t> kept_index_;        // summary mode, by copy

@@ -2,6 +2,8 @@
 // Timeline queries: makespan, critical path, interval arithmetic.
 #include "sim/timeline.hpp"
 
+#include "sim/support/error.hpp"
+
 #include "sim/task_graph.hpp"
 
 #include <algorithm>
@@ -20,7 +22,11 @@ std::vector<TaskId> Timeline::critical_path() const {
   TaskId last = 0;
   for (TaskId i = 0; i < records_.size(); ++i)
     if (records_[i].end >= records_[last].end) last = i;
-  for (TaskId t = last; t != kNoTask; t = records_[t].binding) path.push_back(t);
+  for (TaskId t = last; t != kNoTask; t = records_[t].binding) {
+    path.push_back(t);
+    // Bindings point to tasks that ended no later: a chain longer than the timeline loops.
+    if (path.size() > records_.size()) throw InternalError("timeline: the binding chain of the critical path loops");
+  }
   std::reverse(path.begin(), path.end());
   return path;
 }

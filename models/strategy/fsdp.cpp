@@ -34,6 +34,7 @@
 #include "models/scenario_fields.hpp"
 #include "models/strategy/compute_tasks.hpp"
 #include "models/strategy/strategy.hpp"
+#include "sim/support/error.hpp"
 
 #include <fmt/format.h>
 
@@ -332,13 +333,24 @@ const std::vector<ScenarioField>& fsdp_knob_fields() {
          const std::string key = "reshard_after_forward";
          auto& z = s.sharding;
          if (!par.has(key)) return;
+         // Every refusal names the four forms it takes.
+         const auto refuse = [&par, &key](const std::string& got) {
+           par.fail(key, fmt::format("expected true, false, \"default\", \"torchtitan\" or an integer in [2, {}] (a "
+                                     "divisor of the shard group), got {}", 1 << 20, got));
+         };
          if (par.is_string(key)) {
-           const std::string v = par.choice_or(key, "default", {"default", "torchtitan"});
+           const std::string v = par.string(key);
+           if (v != "default" && v != "torchtitan") refuse("'" + v + "'");
            z.reshard_after_forward = v == "torchtitan" ? ReshardMode::Torchtitan : ReshardMode::Default;
          } else if (par.is_boolean(key)) {
            z.reshard_after_forward = par.boolean_or(key, true) ? ReshardMode::True : ReshardMode::False;
          } else {
-           z.reshard_group = par.integer(key, 2, 1 << 20);
+           try {
+             z.reshard_group = par.integer(key, 2, 1 << 20);
+           } catch (const InputError& e) {
+             par.fail(key, "expected true, false, \"default\", \"torchtitan\" or an integer (a divisor of the shard "
+                           "group); as an integer: " + e.detail());
+           }
            z.reshard_after_forward = ReshardMode::Group;
          }
        }},

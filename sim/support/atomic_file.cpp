@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -105,6 +106,21 @@ void check_output_path(const std::string& path, const std::string& flag, const s
     throw InputError(path, "", fmt::format("is this process's standard output ({}), where the report is printed "
                                            "as well; give {} a file of its own", S_ISREG(out_st.st_mode) ? "a file"
                                            : "a pipe", flag));
+  // A file is written to a temporary file in its folder, then renamed over it: the folder must
+  // take a new file (refused before any work, not after it).
+  struct stat followed {};
+  const bool written_through = fs::is_character_file(st) || fs::is_fifo(st) ||
+                               (::stat(path.c_str(), &followed) == 0 && (S_ISCHR(followed.st_mode) || S_ISFIFO(followed.st_mode)));
+  if (!written_through) {
+    // Permission bits do not tell it all (root, read-only mounts, sysfs): a file is made and removed.
+    std::string probe = (dir / ".stepsim-probe-XXXXXX").string();
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0)
+      throw InputError(path, "", fmt::format("cannot write in the folder '{}' ({}); choose another output file",
+                                             dir.string(), std::strerror(errno)));
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
   std::vector<std::string> all = inputs;
   {
     const std::lock_guard<std::mutex> lock(inputs_mutex());
