@@ -133,8 +133,9 @@ QueryAnswer memory_query(const MemoryQuery& a) {
 QueryAnswer collective_query(const CollectiveQuery& a) {
   // What CLI11 checks on the command line (IsMember over the same registry), for callers
   // without it (the Python module).
-  if (!hardware::collective_op_from(a.op) || a.op != hardware::collective_op_name(*hardware::collective_op_from(a.op)))
-    throw InputError("op", "", fmt::format("expected {}, got '{}'", join_names(hardware::collective_op_names()), a.op));
+  if (!hardware::collective_op_from(a.op))
+    throw InputError("op", "", fmt::format("expected {} (or {}), got '{}'", join_names(hardware::collective_op_names()),
+                                           join_names(hardware::collective_op_labels()), a.op));
   if (!hardware::collective_algorithm_from(a.algorithm))
     throw InputError("algorithm", "", fmt::format("expected {}, got '{}'", join_names(hardware::collective_algorithm_names()),
                                                   a.algorithm));

@@ -41,7 +41,7 @@ QueryAnswer memory_query(const MemoryQuery& q);
 
 /// `stepsim collective`: the closed-form time of one collective (schema stepsim.collective/1).
 struct CollectiveQuery {
-  std::string op;             ///< "allreduce" | "reducescatter" | "allgather"
+  std::string op;             ///< "allreduce" | "reducescatter" | "allgather", or the op's label or nccl-tests name
   std::string hardware;       ///< profile name or JSON file
   long long ranks = 0;
   std::string size;           ///< bytes, or with a unit ("16GB", "25MiB")

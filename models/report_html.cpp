@@ -583,6 +583,13 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
                    r.tokens_per_s / static_cast<double>(s.parallelism.dp), 100 * r.mfu, ms(r.comm_time_s),
                    100 * r.overlap_fraction);
   h += fmt::format("<p class=\"band\" id=\"error-band\">accuracy: {}</p>\n", band_line(r));
+  if (r.per_rank.present) {
+    const auto& pr = r.per_rank;
+    h += fmt::format("<p id=\"per-rank\">per rank: {} ranks; the step ends between {} and {} (spread {}, slowest rank {}); "
+                     "straggler cost {} over the no-variation step ({})</p>\n",
+                     pr.ranks, ms(pr.step_time_min_s), ms(pr.step_time_max_s), ms(pr.spread_s), pr.slowest_rank,
+                     ms(pr.straggler_cost_s), ms(pr.no_variation_step_time_s));
+  }
   h += "<h2>Where the step goes</h2>\n" + breakdown(r);
   h += "<h2>Timeline</h2>\n<p class=\"sub\">Each rectangle is a task of rank 0";
   h += ranks.size() > 1 ? fmt::format(" and of the slowest rank, {}", ranks[1]) : std::string();

@@ -12,8 +12,9 @@ namespace stepsim::models {
 
 /// A self-contained HTML page of one simulated step: inline SVG and CSS, no script, nothing
 /// fetched. It holds, for rank 0 (and in per_rank mode the slowest rank too):
-///  - the headline (scenario, model, hardware, strategy, step time, throughput, MFU) and the
-///    error band line of the text report;
+///  - the headline (scenario, model, hardware, strategy, step time, throughput, MFU), the
+///    error band line of the text report and, in per_rank mode, the spread, slowest rank and
+///    straggler cost (`id="per-rank"`);
 ///  - the time breakdown as a stacked bar with its rows (forward, backward, optimizer,
 ///    framework ops, exposed communication, waiting);
 ///  - the timeline: one lane per (rank, stream) that ran a task (`<g class="lane"

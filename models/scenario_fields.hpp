@@ -62,6 +62,7 @@ struct ScenarioField {
   std::optional<Dimension> dimension = std::nullopt;  ///< Number: strings with these units are accepted
   std::vector<std::string> (*choices)() = nullptr;  ///< Choice: the valid values
   bool knob = false;  ///< a strategy knob of `parallelism` (StrategyEntry::knobs says who takes it)
+  const char* applies_doc = nullptr;  ///< a field outside `parallelism` that some strategies only take (its rule refuses the others)
   FieldValue (*get)(const Scenario&) = nullptr;
   void (*set)(Scenario&, const FieldValue&) = nullptr;
   FieldValue (*fallback)(const Scenario&) = nullptr;

@@ -360,7 +360,7 @@ std::vector<ScenarioField> core_fields() {
       {.object = "precision", .key = "fp32_grad_accum", .type = T::Boolean,
        .doc = "accumulate gradients across micro-batches in an fp32 buffer (strategy `ddp` only, the one whose "
               "accumulation adds stepsim prices)",
-       STEPSIM_FIELD_ACCESS(bool, precision.fp32_grad_accum), .rule = [](const JsonReader& p, Scenario& s) {
+       .applies_doc = "ddp", STEPSIM_FIELD_ACCESS(bool, precision.fp32_grad_accum), .rule = [](const JsonReader& p, Scenario& s) {
          if (s.precision.fp32_grad_accum && s.precision.param_dtype == DType::FP32 && s.precision.param_dtype_given)
            p.fail("fp32_grad_accum", "the parameters are fp32 already, so their gradients accumulate in fp32 without a "
                                      "separate buffer; drop it");
@@ -406,7 +406,8 @@ std::vector<ScenarioField> core_fields() {
       {.object = "precision", .key = "float8_all_gather", .type = T::Boolean,
        .doc = "FSDP2 all-gathers the Float8Linear weights in FP8 (torchtitan's enable_fsdp_float8_all_gather); needs "
               "float8 `tensorwise` and strategy fsdp or hsdp with fsdp_version fsdp2",
-       STEPSIM_FIELD_ACCESS(bool, precision.float8_all_gather), .echo = [](const Scenario& s) -> Value {
+       .applies_doc = "fsdp, hsdp (fsdp_version fsdp2)", STEPSIM_FIELD_ACCESS(bool, precision.float8_all_gather),
+       .echo = [](const Scenario& s) -> Value {
          if (s.precision.float8 == PrecisionConfig::Float8::None) return std::nullopt;
          return s.precision.float8_all_gather;
        }},
@@ -867,7 +868,7 @@ nlohmann::ordered_json field_reference_json() {
     row["default"] = default_text(f);
     row["range"] = range_text(f);
     row["values"] = f.type == T::Choice && f.choices ? J(f.choices()) : J::array();
-    row["applies_to"] = applies_to(f);
+    row["applies_to"] = f.applies_doc ? J(std::vector<std::string>{f.applies_doc}) : J(applies_to(f));
     row["doc"] = f.doc;
     items.push_back(std::move(row));
   }
@@ -892,7 +893,7 @@ std::string field_reference_markdown() {
       md += "| field | type | default | range or values | applies to | meaning |\n|---|---|---|---|---|---|\n";
     }
     const auto strategies = applies_to(f);
-    const std::string applies = f.knob ? join_names(strategies) : "all";
+    const std::string applies = f.applies_doc ? f.applies_doc : f.knob ? join_names(strategies) : "all";
     std::string unit = std::string(f.unit).empty() ? "" : fmt::format(" ({})", f.unit);
     std::string doc = f.doc;
     std::replace(doc.begin(), doc.end(), '|', '/');

@@ -33,12 +33,24 @@ int cmd_threshold(const ThresholdArgs& a) {
 
 }  // namespace
 
+namespace {
+
+// Every spelling of every op (allreduce, AllReduce, all_reduce, ...), as the registry has them.
+std::vector<std::string> collective_op_spellings() {
+  std::vector<std::string> all = hardware::collective_op_names();
+  for (const auto& v : {hardware::collective_op_labels(), hardware::collective_op_nccl_tests_names()})
+    all.insert(all.end(), v.begin(), v.end());
+  return all;
+}
+
+}  // namespace
+
 void add_collective_commands(CLI::App& app, Action& action) {
   auto coll = std::make_shared<CollectiveArgs>();
   auto* collective = app.add_subcommand("collective", "closed-form time of one collective");
   collective->add_option("op", coll->op, "allreduce | reducescatter | allgather")
       ->required()
-      ->check(CLI::IsMember(hardware::collective_op_names()));
+      ->check(CLI::IsMember(collective_op_spellings()));
   collective->add_option("--hardware", coll->hardware, "profile name or JSON file")->required();
   collective->add_option("--ranks", coll->ranks, "ranks in the communicator")->required();
   collective->add_option("--size", coll->size, "buffer size as nccl-tests counts it: bytes or '16GB', '25MiB'")->required();

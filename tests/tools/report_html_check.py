@@ -87,7 +87,9 @@ out = subprocess.run([stepsim, "run", scenario, "--set", "sim.rank_mode=per_rank
                       "--format", "json"], check=True, capture_output=True, text=True).stdout
 pr = json.loads(out)
 assert pr["per_rank"]["slowest_rank"] == 5, pr["per_rank"]
-check_page(pr_page, pr, ["rank 0 compute", "rank 0 communication", "rank 5 compute", "rank 5 communication"])
+pp = check_page(pr_page, pr, ["rank 0 compute", "rank 0 communication", "rank 5 compute", "rank 5 communication"])
+assert "per-rank" in pp.ids and "slowest rank 5" in "".join(pp.text), "per-rank summary missing"
+assert "%.3f ms" % (pr["per_rank"]["straggler_cost_s"] * 1e3) in "".join(pp.text), "straggler cost missing"
 
 # 3. sweep --report: a bucket sweep's curves with seed 000 §4's regimes shaded, a DP sweep's
 # efficiency curves, one table row per point.
