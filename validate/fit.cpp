@@ -5,6 +5,7 @@
 
 #include "hardware/nccl_model.hpp"
 #include "sim/support/error.hpp"
+#include "sim/support/names.hpp"
 
 #include <fmt/format.h>
 
@@ -465,6 +466,16 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
       }
       const std::string where = fmt::format("line {}", run.first_line);
       const std::string op_name = options.op.empty() ? run.op : options.op;
+      // --op names what a table measures when the log does not say; it never overrides what the
+      // log says (its header, its file name or its busbw/algbw ratio).
+      if (!options.op.empty() && !run.op.empty() && run.op != options.op)
+        throw InputError(log.source, where,
+                         fmt::format("--op {} contradicts this table, which measures {} (from its header, file name or "
+                                     "busbw/algbw ratio); {}", options.op, run.op,
+                                     modelled_op(run.op) ? "drop --op or pass --op " + run.op
+                                                         : "stepsim fits " +
+                                                               join_names(hardware::collective_op_nccl_tests_names()) +
+                                                               " tables only"));
       if (op_name.empty())
         throw InputError(log.source, where, "cannot tell which collective this table measures (no 'Collective test "
                                             "starting' line, no op in the file name); pass --op all_reduce|all_gather|reduce_scatter");
