@@ -59,6 +59,9 @@ TEST_CASE("names: edit distance and suggestions", "[support]") {
   CHECK(suggest("gpu_per_node", {"gpus_per_node", "nodes"}) == "gpus_per_node");
   CHECK(suggest("zzzzzzzz", {"ddp", "fsdp"}).empty());
   CHECK(did_you_mean("zer03", {"zero3", "ddp"}) == " (did you mean 'zero3'?)");
+  // Two swapped letters are one typo (a new-user trial got 'ddp' for 'fdsp').
+  CHECK(suggest("fdsp", {"ddp", "zero1", "zero2", "zero3", "fsdp", "hsdp"}) == "fsdp");
+  CHECK(suggest("alreduce", {"allreduce", "allgather"}) == "allreduce");
 }
 
 TEST_CASE("JsonReader: typed access, defaults and range checks", "[support]") {
