@@ -37,7 +37,12 @@ std::string esc(const std::string& s) {
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
-      default: out += c;
+      default:
+        // No control character reaches the page (a NUL is no HTML): as its JSON escape.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
+          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+        else
+          out += c;
     }
   }
   return out;

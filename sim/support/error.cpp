@@ -80,6 +80,23 @@ std::string cap_message(const std::string& raw) {
   return head + message.substr(from);
 }
 
+// One line, whatever the input held: control characters (a NUL in a JSON string, a newline in a
+// file name) written as JSON escapes, so a message is never cut short or split.
+std::string one_line(const std::string& text) {
+  if (std::none_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    return text;
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\u{:04x}", u);
+    else out += c;
+  }
+  return out;
+}
+
 std::string join(const std::string& source, const std::string& path, const std::string& message) {
   return fmt::format("{}{}{}{}{}", source, source.empty() ? "" : ": ", path, path.empty() ? "" : ": ",
                      message);
@@ -89,9 +106,9 @@ std::string join(const std::string& source, const std::string& path, const std::
 
 InputError::InputError(const std::string& source, const std::string& path,
                        const std::string& message)
-    : std::runtime_error(join(excerpt(source), excerpt(path), cap_message(message))),
-      source_(excerpt(source)),
-      path_(excerpt(path)),
-      detail_(cap_message(message)) {}
+    : std::runtime_error(join(one_line(excerpt(source)), one_line(excerpt(path)), one_line(cap_message(message)))),
+      source_(one_line(excerpt(source))),
+      path_(one_line(excerpt(path))),
+      detail_(one_line(cap_message(message))) {}
 
 }  // namespace stepsim

@@ -35,21 +35,30 @@ void run_on_threads(unsigned threads, const std::function<void(const std::functi
     }
   };
   std::vector<std::thread> pool;
-  std::string refused;
+  // Nothing may allocate until every started thread is joined: memory is what ran out when a
+  // start fails, and an exception leaving this function with a joinable thread in `pool` would
+  // terminate the process (std::thread's destructor) instead of reporting one line.
+  enum class Refused { None, Threads, Memory } refused = Refused::None;
+  std::error_code why;
   try {
     pool.reserve(threads > 0 ? threads - 1 : 0);
     for (unsigned t = 1; t < threads; ++t) pool.emplace_back(guarded);
   } catch (const std::system_error& e) {
     stopped = true;
-    refused = fmt::format("could not start thread {} of {} ({}); the system allows fewer threads to this "
-                          "process (ulimit -u / -v): use a smaller {}", pool.size() + 2, threads, e.what(), flag);
+    refused = Refused::Threads;
+    why = e.code();
   } catch (const std::bad_alloc&) {
     stopped = true;
-    refused = fmt::format("out of memory while starting {} threads; use a smaller {}", threads, flag);
+    refused = Refused::Memory;
   }
-  if (refused.empty()) guarded();
+  if (refused == Refused::None) guarded();
   for (auto& t : pool) t.join();
-  if (!refused.empty()) throw InputError(flag, "", refused);
+  if (refused == Refused::Threads)
+    throw InputError(flag, "", fmt::format("could not start thread {} of {} ({}); the system allows fewer threads to this "
+                                           "process (ulimit -u / -v): use a smaller {}", pool.size() + 2, threads,
+                                           why.message(), flag));
+  if (refused == Refused::Memory)
+    throw InputError(flag, "", fmt::format("out of memory while starting {} threads; use a smaller {}", threads, flag));
   if (first) std::rethrow_exception(first);
 }
 

@@ -53,6 +53,15 @@ TEST_CASE("units: wrong dimension and garbage are errors naming both", "[support
   CHECK_THROWS_WITH(parse_quantity("5 parsecs", Dimension::Seconds), Contains("unknown unit 'parsecs'"));
 }
 
+TEST_CASE("errors: an InputError is one line whatever its parts hold", "[support]") {
+  // A hostile trial's JSON string with a NUL cut the error line short.
+  const InputError e(std::string("a\nb.json"), "/model", std::string("no model 'x\0y'\tz", 16));
+  const std::string what = e.what();
+  CHECK(what.find('\n') == std::string::npos);
+  CHECK(what.find('\0') == std::string::npos);
+  CHECK(what == "a\\nb.json: /model: no model 'x\\u0000y'\\tz");
+}
+
 TEST_CASE("names: edit distance and suggestions", "[support]") {
   CHECK(edit_distance("kitten", "sitting") == 3);
   CHECK(edit_distance("", "abc") == 3);
