@@ -53,6 +53,26 @@ Work plain(double us) { return Work{Time(), Time::from_seconds(us * kUs)}; }
 
 bool same(Time a, double us) { return a == Time::from_seconds(us * kUs); }
 
+// a (stream 1, 10 us on resource 7) and, behind c (4 us of compute), b (stream 2, 10 us on
+// resource 7): ids a = 0, c = 1, b = 2.
+TaskGraph overlap_graph() {
+  TaskGraph g;
+  g.add_task(task("a", 1, TaskKind::Transfer));
+  const auto c = g.add_task(task("c", 0));
+  const auto b = g.add_task(task("b", 2, TaskKind::Transfer));
+  g.add_dependency(c, b);
+  g.freeze("t");
+  return g;
+}
+
+TableCost overlap_cost() {
+  TableCost cost;
+  cost.works["a"] = on_link(0, 10, 7);
+  cost.works["b"] = on_link(0, 10, 7);
+  cost.works["c"] = plain(4);
+  return cost;
+}
+
 }  // namespace
 
 TEST_CASE("sim::Engine sharing: a lone task on a resource takes exactly fixed + variable", "[sim]") {
@@ -71,16 +91,9 @@ TEST_CASE("sim::Engine sharing: two overlapping tasks on one resource each take 
   // Max-min closed form: [0, 4) a alone at rate 1 (6 us left); [4, 16) both at 1/2, a ends at
   // 4 + 6/0.5 = 16 with b 6 us done; [16, 20) b alone at rate 1 → ends at 20.
   // The link is busy at full capacity over [0, 20): 20 us of work = a's 10 + b's 10.
-  TaskGraph g;
-  const auto a = g.add_task(task("a", 1, TaskKind::Transfer));
-  const auto c = g.add_task(task("c", 0));
-  const auto b = g.add_task(task("b", 2, TaskKind::Transfer));
-  g.add_dependency(c, b);
-  g.freeze("t");
-  TableCost cost;
-  cost.works["a"] = on_link(0, 10, 7);
-  cost.works["b"] = on_link(0, 10, 7);
-  cost.works["c"] = plain(4);
+  const TaskGraph g = overlap_graph();
+  const TaskId a = 0, b = 2;
+  TableCost cost = overlap_cost();
   const Timeline tl = run(g, cost);
   CHECK(same(tl[a].end, 16));
   CHECK(same(tl[b].start, 4));
@@ -181,16 +194,9 @@ TEST_CASE("sim::Engine copies: each copy solves its own link sharing, as one cop
   // The graph of the sharing test above: a and b overlap on resource 7 over [4, 16). With 3
   // copies each copy's a and b share that copy's link only (resources are each copy's own):
   // every copy ends a at 16 us and b at 20 us, as the single copy does.
-  TaskGraph g;
-  const auto a = g.add_task(task("a", 1, TaskKind::Transfer));
-  const auto c = g.add_task(task("c", 0));
-  const auto b = g.add_task(task("b", 2, TaskKind::Transfer));
-  g.add_dependency(c, b);
-  g.freeze("t");
-  TableCost cost;
-  cost.works["a"] = on_link(0, 10, 7);
-  cost.works["b"] = on_link(0, 10, 7);
-  cost.works["c"] = plain(4);
+  const TaskGraph g = overlap_graph();
+  const TaskId a = 0, c = 1, b = 2;
+  TableCost cost = overlap_cost();
   RunOptions o;
   o.copies = 3;
   const Timeline tl = run(g, cost, o);
