@@ -82,24 +82,40 @@ double gemm_list_time_s(const HardwareProfile& hw, const GemmCurve& curve, const
   return t;
 }
 
-double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
-                          double flops, double bytes, double host_op_s) {
-  double gpu = 0, launches = work.streaming_kernels + work.host_only_ops;
+KernelWorkSplit kernel_work_split(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
+                                  double flops, double bytes, double host_op_s) {
+  KernelWorkSplit out;
+  double gemm = 0, attention = 0, launches = work.streaming_kernels + work.host_only_ops;
+  double gpu = 0;  // GEMMs then attention, summed in this order (kernel_work_time_s's arithmetic)
   for (const auto& w : work.gemms) {
-    gpu += w.count * one_gemm_s(hw, curve, w.shape);
+    const double t = w.count * one_gemm_s(hw, curve, w.shape);
+    gemm += t;
+    gpu += t;
     if (!w.shape.on_chip) launches += w.count;  // a fused on-chip matmul is no op of its own on the host
   }
   for (const auto& a : work.attention) {
-    gpu += a.passes * a.forward_flops() /
-           (hw.clock_fraction() * attention_flops_per_s(hw.attention.at(a.kernel), a.causal, a.head_dim, a.span()));
+    const double t = a.passes * a.forward_flops() /
+                     (hw.clock_fraction() * attention_flops_per_s(hw.attention.at(a.kernel), a.causal, a.head_dim, a.span()));
+    attention += t;
+    gpu += t;
     launches += 1;
   }
   if (work.gemms.empty() && work.attention.empty() && flops > 0) {
-    gpu = flops / share / (hw.sustained_flops_per_s(work.math) * hw.gemm_efficiency);
+    gemm = gpu = flops / share / (hw.sustained_flops_per_s(work.math) * hw.gemm_efficiency);
     launches += 1;
   }
-  const double stream = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
-  return std::max(share * gpu + stream, share * launches * host_op_s);
+  out.gemm_s = share * gemm;
+  out.attention_s = share * attention;
+  out.matmul_s = share * gpu;
+  out.streaming_s = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
+  out.launch_s = share * launches * host_op_s;
+  return out;
+}
+
+double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
+                          double flops, double bytes, double host_op_s) {
+  const KernelWorkSplit s = kernel_work_split(hw, curve, work, share, flops, bytes, host_op_s);
+  return std::max(s.matmul_s + s.streaming_s, s.launch_s);
 }
 
 double gemm_list_flops(const GemmList& list) {

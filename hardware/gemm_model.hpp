@@ -142,6 +142,18 @@ struct KernelWork {
 double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
                           double flops, double bytes, double host_op_s);
 
+/// kernel_work_time_s's terms apart, for a per-kernel-class breakdown (`stepsim compare` against
+/// a profiler trace): the GPU time of the GEMMs (share · Σ count · t_gemm, or the flops-only
+/// roofline), of the fused attention kernels, of the streaming traffic, and the CPU's launch
+/// time. kernel_work_time_s = max(matmul_s + streaming_s, launch_s), matmul_s = share · (GEMMs +
+/// attention) summed before the share is applied (as kernel_work_time_s always has).
+struct KernelWorkSplit {
+  double gemm_s = 0, attention_s = 0, streaming_s = 0, launch_s = 0;
+  double matmul_s = 0;
+};
+KernelWorkSplit kernel_work_split(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
+                                  double flops, double bytes, double host_op_s);
+
 /// FLOPs of a shape: 2·m·n·k·batch.
 double gemm_flops(const GemmShape& g);
 

@@ -52,21 +52,50 @@ CollectiveCost StepCostModel::collective(const sim::Task& task) const {
   return calibrated_collective_cost(hw_, calibration_.get(), op, task.bytes, groups_[task.group], algorithm_);
 }
 
+bool StepCostModel::kernel_list_applies(const sim::Task& task) const {
+  if (task.work == sim::kNoWork) return false;
+  STEPSIM_ASSERT(task.work < work_.size(), "task '{}' names unknown work {}", task.name, task.work);
+  // The kernel list matters with a GEMM curve, a host cost per op, a measured attention
+  // kernel, or GEMMs in another arithmetic than BF16/FP16 (their own peak).
+  const KernelWork& w = work_[task.work];
+  return gemm_curve().present() || host_op_s_ > 0 || !w.attention.empty() || w.other_math();
+}
+
 double StepCostModel::seconds(const sim::Task& task) const {
   if (is_collective(task.op)) return collective(task).time_s();
   switch (static_cast<OpCode>(task.op)) {
     case OpCode::Kernel: return kernel_time_s(hw_, task.flops, task.bytes);
     case OpCode::Fixed: return task.fixed_s;
     case OpCode::Layer: {
-      const GemmCurve& curve = gemm_curve();
-      if (task.work == sim::kNoWork) return sequence_time_s(hw_, task.flops, task.bytes);
-      STEPSIM_ASSERT(task.work < work_.size(), "task '{}' names unknown work {}", task.name, task.work);
-      // The kernel list matters with a GEMM curve, a host cost per op, a measured attention
-      // kernel, or GEMMs in another arithmetic than BF16/FP16 (their own peak).
-      if (!curve.present() && host_op_s_ == 0 && work_[task.work].attention.empty() && !work_[task.work].other_math())
-        return sequence_time_s(hw_, task.flops, task.bytes);
-      return kernel_work_time_s(hw_, curve, work_[task.work], task.work_share, task.flops, task.bytes, host_op_s_);
+      if (!kernel_list_applies(task)) return sequence_time_s(hw_, task.flops, task.bytes);
+      return kernel_work_time_s(hw_, gemm_curve(), work_[task.work], task.work_share, task.flops, task.bytes, host_op_s_);
     }
+    default: break;
+  }
+  throw InternalError("task '" + task.name + "' has unknown op code " + std::to_string(task.op));
+}
+
+KernelWorkSplit StepCostModel::split(const sim::Task& task) const {
+  KernelWorkSplit out;
+  if (is_collective(task.op)) return out;
+  auto flat = [&] {
+    out.gemm_s = task.flops / (hw_.sustained_flops_per_s() * hw_.gemm_efficiency);
+    out.streaming_s = streaming_time_s(hw_, task.bytes);
+  };
+  switch (static_cast<OpCode>(task.op)) {
+    case OpCode::Kernel: {  // the roofline's max: the whole time goes to the bounding term
+      flat();
+      if (out.gemm_s >= out.streaming_s) out.streaming_s = 0;
+      else out.gemm_s = 0;
+      return out;
+    }
+    case OpCode::Fixed: return out;
+    case OpCode::Layer:
+      if (!kernel_list_applies(task)) {
+        flat();
+        return out;
+      }
+      return kernel_work_split(hw_, gemm_curve(), work_[task.work], task.work_share, task.flops, task.bytes, host_op_s_);
     default: break;
   }
   throw InternalError("task '" + task.name + "' has unknown op code " + std::to_string(task.op));

@@ -84,6 +84,12 @@ class StepCostModel final : public sim::TaskCostModel {
   const Contention& contention() const { return contention_; }
   /// Duration in seconds before rounding to picoseconds.
   double seconds(const sim::Task& task) const;
+  /// The GPU time of a compute task split by kernel class, as seconds() prices it alone (no
+  /// contention): a Layer task's kernel_work_split (the flat roofline's flops and bytes terms
+  /// without a kernel list in effect), a Kernel task's roofline time under the term that bounds
+  /// it (GEMM when the FLOPs do, streaming when the bytes do). A Fixed or collective task
+  /// splits into nothing (its time is not a kernel class stepsim knows).
+  KernelWorkSplit split(const sim::Task& task) const;
   /// Closed-form cost of a collective task (for reports).
   CollectiveCost collective(const sim::Task& task) const;
   const HardwareProfile& hardware() const { return hw_; }
@@ -93,6 +99,9 @@ class StepCostModel final : public sim::TaskCostModel {
   CollectiveModel collective_model() const { return model_; }
 
  private:
+  /// True when a Layer task is priced from its kernel list (kernel_work_time_s) rather than
+  /// the flat roofline of its flops and bytes.
+  bool kernel_list_applies(const sim::Task& task) const;
   HardwareProfile hw_;
   std::vector<GroupShape> groups_;
   CollectiveAlgorithm algorithm_;

@@ -6,6 +6,7 @@
 
 #include "models/scenario.hpp"
 #include "validate/compare.hpp"
+#include "validate/kineto.hpp"
 #include "validate/measured_timeline.hpp"
 
 #include <fmt/format.h>
@@ -20,7 +21,7 @@ namespace {
 
 struct CompareArgs {
   std::string scenario;
-  std::string measured;
+  std::vector<std::string> measured;
   std::vector<std::string> sets;
   bool tasks = false;
   std::string format = "text";
@@ -38,7 +39,10 @@ nlohmann::ordered_json rows_json(const std::vector<validate::CompareRow>& rows) 
 
 int cmd_compare(const CompareArgs& a) {
   const models::Scenario s = models::load_scenario(a.scenario, a.sets);
-  const validate::MeasuredTimeline m = validate::read_measured_timeline(a.measured);
+  // MEASURED.json from stepsim-validate, or PyTorch profiler traces (one per rank, or folders).
+  const bool traces = a.measured.size() > 1 || validate::looks_like_kineto_trace(a.measured.front());
+  const validate::MeasuredTimeline m = traces ? validate::measured_timeline_from_traces(validate::read_kineto_traces(a.measured))
+                                              : validate::read_measured_timeline(a.measured.front());
   validate::Comparison c = validate::compare(s, m);
   c.scenario_source = s.calibration ? fmt::format("{}, calibration {}", a.scenario, s.calibration_ref) : a.scenario;
   if (a.format == "json") {
@@ -50,7 +54,8 @@ int cmd_compare(const CompareArgs& a) {
     j["iterations"] = c.iterations;
     j["ranks"] = c.ranks;
     j["phases"] = rows_json(c.phases);
-    j["tasks"] = rows_json(c.tasks);
+    if (traces) j["kernel_classes"] = rows_json(c.kernel_classes);
+    else j["tasks"] = rows_json(c.tasks);
     j["predicted_only"] = c.predicted_only;
     j["measured_only"] = c.measured_only;
     j["warnings"] = c.warnings;
@@ -65,14 +70,43 @@ int cmd_compare(const CompareArgs& a) {
 
 void add_compare_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<CompareArgs>();
-  auto* cmd = app.add_subcommand("compare", "predicted vs measured step (stepsim-validate mlp-step output), per phase");
+  auto* cmd = app.add_subcommand(
+      "compare", "predicted vs measured step, per phase: a stepsim-validate mlp-step run, or PyTorch profiler traces");
   cmd->add_option("scenario", a->scenario, "scenario JSON matching the measured run")->required();
-  cmd->add_option("measured", a->measured, "MEASURED.json written by stepsim-validate mlp-step")->required();
+  cmd->add_option("measured", a->measured,
+                  "MEASURED.json written by stepsim-validate mlp-step, or torch.profiler (Kineto) traces: .json / "
+                  ".json.gz files, one per rank, or folders of them")
+      ->required();
   cmd->add_option("--set", a->sets, "override a scenario field before validation: PATH=VALUE (repeatable)");
   add_calibration_option(*cmd, a->sets);
   cmd->add_flag("--tasks", a->tasks, "also list every task matched by name");
   cmd->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([a, &action] { action = [a] { return cmd_compare(*a); }; });
+}
+
+namespace {
+
+struct KinetoArgs {
+  std::vector<std::string> traces;
+  std::string format = "text";
+};
+
+}  // namespace
+
+void add_kineto_command(CLI::App& app, Action& action) {
+  auto a = std::make_shared<KinetoArgs>();
+  auto* cmd = app.add_subcommand("kineto", "what PyTorch profiler (Kineto) traces show: steps, GPU time by kernel class, "
+                                           "NCCL calls, unclassified kernels");
+  cmd->add_option("traces", a->traces, "trace files (.json or .json.gz, as torch.profiler writes them) or folders of them")
+      ->required();
+  cmd->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->callback([a, &action] {
+    action = [a] {
+      const auto traces = validate::read_kineto_traces(a->traces);
+      print(a->format == "json" ? validate::kineto_summary_json(traces) : validate::kineto_summary_text(traces));
+      return 0;
+    };
+  });
 }
 
 }  // namespace stepsim::tools

@@ -34,7 +34,8 @@ void add_calibrate_gemm_command(CLI::App& calibrate, Action& action);
 void add_calibration_option(CLI::App& cmd, std::vector<std::string>& sets);
 void add_sweep_command(CLI::App& app, Action& action);
 void add_batch_command(CLI::App& app, Action& action);
-void add_compare_command(CLI::App& app, Action& action);  // compare SCENARIO MEASURED
+void add_compare_command(CLI::App& app, Action& action);  // compare SCENARIO MEASURED|TRACE...
+void add_kineto_command(CLI::App& app, Action& action);   // kineto TRACE...
 void add_accuracy_command(CLI::App& app, Action& action);  // accuracy vtrain CSV
 
 /// Writes text to stdout as is.

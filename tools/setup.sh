@@ -7,7 +7,7 @@ set -euo pipefail
 # Python module's python3-dev, pybind11-dev, python3-pytest, python3-numpy and python3-pandas (STEPSIM_PYTHON=AUTO) are optional
 # for the build, which works without them, but installed so that the tests cover them; chromium is the
 # headless browser tools.report_html loads `stepsim run --report` pages in.
-packages=(cmake g++ make libboost-graph-dev libfmt-dev nlohmann-json3-dev catch2 libcli11-dev gnuplot-nox python3
+packages=(cmake g++ make libboost-graph-dev libfmt-dev nlohmann-json3-dev zlib1g-dev catch2 libcli11-dev gnuplot-nox python3
           openmpi-bin libopenmpi-dev python3-dev pybind11-dev python3-pytest python3-numpy python3-pandas chromium)
 missing=()
 for p in "${packages[@]}"; do

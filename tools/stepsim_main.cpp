@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   tools::add_sweep_command(app, action);
   tools::add_batch_command(app, action);
   tools::add_compare_command(app, action);
+  tools::add_kineto_command(app, action);
   tools::add_accuracy_command(app, action);
   tools::describe_output_flags(app);
 

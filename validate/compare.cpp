@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -134,12 +135,67 @@ PhaseTimes measured_phase_times(const MeasuredTimeline& m) {
   return {median_of(f), median_of(b), median_of(c), median_of(e), median_of(o), median_of(h), median_of(s)};
 }
 
+namespace {
+
+/// The kernel-class groups of kernel_class_rows, and which group each measured task name
+/// (a KernelClass name, or "memcpy (host)") falls in.
+constexpr std::array<const char*, 5> kGroups = {"matmul (gemm, conv)", "attention", "memory-bound", "communication (NCCL)",
+                                                "unclassified"};
+
+std::size_t group_of(const std::string& task_name) {
+  if (task_name == "gemm" || task_name == "conv") return 0;
+  if (task_name == "attention") return 1;
+  if (task_name == "nccl") return 3;
+  if (task_name == "unknown" || task_name == "memcpy (host)") return 4;
+  return 2;
+}
+
+bool from_trace(const MeasuredTimeline& m) { return m.command == "torch.profiler"; }
+
+}  // namespace
+
+std::vector<CompareRow> kernel_class_rows(const models::Scenario& scenario, const MeasuredTimeline& measured) {
+  std::array<double, kGroups.size()> predicted{};
+  const models::StrategyEntry& strategy = models::find_strategy(scenario.parallelism.strategy);
+  const models::LoweredStep step = strategy.lower(scenario);
+  const hardware::StepCostModel cost = models::step_cost_model(scenario, step);
+  for (sim::TaskId id = 0; id < step.graph.size(); ++id) {
+    const sim::Task& t = step.graph.task(id);
+    if (t.rank != 0) continue;
+    const hardware::KernelWorkSplit k = cost.split(t);
+    predicted[0] += k.gemm_s;
+    predicted[1] += k.attention_s;
+    predicted[2] += k.streaming_s;
+  }
+  predicted[3] = models::run(scenario).comm_time_s;
+  std::array<std::vector<double>, kGroups.size()> per_iteration;
+  for (const MeasuredIteration& it : measured.iterations) {
+    std::array<double, kGroups.size()> sum{};
+    for (const MeasuredRank& rk : it.ranks)
+      for (const MeasuredTask& t : rk.tasks) sum[group_of(t.name)] += t.end_s - t.start_s;
+    for (std::size_t g = 0; g < kGroups.size(); ++g)
+      per_iteration[g].push_back(sum[g] / static_cast<double>(std::max<std::size_t>(1, it.ranks.size())));
+  }
+  std::vector<CompareRow> rows;
+  for (std::size_t g = 0; g < kGroups.size(); ++g) {
+    const double m = per_iteration[g].empty() ? 0.0 : median_of(per_iteration[g]);
+    rows.push_back({kGroups[g], predicted[g], m, relative_error(predicted[g], m)});
+  }
+  return rows;
+}
+
 Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& measured) {
   Comparison out;
   out.measured_source = measured.source;
   out.iterations = measured.iterations.size();
   out.ranks = measured.config.ranks;
-  check_config(scenario, measured, out.warnings);
+  if (from_trace(measured)) {
+    if (scenario.parallelism.dp != measured.environment.gpus)
+      out.warnings.push_back(fmt::format("parallelism.dp: scenario {}, profiled job {} ranks (distributedInfo.world_size)",
+                                         scenario.parallelism.dp, measured.environment.gpus));
+  } else {
+    check_config(scenario, measured, out.warnings);
+  }
 
   const models::Report r = models::run(scenario);
   const PhaseTimes m = measured_phase_times(measured);
@@ -152,6 +208,10 @@ Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& mea
                 row("overhead", r.overhead_time_s, m.overhead_s),
                 row("step", r.step_time_s, m.step_s)};
 
+  if (from_trace(measured)) {
+    out.kernel_classes = kernel_class_rows(scenario, measured);
+    return out;
+  }
   // Per task: the simulated graph's rank-0 durations by name.
   const models::StrategyEntry& strategy = models::find_strategy(scenario.parallelism.strategy);
   const models::LoweredStep step = strategy.lower(scenario);
@@ -199,8 +259,15 @@ std::string comparison_text(const Comparison& c, bool with_tasks) {
   s += fmt::format("  {:<16}{:>14}{:>14}{:>11}\n", "phase", "predicted ms", "measured ms", "error");
   for (const CompareRow& r : c.phases)
     s += fmt::format("  {:<16}{:>14.3f}{:>14.3f}{:>11}\n", r.name, r.predicted_s * 1e3, r.measured_s * 1e3, err(r.rel_error));
-  s += fmt::format("tasks matched by name: {} (simulated only: {}, measured only: {})\n", c.tasks.size(),
-                   c.predicted_only.size(), c.measured_only.size());
+  if (!c.kernel_classes.empty()) {
+    s += "GPU time per step by kernel class (predicted: rank 0's kernels alone; measured: summed kernel durations)\n";
+    s += fmt::format("  {:<24}{:>14}{:>14}{:>11}\n", "kernel class", "predicted ms", "measured ms", "error");
+    for (const CompareRow& r : c.kernel_classes)
+      s += fmt::format("  {:<24}{:>14.3f}{:>14.3f}{:>11}\n", r.name, r.predicted_s * 1e3, r.measured_s * 1e3, err(r.rel_error));
+  } else {
+    s += fmt::format("tasks matched by name: {} (simulated only: {}, measured only: {})\n", c.tasks.size(),
+                     c.predicted_only.size(), c.measured_only.size());
+  }
   if (with_tasks) {
     s += fmt::format("  {:<32}{:>14}{:>14}{:>11}\n", "task", "predicted ms", "measured ms", "error");
     for (const CompareRow& r : c.tasks)

@@ -52,6 +52,9 @@ struct Comparison {
   /// Tasks present in both, in the simulator's order (median measured duration over
   /// iterations, mean over ranks; predicted: rank 0).
   std::vector<CompareRow> tasks;
+  /// Against a profiler trace (MeasuredTimeline::command "torch.profiler"): GPU time per step by
+  /// kernel class, grouped as stepsim prices kernels (kernel_class_rows); empty otherwise.
+  std::vector<CompareRow> kernel_classes;
   std::vector<std::string> predicted_only;  ///< simulated task names the run did not record
   std::vector<std::string> measured_only;   ///< recorded task names the simulation lacks
   /// Differences between the scenario and the run's configuration (layers, parameters,
@@ -60,7 +63,19 @@ struct Comparison {
   std::vector<std::string> warnings;
 };
 
-/// Simulates `scenario` and compares it with `measured`.
+/// Predicted vs measured GPU time per step by kernel class. Measured: each class's summed
+/// kernel durations (tasks named by validate::KernelClass, as measured_timeline_from_traces
+/// writes them), per iteration the mean over ranks, then the median over iterations, grouped
+/// "matmul" (gemm, conv), "attention", "memory-bound" (elementwise, reduction, norm, optimizer,
+/// device memcpy, memset), "communication" (NCCL kernels, summed; the phases' comm row is their
+/// union) and "unclassified" (unknown kernels, host copies: nothing stepsim prices). Predicted:
+/// rank 0's compute tasks split by hardware::StepCostModel::split (GEMM; attention; streaming),
+/// and the communication busy time; the CPU launch bound and contention are not in these rows.
+std::vector<CompareRow> kernel_class_rows(const models::Scenario& scenario, const MeasuredTimeline& measured);
+
+/// Simulates `scenario` and compares it with `measured`. A profiler trace's timeline (command
+/// "torch.profiler") gets the kernel-class rows instead of tasks matched by name (its tasks are
+/// kernels, not stepsim's tasks), and a warning when the DP degree differs from its ranks.
 /// @throws InputError when the scenario cannot be simulated (as models::run).
 Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& measured);
 

@@ -73,6 +73,9 @@ MeasuredTimeline from_document(const nlohmann::json& doc, const std::string& sou
   const JsonReader r(doc, source, "");
   MeasuredTimeline m;
   m.source = source;
+  if (!r.has("schema"))
+    r.fail("schema", "required field is missing, expected a stepsim.measured/1 timeline (stepsim-validate mlp-step "
+                     "output) or a PyTorch profiler trace (Chrome-trace JSON with traceEvents)");
   const std::string schema = r.string("schema");
   if (schema != "stepsim.measured/1")
     r.fail("schema", fmt::format("expected \"stepsim.measured/1\" (stepsim-validate mlp-step output), got \"{}\"", schema));

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // SHA-256 (FIPS 180-4 §6.2) for the provenance of calibration inputs; no external dependency.
+#include "validate/sha256.hpp"
+
 #include "validate/nccl_tests.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -50,29 +53,45 @@ void compress(std::array<std::uint32_t, 8>& h, const unsigned char* block) {
 
 }  // namespace
 
-std::string sha256_hex(std::string_view bytes) {
-  std::array<std::uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+void Sha256::update(std::string_view bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   std::size_t n = bytes.size();
-  std::size_t i = 0;
-  for (; i + 64 <= n; i += 64) compress(h, p + i);
+  length_ += n;
+  if (filled_ > 0) {
+    const std::size_t take = std::min(n, block_.size() - filled_);
+    std::copy(p, p + take, block_.begin() + static_cast<std::ptrdiff_t>(filled_));
+    filled_ += take, p += take, n -= take;
+    if (filled_ < block_.size()) return;
+    compress(h_, block_.data());
+    filled_ = 0;
+  }
+  for (; n >= 64; p += 64, n -= 64) compress(h_, p);
+  std::copy(p, p + n, block_.begin());
+  filled_ = n;
+}
+
+std::string Sha256::hex() {
   std::array<unsigned char, 128> tail{};
-  const std::size_t rest = n - i;
-  for (std::size_t j = 0; j < rest; ++j) tail[j] = p[i + j];
-  tail[rest] = 0x80;
-  const std::size_t len = rest + 9 <= 64 ? 64 : 128;
-  const std::uint64_t bits = static_cast<std::uint64_t>(n) * 8;
+  std::copy(block_.begin(), block_.begin() + static_cast<std::ptrdiff_t>(filled_), tail.begin());
+  tail[filled_] = 0x80;
+  const std::size_t len = filled_ + 9 <= 64 ? 64 : 128;
+  const std::uint64_t bits = length_ * 8;
   for (int j = 0; j < 8; ++j) tail[len - 1 - j] = static_cast<unsigned char>(bits >> (8 * j));
-  compress(h, tail.data());
-  if (len == 128) compress(h, tail.data() + 64);
+  compress(h_, tail.data());
+  if (len == 128) compress(h_, tail.data() + 64);
   std::string out;
   char buf[9];
-  for (std::uint32_t v : h) {
+  for (std::uint32_t v : h_) {
     std::snprintf(buf, sizeof buf, "%08x", v);
     out += buf;
   }
   return out;
+}
+
+std::string sha256_hex(std::string_view bytes) {
+  Sha256 s;
+  s.update(bytes);
+  return s.hex();
 }
 
 }  // namespace stepsim::validate

@@ -34,9 +34,12 @@ void require_regular(const struct stat& st, const std::string& path, const std::
                                          format_byte_limit(max_bytes), expected));
 }
 
+/// Closes the descriptor unless released (the constructor's checks may throw).
 struct Fd {
   int fd;
-  ~Fd() { ::close(fd); }
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
 };
 
 }  // namespace
@@ -48,7 +51,8 @@ std::string format_byte_limit(std::uintmax_t bytes) {
   return fmt::format("{} bytes", bytes);
 }
 
-std::string read_input_file(const std::string& path, const std::string& expected, std::uintmax_t max_bytes) {
+InputFile::InputFile(const std::string& path, const std::string& expected, std::uintmax_t max_bytes)
+    : path_(path), expected_(expected), max_bytes_(max_bytes) {
   struct stat st {};
   // stat first: opening a device can have effects of its own, so refuse it unopened.
   if (::stat(path.c_str(), &st) != 0) {
@@ -58,26 +62,40 @@ std::string read_input_file(const std::string& path, const std::string& expected
   require_regular(st, path, expected);
   // O_NONBLOCK: should the path have become a FIFO since, the open returns instead of waiting
   // for a writer, and fstat refuses it.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0)
+  Fd guard{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)};
+  if (guard.fd < 0)
     throw InputError(path, "", fmt::format("cannot open for reading: {} (expected {})", std::strerror(errno), expected));
-  const Fd guard{fd};
-  if (::fstat(fd, &st) != 0)
+  if (::fstat(guard.fd, &st) != 0)
     throw InputError(path, "", fmt::format("cannot access the file: {} (expected {})", std::strerror(errno), expected));
   require_regular(st, path, expected);
   if (st.st_size > 0 && static_cast<std::uintmax_t>(st.st_size) > max_bytes) too_large(path, expected, max_bytes);
+  size_ = static_cast<std::uintmax_t>(st.st_size);
   note_input_file(path);  // outputs never go over it
-  std::string text;
-  text.reserve(static_cast<std::size_t>(st.st_size));
-  char buf[1 << 16];
+  fd_ = guard.fd;
+  guard.fd = -1;
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::size_t InputFile::read_some(char* buf, std::size_t n) {
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw InputError(path, "", std::string("error while reading: ") + std::strerror(errno));
-    if (n == 0) break;
-    if (text.size() + static_cast<std::size_t>(n) > max_bytes) too_large(path, expected, max_bytes);  // it grew
-    text.append(buf, static_cast<std::size_t>(n));
+    const ssize_t got = ::read(fd_, buf, n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw InputError(path_, "", std::string("error while reading: ") + std::strerror(errno));
+    read_ += static_cast<std::uintmax_t>(got);
+    if (read_ > max_bytes_) too_large(path_, expected_, max_bytes_);  // it grew
+    return static_cast<std::size_t>(got);
   }
+}
+
+std::string read_input_file(const std::string& path, const std::string& expected, std::uintmax_t max_bytes) {
+  InputFile f(path, expected, max_bytes);
+  std::string text;
+  text.reserve(static_cast<std::size_t>(f.size_bytes()));
+  char buf[1 << 16];
+  while (const std::size_t n = f.read_some(buf, sizeof buf)) text.append(buf, n);
   return text;
 }
 

@@ -29,6 +29,29 @@ inline constexpr std::uintmax_t kMaxInputBytes = std::uintmax_t{1} << 30;
 std::string read_input_file(const std::string& path, const std::string& expected,
                             std::uintmax_t max_bytes = kMaxInputBytes);
 
+/// An input file opened with read_input_file's checks, read piece by piece (for files read as
+/// a stream, e.g. a gzipped profiler trace that is never held whole). Noted as an input.
+class InputFile {
+ public:
+  /// Opens `path` with read_input_file's refusals (no such file, directory, not a regular
+  /// file, cannot open, larger than `max_bytes`). @throws InputError as read_input_file.
+  InputFile(const std::string& path, const std::string& expected, std::uintmax_t max_bytes = kMaxInputBytes);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  /// Reads up to `n` bytes into `buf`; 0 at the end of the file.
+  /// @throws InputError on a read error or when the file grows past `max_bytes`.
+  std::size_t read_some(char* buf, std::size_t n);
+  /// The file's size when it was opened [bytes].
+  std::uintmax_t size_bytes() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_, expected_;
+  std::uintmax_t max_bytes_ = 0, size_ = 0, read_ = 0;
+  int fd_ = -1;
+};
+
 /// A byte count for messages: "1 GiB", "64 MiB", "512 KiB" or "100 bytes" (the largest binary
 /// unit that divides it exactly).
 std::string format_byte_limit(std::uintmax_t bytes);

@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: Apache-2.0
+// PyTorch profiler (Kineto) traces (issue 18): every trace of ../shared/data/kineto read and
+// counted against figures computed independently from the JSON with Python (the one-liners are
+// in the comments), kernel names classified, and every malformed-input rule refused.
+#include "tests/support/catch.hpp"
+#include "tests/support/shared_data.hpp"
+
+#include "models/scenario.hpp"
+#include "sim/support/error.hpp"
+#include "validate/compare.hpp"
+#include "validate/kineto.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace stepsim::validate {
+namespace {
+
+std::string trace(const std::string& name) { return test::shared_data("kineto/" + name); }
+
+/// Expected figures, computed with Python 3 from each file:
+///   d = json.load(gzip.open(f)); ev = d['traceEvents']
+///   steps = sorted((e['ts'], e['dur'], e['name']) for e in ev if e.get('ph') == 'X' and
+///                  e.get('cat') in ('user_annotation', 'cpu_op') and e['name'].startswith('ProfilerStep#'))
+///   gpu = [e for e in ev if e.get('ph') == 'X' and e.get('cat') in ('kernel', 'gpu_memcpy', 'gpu_memset')]
+///   nccl = Counter(re.match(r'nccl(?:Dev)?Kernel_([A-Za-z]+)', e['name']).group(1)
+///                  for e in gpu if e['name'].startswith('nccl'))
+///   sized = sum('In msg nelems' in e['args'] for e in gpu if e['name'].startswith('nccl'))
+///   rt = {e['args']['correlation']: e['ts'] for e in ev if e.get('ph') == 'X' and
+///         e.get('cat') in ('cuda_runtime', 'cuda_driver') and 'correlation' in e.get('args', {})}
+///   per-step launched = Counter(name of the step with ts <= rt[c] <= ts + dur, for each GPU
+///                       event whose args.correlation c is in rt)
+struct Expected {
+  const char* file;
+  std::vector<std::int64_t> steps;
+  std::size_t gpu_events, kernels;
+  std::map<std::string, std::int64_t> nccl;
+  std::int64_t sized;
+  std::int64_t launched_per_step;  ///< the same in every step of these traces
+  std::int64_t rank, world_size;
+  const char* device;
+};
+
+const std::vector<Expected>& expected() {
+  static const std::vector<Expected> rows = {
+      {"amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz", {1, 2}, 16, 14, {}, 0, -1, -1, -1, "AMD Radeon Graphics"},
+      {"df_index_resolver__df_index_resolver.json.gz", {2, 3, 4, 5, 6}, 22290, 19370, {{"AllReduce", 2020}}, 0, 4458, 1, 2,
+       "Tesla V100-SXM2-32GB"},
+      {"nccl_parser_config__nccl_data.json.gz", {4, 5, 6}, 3774, 2700, {{"AllReduce", 15}, {"Broadcast", 6}}, 21, 1258, 0, 2,
+       "NVIDIA A100-PG509-200"},
+      {"negative_queue_length_values_check__rank0.json.gz", {550, 551, 552, 553, 554}, 7747, 6080, {{"SendRecv", 80}}, 0,
+       1375, 0, 16, "NVIDIA A100-SXM4-80GB"},
+      {"ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", {101, 102, 103, 104, 105}, 6095, 4350, {}, 0,
+       1219, 0, 1, "Tesla V100-SXM2-32GB"},
+      {"trace_diff__control__control.json.gz", {1009, 1010, 1011, 1012, 1013, 1014}, 9450, 8568,
+       {{"AllReduce", 18}, {"SendRecv", 42}}, 0, 1575, 3, 8, "NVIDIA A100-PG509-200"},
+      {"trace_diff__test__test.json.gz", {1009, 1010, 1011, 1012, 1013, 1014}, 15632, 9876,
+       {{"AllReduce", 21}, {"SendRecv", 43}}, 0, 2503, 1, 2, "Tesla V100-SXM2-16GB"},
+  };
+  return rows;
+}
+
+TEST_CASE("kineto: every shared trace is read with its steps, GPU events and NCCL calls", "[kineto]") {
+  for (const Expected& e : expected()) {
+    const std::string path = trace(e.file);
+    if (!test::require_data(path)) return;
+    INFO(e.file);
+    const KinetoTrace t = read_kineto_trace(path);
+    CHECK(t.gzipped);
+    CHECK(t.sha256.size() == 64);
+    std::vector<std::int64_t> steps;
+    for (const KinetoStep& s : t.steps) steps.push_back(s.number);
+    CHECK(steps == e.steps);
+    CHECK(t.kernels.size() == e.gpu_events);
+    std::size_t kernels = 0;
+    std::map<std::string, std::int64_t> nccl;
+    std::int64_t sized = 0;
+    std::map<std::int32_t, std::int64_t> launched;
+    for (const KinetoKernel& k : t.kernels) {
+      kernels += k.cls != KernelClass::Memcpy && k.cls != KernelClass::Memset;
+      if (k.cls == KernelClass::Nccl) {
+        const KinetoCollective& c = t.collectives.at(static_cast<std::size_t>(k.collective));
+        ++nccl[c.op];
+        sized += c.args_from_kernel && c.in_nelems >= 0;
+      }
+      if (k.launched && k.step >= 0) ++launched[k.step];
+    }
+    CHECK(kernels == e.kernels);
+    CHECK(nccl == e.nccl);
+    CHECK(sized == e.sized);
+    if (e.launched_per_step >= 0) {
+      REQUIRE(launched.size() == e.steps.size());
+      for (const auto& [step, n] : launched) CHECK(n == e.launched_per_step);
+    }
+    CHECK(t.rank == e.rank);
+    CHECK(t.world_size == e.world_size);
+    REQUIRE_FALSE(t.devices.empty());
+    bool found = false;
+    for (const KinetoDevice& d : t.devices) found = found || (d.id == t.device && d.name == e.device);
+    CHECK(found);
+    // Every GPU event is classified; only names no rule knows are 'unknown', and those are listed.
+    std::int64_t unknown = 0;
+    for (const KinetoKernel& k : t.kernels) unknown += k.cls == KernelClass::Unknown;
+    std::int64_t listed = 0;
+    for (const auto& [name, n] : t.unknown_kernels) listed += n;
+    CHECK(unknown == listed);
+  }
+}
+
+TEST_CASE("kineto: AMD trace without distributedInfo, launched only in its first step", "[kineto]") {
+  // The MI250 trace's 16 GPU events (14 kernels, 2 memcpy) are all launched inside
+  // ProfilerStep#1 (Python above); ProfilerStep#2 has none.
+  const std::string path = trace("amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+  if (!test::require_data(path)) return;
+  const KinetoTrace t = read_kineto_trace(path);
+  const auto s = summarize_steps(t);
+  REQUIRE(s.size() == 2);
+  std::int64_t first = 0, second = 0;
+  for (std::int64_t n : s[0].class_count) first += n;
+  for (std::int64_t n : s[1].class_count) second += n;
+  CHECK(first == 16);
+  CHECK(second == 0);
+  CHECK(s[1].gpu_span_s == 0);
+}
+
+TEST_CASE("kineto: NCCL sizes from the kernel's args, and per-step NCCL time", "[kineto]") {
+  const std::string path = trace("nccl_parser_config__nccl_data.json.gz");
+  if (!test::require_data(path)) return;
+  const KinetoTrace t = read_kineto_trace(path);
+  CHECK(t.nccl_version == "2.17.1");
+  REQUIRE(t.process_groups.size() == 1);
+  CHECK(t.process_groups[0].ranks == std::vector<std::int64_t>{0, 1});
+  // The first AllReduce kernel of the file: In msg nelems 6637568, Group size 2, dtype Float,
+  // RING / LL from its name ncclKernel_AllReduce_RING_LL_Sum_float.
+  bool seen = false;
+  for (const KinetoCollective& c : t.collectives)
+    if (c.in_nelems == 6637568) {
+      seen = true;
+      CHECK(c.op == "AllReduce");
+      CHECK(c.name == "allreduce");
+      CHECK(c.group_size == 2);
+      CHECK(c.dtype == "Float");
+      CHECK(c.algorithm == "RING");
+      CHECK(c.protocol == "LL");
+    }
+  CHECK(seen);
+  // NCCL kernel time per step, launched in the step (Python: Σ e['dur'] of nccl* kernels whose
+  // launch falls in the step): 11989.021, 12300.029, 22587.443 µs; median 12300.029 µs.
+  const auto steps = summarize_steps(t);
+  REQUIRE(steps.size() == 3);
+  const auto nccl = static_cast<std::size_t>(KernelClass::Nccl);
+  CHECK(steps[0].class_s[nccl] == Approx(11989.021e-6).epsilon(1e-9));
+  CHECK(steps[1].class_s[nccl] == Approx(12300.029e-6).epsilon(1e-9));
+  CHECK(steps[2].class_s[nccl] == Approx(22587.443e-6).epsilon(1e-9));
+  // The measured timeline's communication tasks: the same per-step sums.
+  const MeasuredTimeline m = measured_timeline_from_traces({t});
+  REQUIRE(m.iterations.size() == 3);
+  double comm = 0;
+  for (const MeasuredTask& task : m.iterations[1].ranks[0].tasks)
+    if (task.phase == MeasuredPhase::Communication) comm += task.end_s - task.start_s;
+  CHECK(comm == Approx(12300.029e-6).epsilon(1e-9));
+}
+
+TEST_CASE("kineto: compare a scenario with a trace per phase and kernel class", "[kineto]") {
+  // The V100 trace of a torchvision ResNet test job (one rank): compared with ResNet-50 at 32
+  // images. What the rows must satisfy whatever the model: the measured NCCL row is 0 (no
+  // NCCL kernel), the phases come from the same kernels as the classes, and the DP degree that
+  // differs from the trace's world size is warned about.
+  const std::string path = trace("ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz");
+  if (!test::require_data(path)) return;
+  const models::Scenario s = models::load_scenario(std::string(STEPSIM_SOURCE_DIR) + "/configs/examples/resnet50-ddp-16xv100.json", {});
+  const Comparison c = compare(s, measured_timeline_from_traces(read_kineto_traces({path})));
+  REQUIRE(c.kernel_classes.size() == 5);
+  CHECK(c.kernel_classes[3].measured_s == 0);
+  CHECK(c.kernel_classes[0].measured_s > 0.03);  // cuDNN convolutions and GEMMs: ~60 ms per step
+  CHECK(c.tasks.empty());
+  CHECK(c.iterations == 5);
+  REQUIRE(c.warnings.size() == 1);
+  CHECK(c.warnings[0].find("parallelism.dp: scenario 16, profiled job 1") != std::string::npos);
+  const std::string text = comparison_text(c, false);
+  CHECK(text.find("matmul (gemm, conv)") != std::string::npos);
+}
+
+TEST_CASE("kineto: kernel names classified", "[kineto]") {
+  const std::vector<std::pair<const char*, KernelClass>> cases = {
+      {"ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", KernelClass::Nccl},
+      {"ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", KernelClass::Nccl},
+      {"void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4>(cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4::Params)",
+       KernelClass::Gemm},
+      {"volta_sgemm_128x64_nn", KernelClass::Gemm},
+      {"nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", KernelClass::Gemm},
+      {"Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1", KernelClass::Gemm},
+      {"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>, true>(Flash_fwd_params)",
+       KernelClass::Attention},
+      {"fmha_cutlassF_bf16_aligned_64x128_rf_sm80", KernelClass::Attention},
+      {"void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 32, true, 1>(float, float)", KernelClass::Norm},
+      {"volta_scudnn_128x64_relu_interior_nn_v1", KernelClass::Conv},
+      {"void cudnn::detail::implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, true, false, true>(int, int)",
+       KernelClass::Conv},
+      {"sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw", KernelClass::Conv},
+      {"void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, "
+       "at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float>(int)",
+       KernelClass::Optimizer},
+      // "lambda" in a pointwise kernel's template arguments is not LAMB
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::neg_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::"
+       "operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int)",
+       KernelClass::Elementwise},
+      {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+       "at::native::sum_functor<float, float, float> > > >(at::native::ReduceOp<float>)",
+       KernelClass::Reduction},
+      {"void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float>(float*, float const*, int)",
+       KernelClass::Reduction},
+      {"triton_poi_fused_add_mul_0", KernelClass::Elementwise},
+      {"triton_red_fused__to_copy_mean_pow_1", KernelClass::Reduction},
+      {"triton_tem_fused_mm_2", KernelClass::Gemm},
+      {"void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<float, float>(long, long)", KernelClass::Norm},
+      {"some_custom_kernel_v2", KernelClass::Unknown},
+  };
+  for (const auto& [name, cls] : cases) {
+    INFO(name);
+    CHECK(kernel_class_name(classify_kernel(name)) == kernel_class_name(cls));
+  }
+}
+
+TEST_CASE("kineto: NCCL kernel names read apart", "[kineto]") {
+  auto p = parse_nccl_kernel_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)");
+  CHECK(p.op == "AllReduce");
+  CHECK(p.algorithm == "RING");
+  CHECK(p.protocol == "LL");
+  p = parse_nccl_kernel_name("ncclDevKernel_ReduceScatter_Sum_bf16_NVLS_TREE_SIMPLE(ncclDevKernelArgsStorage<4096ul>)");
+  CHECK(p.op == "ReduceScatter");
+  CHECK(p.algorithm == "NVLS_TREE");
+  CHECK(p.protocol == "SIMPLE");
+  p = parse_nccl_kernel_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)");
+  CHECK(p.op == "SendRecv");
+  p = parse_nccl_kernel_name("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)");
+  CHECK(p.op == "Generic");
+  CHECK(p.algorithm.empty());
+  CHECK(parse_nccl_kernel_name("volta_sgemm_128x64_nn").op.empty());
+}
+
+// ---- malformed input: one line each, naming the file, the JSON path and the expectation ----
+
+struct TempDir {
+  std::filesystem::path dir;
+  TempDir() {
+    dir = std::filesystem::temp_directory_path() / ("stepsim_kineto_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string write(const std::string& name, const std::string& bytes) const {
+    const auto p = dir / name;
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p.string();
+  }
+};
+
+std::string refusal(const std::string& path) {
+  try {
+    read_kineto_trace(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+/// A well-formed minimal trace: one step, one kernel launched inside it.
+std::string minimal(const std::string& kernel_extra = "", const std::string& top_extra = "") {
+  return R"({"schemaVersion": 1, )" + top_extra + R"("traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 1000, "dur": 500},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1100, "dur": 5, "args": {"correlation": 9}},
+    {"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": 1200.0005, "dur": 10.25,
+     "args": {"device": 0, "stream": 7, "correlation": 9)" + kernel_extra + R"(}}
+  ]})";
+}
+
+TEST_CASE("kineto: a minimal trace, times kept to the nanosecond", "[kineto]") {
+  const TempDir d;
+  const KinetoTrace t = read_kineto_trace(d.write("ok.json", minimal()));
+  REQUIRE(t.kernels.size() == 1);
+  CHECK(t.origin_us == 1000);
+  CHECK(t.kernels[0].start_ns == 200001);  // 1200.0005 µs - 1000 µs, rounded half up to 1 ns
+  CHECK(t.kernels[0].dur_ns == 10250);
+  CHECK(t.kernels[0].step == 0);
+  CHECK(t.kernels[0].launched);
+  CHECK(t.kernels[0].phase == MeasuredPhase::Forward);
+  CHECK_FALSE(t.gzipped);
+  CHECK(looks_like_kineto_trace(d.write("ok2.json", minimal())));
+  CHECK_FALSE(looks_like_kineto_trace(d.write("m.json", R"({"schema": "stepsim.measured/1"})")));
+}
+
+TEST_CASE("kineto: malformed traces are refused with one line", "[kineto][errors]") {
+  const TempDir d;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"not json at all", "is not valid JSON at byte"},
+      {R"({"traceEvents": [ {"ph": "X", )", "is not valid JSON at byte"},
+      {R"([{"ph": "X"}])", "a JSON object with traceEvents, got array"},
+      {R"({"schemaVersion": 1})", "/traceEvents: required field is missing"},
+      {R"({"schema": "stepsim.measured/1", "iterations": []})", "a stepsim.measured/1 timeline?"},
+      {R"({"traceEvents": {"a": 1}})", "/traceEvents: expected an array of events, got object"},
+      {R"({"traceEvents": [1]})", "/traceEvents/0: expected an event object, got number"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "dur": 1}]})", "/traceEvents/0/ts: required field is missing"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "1", "dur": 1}]})", "/traceEvents/0/ts: expected a number"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": -2}]})", "/traceEvents/0/dur: expected a duration ≥ 0"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1}]})", "/traceEvents/0/dur: required field is missing"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": [1]}]})", "/traceEvents/0/args"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"correlation": "x"}}]})",
+       "/traceEvents/0/args/correlation"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#x", "ts": 1, "dur": 1}]})",
+       "/traceEvents/0/name: expected ProfilerStep#N with N an integer"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 1, "dur": 1},
+                           {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "ts": 5, "dur": 1}]})",
+       "/traceEvents/1/name: expected each ProfilerStep number once"},
+      {R"({"deviceProperties": {"id": 0}, "traceEvents": []})", "/deviceProperties: expected an array of devices"},
+      {R"({"deviceProperties": [3], "traceEvents": []})", "/deviceProperties/0: expected a device object"},
+      {R"({"distributedInfo": [], "traceEvents": []})", "/distributedInfo: expected an object"},
+      {R"({"distributedInfo": {"rank": 4, "world_size": 2}, "traceEvents": []})", "/distributedInfo/rank: expected a rank below"},
+      {R"({"distributedInfo": {"rank": "one"}, "traceEvents": []})", "/distributedInfo/rank"},
+      {"{\"traceEvents\": [" + std::string(70, '[') + std::string(70, ']') + "]}", "nests JSON deeper than 64 levels"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& [text, expect] = cases[i];
+    INFO(text.substr(0, 120));
+    const std::string path = d.write("bad" + std::to_string(i) + ".json", text);
+    const std::string msg = refusal(path);
+    CHECK(msg.find(expect) != std::string::npos);
+    CHECK(msg.find(path) == 0);
+    CHECK(msg.find('\n') == std::string::npos);
+  }
+  CHECK(refusal((d.dir / "missing.json").string()).find("no such file") != std::string::npos);
+  CHECK(refusal(d.dir.string()).find("is a directory") != std::string::npos);
+}
+
+TEST_CASE("kineto: a corrupt or truncated gzip trace is refused", "[kineto][errors]") {
+  const std::string path = trace("nccl_parser_config__nccl_data.json.gz");
+  if (!test::require_data(path)) return;
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const TempDir d;
+  const std::string cut = d.write("cut.json.gz", bytes.substr(0, bytes.size() / 2));
+  CHECK(refusal(cut).find("gzip data ends early") != std::string::npos);
+  std::string bad = bytes;
+  for (std::size_t i = 100; i < 400; ++i) bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+  const std::string flipped = refusal(d.write("flipped.json.gz", bad));
+  CHECK((flipped.find("is not valid gzip data") != std::string::npos || flipped.find("is not valid JSON") != std::string::npos));
+}
+
+TEST_CASE("kineto: several traces: one per rank, one world size, common steps", "[kineto][errors]") {
+  const TempDir d;
+  const std::string a = d.write("a.json", minimal("", R"("distributedInfo": {"rank": 0, "world_size": 2}, )"));
+  const std::string b = d.write("b.json", minimal("", R"("distributedInfo": {"rank": 0, "world_size": 2}, )"));
+  const std::string c = d.write("c.json", minimal("", R"("distributedInfo": {"rank": 1, "world_size": 4}, )"));
+  auto message = [](const std::vector<std::string>& paths) -> std::string {
+    try {
+      measured_timeline_from_traces(read_kineto_traces(paths));
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  CHECK(message({a, b}).find("expected one trace per rank, got rank 0 again") != std::string::npos);
+  CHECK(message({a, c}).find("expected the world size of") != std::string::npos);
+  const std::string e = d.write("e.json", R"({"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#8", "pid": 1, "tid": 1, "ts": 1000, "dur": 500}]})");
+  CHECK(message({a, e}).find("share no ProfilerStep number") != std::string::npos);
+  const std::string f = d.write("f.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 1000, "dur": 500}]})");
+  CHECK(message({f}).find("ProfilerStep#7 has no GPU event") != std::string::npos);
+  std::filesystem::create_directories(d.dir / "empty");
+  CHECK(message({(d.dir / "empty").string()}).find("folder without *.json") != std::string::npos);
+  // Two ranks of the same job, in a folder: ordered by rank.
+  std::filesystem::create_directories(d.dir / "job");
+  d.write("job/r1.json", minimal("", R"("distributedInfo": {"rank": 1, "world_size": 2}, )"));
+  d.write("job/r0.json", minimal("", R"("distributedInfo": {"rank": 0, "world_size": 2}, )"));
+  const auto traces = read_kineto_traces({(d.dir / "job").string()});
+  REQUIRE(traces.size() == 2);
+  CHECK(traces[0].rank == 0);
+  CHECK(measured_timeline_from_traces(traces).iterations.at(0).ranks.size() == 2);
+}
+
+}  // namespace
+}  // namespace stepsim::validate

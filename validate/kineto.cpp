@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: Apache-2.0
+// Kineto traces: kernel classes, NCCL kernel names, per-step summaries and the measured
+// timeline (the reading itself is kineto_json.cpp).
+#include "validate/kineto.hpp"
+
+#include "sim/support/error.hpp"
+#include "validate/stats.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace stepsim::validate {
+
+namespace {
+
+constexpr std::array<std::string_view, kKernelClasses> kClassNames = {
+    "gemm", "conv", "attention", "nccl", "elementwise", "reduction", "norm", "optimizer", "memcpy", "memset", "unknown"};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool any_of(const std::string& s, std::initializer_list<std::string_view> words) {
+  for (std::string_view w : words)
+    if (s.find(w) != std::string::npos) return true;
+  return false;
+}
+
+/// The kernel's own name: a C++ signature's function name without its namespace, template
+/// arguments or parameters ("void at::native::(anon)::foo<float, 4>(int, float*)" → "foo"), so
+/// that an argument type ("cutlass::...", "at::native::FillFunctor") does not decide the class.
+std::string base_name(std::string_view name) {
+  std::string s(name);
+  // Drop the parameter list: the last top-level '(' that is not part of "(anonymous namespace)".
+  int depth = 0;
+  std::size_t cut = s.size();
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '<') ++depth;
+    else if (c == '>' && depth > 0) --depth;
+    else if (c == '(' && depth == 0 && s.compare(i, 20, "(anonymous namespace)") != 0) {
+      cut = i;
+      break;
+    }
+  }
+  s.resize(cut);
+  // Drop template arguments.
+  std::string out;
+  depth = 0;
+  for (char c : s) {
+    if (c == '<') ++depth;
+    else if (c == '>' && depth > 0) --depth;
+    else if (depth == 0) out += c;
+  }
+  // Drop the return type and namespaces.
+  if (const auto sp = out.rfind(' '); sp != std::string::npos) out = out.substr(sp + 1);
+  if (const auto ns = out.rfind("::"); ns != std::string::npos) out = out.substr(ns + 2);
+  return out;
+}
+
+}  // namespace
+
+std::string_view kernel_class_name(KernelClass c) { return kClassNames[static_cast<std::size_t>(c)]; }
+
+KernelClass classify_kernel(std::string_view name) {
+  const std::string full = lower(name);
+  if (full.rfind("nccl", 0) == 0 || any_of(full, {"ncclkernel", "nccldevkernel", "rccl"})) return KernelClass::Nccl;
+  const std::string b = lower(base_name(name));
+  const std::string& n = b.empty() ? full : b;
+  // Library kernels whose names carry the library in a template or namespace.
+  if (any_of(full, {"flash_fwd", "flash_bwd", "flash::", "fmha", "flashattn", "pytorch_flash", "efficient_attention",
+                    "attention_kernel", "sdpa", "attn_fwd", "attn_bwd"}))
+    return KernelClass::Attention;
+  if (any_of(full, {"bn_fw", "bn_bw", "batch_norm", "batchnorm", "layer_norm", "layernorm", "rms_norm", "rmsnorm",
+                    "group_norm", "welford", "gammabetabackward"}))
+    return KernelClass::Norm;
+  if (any_of(full, {"convolve", "conv2d", "conv_", "_convolution", "fprop", "dgrad", "wgrad", "winograd", "scudnn", "hcudnn",
+                    "miopen", "implicit_gemm", "implicit_convolve", "cudnn::detail", "fft2d", "fft_",
+                    "cask_cudnn", "computeoffsetskernel", "computeboffsetskernel"}))
+    return KernelClass::Conv;
+  if (any_of(full, {"gemm", "gemv", "cublas", "cutlass", "nvjet", "cijk_", "triton_tem", "matmul", "dot_kernel",
+                    "splitkreduce", "splitk_reduce"}))
+    return KernelClass::Gemm;
+  if (any_of(full, {"multi_tensor_apply", "adam", "sgd", "lambstage", "lamb_", "fused_optim", "optimizer", "_foreach"}))
+    return KernelClass::Optimizer;
+  if (any_of(n, {"reduce", "softmax", "loss", "nll", "cross_entropy", "pool", "argmax", "topk", "sort", "cumsum",
+                 "scan", "norm", "triton_red", "triton_per", "sum", "mean"}) ||
+      full.rfind("void cub::", 0) == 0 || full.rfind("cub::", 0) == 0 ||
+      any_of(full, {"reduce_kernel", "softmax", "nll_loss", "cross_entropy", "triton_red", "triton_per", "pooling",
+                    "pool2d", "max_pool", "avg_pool"}))
+    return KernelClass::Reduction;
+  if (any_of(full, {"elementwise", "vectorized", "unrolled", "copy", "fill", "cat_", "catarray", "index", "gather",
+                    "scatter", "embedding", "dropout", "triton_poi", "gelu", "relu", "silu", "sigmoid", "tanh", "where",
+                    "masked", "clamp", "threshold", "transpose", "permute", "pad", "upsample", "arange", "random",
+                    "philox", "distribution", "bernoulli", "cast", "convert", "memcpy", "memset", "apply_", "kernel_add",
+                    "rotary", "rope", "nchwtonhwc", "nhwctonchw", "scalepackedtensor", "bounds_check", "dense_representation"}))
+    return KernelClass::Elementwise;
+  // torch.compile's generated kernels named by their arguments only ("triton__0d1d2d", PyTorch
+  // 2.0-2.1), before Inductor named them triton_poi / triton_red / triton_per: fused
+  // elementwise chains, mostly.
+  if (full.rfind("triton_", 0) == 0) return KernelClass::Elementwise;
+  return KernelClass::Unknown;
+}
+
+NcclKernelName parse_nccl_kernel_name(std::string_view name) {
+  NcclKernelName out;
+  std::string s(name);
+  if (const auto p = s.find('('); p != std::string::npos) s.resize(p);
+  std::string rest;
+  for (std::string_view prefix : {"ncclKernel_", "ncclDevKernel_", "ncclKernel", "ncclDevKernel"}) {
+    if (s.rfind(prefix, 0) == 0) {
+      rest = s.substr(prefix.size());
+      break;
+    }
+  }
+  if (rest.empty()) {
+    if (lower(s).find("nccl") == std::string::npos && lower(s).find("rccl") == std::string::npos) return out;
+    out.op = "unknown";
+    return out;
+  }
+  std::vector<std::string> tokens;
+  std::size_t start = 0;
+  while (start <= rest.size()) {
+    const std::size_t end = rest.find('_', start);
+    tokens.push_back(rest.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  out.op = tokens.empty() || tokens[0].empty() ? std::string("unknown") : tokens[0];
+  for (std::size_t i = 1; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    const std::string next = i + 1 < tokens.size() ? tokens[i + 1] : "";
+    if ((t == "NVLS" || t == "COLLNET") && (next == "TREE" || next == "DIRECT" || next == "CHAIN")) {
+      out.algorithm = t + "_" + next;
+      ++i;
+    } else if (t == "RING" || t == "TREE" || t == "NVLS" || t == "COLLNET" || t == "PAT") {
+      out.algorithm = t;
+    } else if (t == "LL" || t == "LL128" || t == "SIMPLE") {
+      out.protocol = t;
+    }
+  }
+  return out;
+}
+
+std::vector<KinetoStepSummary> summarize_steps(const KinetoTrace& t) {
+  std::vector<KinetoStepSummary> out(t.steps.size());
+  std::vector<std::int64_t> first(t.steps.size(), -1), last(t.steps.size(), 0);
+  for (std::size_t i = 0; i < t.steps.size(); ++i) {
+    out[i].number = t.steps[i].number;
+    out[i].wall_s = static_cast<double>(t.steps[i].dur_ns) * 1e-9;
+  }
+  for (const KinetoKernel& k : t.kernels) {
+    if (k.step < 0 || k.device != t.device) continue;
+    const auto s = static_cast<std::size_t>(k.step);
+    const auto c = static_cast<std::size_t>(k.cls);
+    out[s].class_s[c] += static_cast<double>(k.dur_ns) * 1e-9;
+    ++out[s].class_count[c];
+    if (first[s] < 0 || k.start_ns < first[s]) first[s] = k.start_ns;
+    last[s] = std::max(last[s], k.start_ns + k.dur_ns);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (first[i] >= 0) out[i].gpu_span_s = static_cast<double>(last[i] - first[i]) * 1e-9;
+  return out;
+}
+
+MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& traces) {
+  STEPSIM_ASSERT(!traces.empty(), "no traces");
+  MeasuredTimeline m;
+  m.generator = "torch.profiler";
+  m.command = "torch.profiler";
+  for (const KinetoTrace& t : traces) m.source += (m.source.empty() ? "" : ", ") + t.source;
+  m.config.ranks = static_cast<std::int64_t>(traces.size());
+  const KinetoTrace& t0 = traces.front();
+  if (!t0.devices.empty()) {
+    for (const KinetoDevice& d : t0.devices)
+      if (d.id == t0.device) m.environment.device = d.name;
+    if (m.environment.device.empty()) m.environment.device = t0.devices.front().name;
+  }
+  m.environment.nccl = t0.nccl_version;
+  m.environment.gpus = t0.world_size > 0 ? t0.world_size : static_cast<std::int64_t>(traces.size());
+  // Steps present in every trace.
+  std::set<std::int64_t> common;
+  for (const KinetoStep& s : t0.steps) common.insert(s.number);
+  for (const KinetoTrace& t : traces) {
+    std::set<std::int64_t> here;
+    for (const KinetoStep& s : t.steps)
+      if (common.count(s.number)) here.insert(s.number);
+    common = std::move(here);
+  }
+  if (common.empty())
+    throw InputError(m.source, "", "the traces share no ProfilerStep number, expected the same steps profiled on every rank");
+  for (std::int64_t number : common) {
+    MeasuredIteration it;
+    it.iteration = number;
+    for (std::size_t r = 0; r < traces.size(); ++r) {
+      const KinetoTrace& t = traces[r];
+      std::int32_t step = -1;
+      for (std::size_t i = 0; i < t.steps.size(); ++i)
+        if (t.steps[i].number == number) step = static_cast<std::int32_t>(i);
+      MeasuredRank rank;
+      rank.rank = static_cast<std::int64_t>(r);
+      std::int64_t origin = -1;
+      for (const KinetoKernel& k : t.kernels)
+        if (k.step == step && k.device == t.device && (origin < 0 || k.start_ns < origin)) origin = k.start_ns;
+      if (origin < 0)
+        throw InputError(t.source, "", fmt::format("ProfilerStep#{} has no GPU event on device {}, expected the step's "
+                                                   "kernels (was the trace recorded with CUDA activities?)",
+                                                   number, t.device));
+      for (const KinetoKernel& k : t.kernels) {
+        if (k.step != step || k.device != t.device) continue;
+        MeasuredTask task;
+        task.name = k.host_copy ? std::string("memcpy (host)") : std::string(kernel_class_name(k.cls));
+        task.phase = k.phase;
+        task.stream = k.cls == KernelClass::Nccl ? "comm" : "compute";
+        task.start_s = static_cast<double>(k.start_ns - origin) * 1e-9;
+        task.end_s = static_cast<double>(k.start_ns - origin + k.dur_ns) * 1e-9;
+        rank.tasks.push_back(std::move(task));
+      }
+      it.ranks.push_back(std::move(rank));
+    }
+    m.iterations.push_back(std::move(it));
+  }
+  return m;
+}
+
+namespace {
+
+struct CollectiveGroup {
+  std::int64_t calls = 0;
+  double time_s = 0;
+  std::int64_t sized = 0;
+  double min_bytes = 0, max_bytes = 0;
+};
+
+double dtype_bytes(const std::string& dtype) {
+  const std::string d = lower(dtype);
+  if (d == "float" || d == "float32" || d == "int" || d == "int32") return 4;
+  if (d == "double" || d == "float64" || d == "long" || d == "int64") return 8;
+  if (d == "bfloat16" || d == "half" || d == "float16" || d == "short") return 2;
+  if (d == "byte" || d == "char" || d == "bool" || d == "int8" || d == "uint8" || d.find("float8") == 0) return 1;
+  return 0;
+}
+
+std::string collective_key(const KinetoCollective& c) {
+  return fmt::format("{} {} {}", c.op, c.algorithm.empty() ? "-" : c.algorithm, c.protocol.empty() ? "-" : c.protocol);
+}
+
+std::map<std::string, CollectiveGroup> collectives_of(const KinetoTrace& t) {
+  std::map<std::string, CollectiveGroup> out;
+  for (const KinetoKernel& k : t.kernels) {
+    if (k.collective < 0 || k.step < 0 || k.device != t.device) continue;
+    const KinetoCollective& c = t.collectives[static_cast<std::size_t>(k.collective)];
+    CollectiveGroup& g = out[collective_key(c)];
+    ++g.calls;
+    g.time_s += static_cast<double>(k.dur_ns) * 1e-9;
+    const double e = dtype_bytes(c.dtype);
+    if (c.in_nelems >= 0 && e > 0) {
+      const double bytes = static_cast<double>(c.in_nelems) * e;
+      g.min_bytes = g.sized == 0 ? bytes : std::min(g.min_bytes, bytes);
+      g.max_bytes = g.sized == 0 ? bytes : std::max(g.max_bytes, bytes);
+      ++g.sized;
+    }
+  }
+  return out;
+}
+
+/// Median over steps of one per-step figure.
+template <class F>
+double median_over(const std::vector<KinetoStepSummary>& steps, F f) {
+  std::vector<double> v;
+  for (const auto& s : steps) v.push_back(f(s));
+  return v.empty() ? 0.0 : median_of(v);
+}
+
+std::string device_name(const KinetoTrace& t) {
+  for (const KinetoDevice& d : t.devices)
+    if (d.id == t.device) return d.name;
+  return "unknown device";
+}
+
+std::string mb(double bytes) { return fmt::format("{:.3g} MB", bytes / 1e6); }
+
+}  // namespace
+
+std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
+  std::string s;
+  for (const KinetoTrace& t : traces) {
+    const auto steps = summarize_steps(t);
+    s += fmt::format("{}: {} trace, {} events ({}{})\n", t.source, t.gzipped ? "gzipped" : "plain", t.events,
+                     t.rank >= 0 ? fmt::format("rank {} of {}", t.rank, t.world_size) : std::string("no distributedInfo"),
+                     t.nccl_version.empty() ? "" : ", NCCL " + t.nccl_version);
+    s += fmt::format("  device     {} (device {}{}), {} GPU events, {} launches, {} CPU ops{}\n", device_name(t), t.device,
+                     [&] {
+                       for (const KinetoDevice& d : t.devices)
+                         if (d.id == t.device) return fmt::format(": {} SMs, {:.1f} GB", d.sms, d.memory_bytes / 1e9);
+                       return std::string();
+                     }(),
+                     t.kernels.size(), t.launches, t.cpu_ops, t.shapes_recorded ? " with input shapes" : "");
+    std::string numbers;
+    for (const KinetoStep& st : t.steps) numbers += (numbers.empty() ? "" : ", ") + std::to_string(st.number);
+    s += fmt::format("  steps      {} ({}); median over steps: wall {:.3f} ms, GPU span {:.3f} ms\n", t.steps.size(), numbers,
+                     1e3 * median_over(steps, [](const auto& x) { return x.wall_s; }),
+                     1e3 * median_over(steps, [](const auto& x) { return x.gpu_span_s; }));
+    s += fmt::format("  {:<14}{:>10}{:>14}{:>10}   (per step, median over steps)\n", "kernel class", "count", "time ms", "share");
+    double busy = 0;
+    std::array<double, kKernelClasses> per{};
+    std::array<double, kKernelClasses> count{};
+    for (std::size_t c = 0; c < kKernelClasses; ++c) {
+      per[c] = median_over(steps, [c](const auto& x) { return x.class_s[c]; });
+      count[c] = median_over(steps, [c](const auto& x) { return static_cast<double>(x.class_count[c]); });
+      busy += per[c];
+    }
+    for (std::size_t c = 0; c < kKernelClasses; ++c) {
+      if (count[c] == 0 && per[c] == 0) continue;
+      s += fmt::format("  {:<14}{:>10g}{:>14.3f}{:>9.1f} %\n", kClassNames[c], count[c], per[c] * 1e3,
+                       busy > 0 ? 100 * per[c] / busy : 0.0);
+    }
+    const auto coll = collectives_of(t);
+    if (!coll.empty()) {
+      s += fmt::format("  {:<34}{:>8}{:>14}  {}\n", "NCCL op / algorithm / protocol", "calls", "time ms", "sizes (in msg)");
+      for (const auto& [key, g] : coll)
+        s += fmt::format("  {:<34}{:>8}{:>14.3f}  {}\n", key, g.calls, g.time_s * 1e3,
+                         g.sized == 0 ? std::string("not recorded")
+                                      : fmt::format("{} .. {} ({} of {} calls)", mb(g.min_bytes), mb(g.max_bytes), g.sized, g.calls));
+      s += "  (calls and time over every step)\n";
+    }
+    if (!t.unknown_kernels.empty()) {
+      std::vector<std::pair<std::int64_t, std::string>> u;
+      std::int64_t total = 0;
+      for (const auto& [name, n] : t.unknown_kernels) u.emplace_back(-n, name), total += n;
+      std::sort(u.begin(), u.end());
+      s += fmt::format("  unclassified kernels: {} events of {} names (counted under 'unknown'):\n", total, u.size());
+      for (std::size_t i = 0; i < u.size() && i < 10; ++i)
+        s += fmt::format("    {:>6}  {}\n", -u[i].first, excerpt(u[i].second, 100));
+    }
+    for (const std::string& n : t.notes) s += "  note: " + n + "\n";
+  }
+  return s;
+}
+
+std::string kineto_summary_json(const std::vector<KinetoTrace>& traces) {
+  nlohmann::ordered_json j;
+  j["schema"] = "stepsim.kineto-summary/1";
+  j["traces"] = nlohmann::ordered_json::array();
+  for (const KinetoTrace& t : traces) {
+    nlohmann::ordered_json o;
+    o["source"] = t.source;
+    o["sha256"] = t.sha256;
+    o["file_bytes"] = t.file_bytes;
+    o["json_bytes"] = t.json_bytes;
+    o["gzipped"] = t.gzipped;
+    o["rank"] = t.rank >= 0 ? nlohmann::ordered_json(t.rank) : nlohmann::ordered_json();
+    o["world_size"] = t.world_size >= 0 ? nlohmann::ordered_json(t.world_size) : nlohmann::ordered_json();
+    o["backend"] = t.backend;
+    o["nccl_version"] = t.nccl_version;
+    o["device"] = t.device;
+    o["device_name"] = device_name(t);
+    o["events"] = t.events;
+    o["gpu_events"] = t.kernels.size();
+    o["launches"] = t.launches;
+    o["cpu_ops"] = t.cpu_ops;
+    o["shapes_recorded"] = t.shapes_recorded;
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+    for (const KinetoStepSummary& st : summarize_steps(t)) {
+      nlohmann::ordered_json x;
+      x["number"] = st.number;
+      x["wall_s"] = st.wall_s;
+      x["gpu_span_s"] = st.gpu_span_s;
+      nlohmann::ordered_json classes = nlohmann::ordered_json::object();
+      for (std::size_t c = 0; c < kKernelClasses; ++c)
+        if (st.class_count[c] > 0) classes[std::string(kClassNames[c])] = {{"count", st.class_count[c]}, {"time_s", st.class_s[c]}};
+      x["kernel_classes"] = std::move(classes);
+      steps.push_back(std::move(x));
+    }
+    o["steps"] = std::move(steps);
+    nlohmann::ordered_json coll = nlohmann::ordered_json::array();
+    for (const auto& [key, g] : collectives_of(t)) {
+      const KinetoCollective* any = nullptr;
+      for (const KinetoCollective& c : t.collectives)
+        if (collective_key(c) == key) any = &c;
+      coll.push_back({{"op", any->op},
+                      {"algorithm", any->algorithm},
+                      {"protocol", any->protocol},
+                      {"calls", g.calls},
+                      {"time_s", g.time_s},
+                      {"sized_calls", g.sized},
+                      {"min_bytes", g.sized ? nlohmann::ordered_json(g.min_bytes) : nlohmann::ordered_json()},
+                      {"max_bytes", g.sized ? nlohmann::ordered_json(g.max_bytes) : nlohmann::ordered_json()}});
+    }
+    o["collectives"] = std::move(coll);
+    nlohmann::ordered_json unknown = nlohmann::ordered_json::object();
+    for (const auto& [name, n] : t.unknown_kernels) unknown[name] = n;
+    o["unknown_kernels"] = std::move(unknown);
+    o["notes"] = t.notes;
+    j["traces"].push_back(std::move(o));
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace stepsim::validate

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+// PyTorch profiler (Kineto) traces in (issue 18): the Chrome-trace JSON that torch.profiler's
+// export_chrome_trace / tensorboard_trace_handler write (`traceEvents`, `deviceProperties`,
+// `distributedInfo`), plain or gzipped, read as a stream (the file is never held whole).
+//
+// What is read, and from which events (PyTorch's profiler output as Holistic Trace Analysis
+// reads it: facebookresearch/HolisticTraceAnalysis, hta/common/trace_parser.py):
+//   - steps: CPU annotations `ProfilerStep#N` (cat `user_annotation` or `cpu_op`);
+//   - GPU work: `kernel`, `gpu_memcpy`, `gpu_memset` events (older PyTorch: `Kernel`, `Memcpy`,
+//     `Memset`), each on `args.device` and `args.stream`;
+//   - launches: `cuda_runtime` / `cuda_driver` events (`Runtime`), joined to GPU work by
+//     `args.correlation`; a GPU event belongs to the step whose annotation holds its launch,
+//     and to the CPU op that encloses its launch on the launching thread (the innermost
+//     `cpu_op` by time, which is how HTA builds call stacks: the `External id` of GPU events
+//     names the op in newer traces only);
+//   - NCCL calls: `Collective name`, `In msg nelems`, `Out msg nelems`, `Group size`, `dtype`
+//     from the kernel's args (PyTorch ≥ 2.3) or else from its `record_param_comms` op's args;
+//     op, algorithm and protocol from the kernel name (`ncclKernel_AllReduce_RING_LL_Sum_float`,
+//     `ncclDevKernel_AllGather_RING_LL`);
+//   - `distributedInfo` (rank, world size, backend, process groups, NCCL version) and
+//     `deviceProperties` (name, SMs, memory).
+// Times are kept in integer nanoseconds from the trace's first GPU or step event: `ts` values
+// of ~1.7e15 µs lose sub-µs digits as doubles, so they are read from the JSON text.
+#pragma once
+
+#include "validate/measured_timeline.hpp"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stepsim::validate {
+
+/// What a GPU kernel does, from its name (classify_kernel) or its event category.
+enum class KernelClass {
+  Gemm,         ///< cuBLAS / cuBLASLt / CUTLASS / nvjet / Triton template / rocBLAS-Tensile matmuls
+  Conv,         ///< cuDNN / MIOpen convolutions (implicit GEMM, Winograd, FFT)
+  Attention,    ///< FlashAttention, cuDNN SDPA, memory-efficient attention
+  Nccl,         ///< NCCL / RCCL collectives and send/recv
+  Elementwise,  ///< pointwise kernels: copies, casts, fills, activations, dropout, embedding, indexing
+  Reduction,    ///< reductions: sums, softmax, losses, pooling
+  Norm,         ///< batch / layer / RMS norm
+  Optimizer,    ///< optimizer steps (multi_tensor_apply, fused Adam / SGD / LAMB)
+  Memcpy,       ///< gpu_memcpy events
+  Memset,       ///< gpu_memset events
+  Unknown,      ///< a kernel name no rule recognises (counted and reported, never dropped)
+};
+inline constexpr std::size_t kKernelClasses = 11;
+
+/// "gemm", "conv", "attention", "nccl", "elementwise", "reduction", "norm", "optimizer",
+/// "memcpy", "memset", "unknown".
+std::string_view kernel_class_name(KernelClass c);
+
+/// The class of a kernel event's name (never Memcpy / Memset: those are event categories).
+/// Rules, first match wins, on the lowercased name: "nccl" or "rccl" → Nccl; flash / fmha /
+/// attention / sdpa → Attention; conv / cudnn (except cuDNN's batch-norm kernels) / fprop /
+/// dgrad / wgrad / winograd / "scudnn" / "hcudnn" / MIOpen / cuDNN's offset kernels → Conv; gemm /
+/// gemv / cublas / cutlass / nvjet / "cijk_" (Tensile) / "triton_tem" / matmul → Gemm;
+/// multi_tensor_apply / adam / sgd / LAMB stages / _foreach → Optimizer; batch / layer / RMS / group
+/// norm names, "bn_", GammaBetaBackward → Norm; reduce / softmax / loss / nll / cross_entropy /
+/// pool / CUB / "triton_red" / "triton_per" → Reduction; elementwise / copy / fill / cat / index /
+/// gather / scatter / embedding / dropout / layout transforms / "triton_poi" / activation names,
+/// then any other "triton_" kernel → Elementwise; else Unknown. (The norm rule comes before the
+/// conv rule: cuDNN's batch-norm kernels live in namespace cudnn.)
+KernelClass classify_kernel(std::string_view name);
+
+/// An NCCL kernel's name read apart: op ("AllReduce", "AllGather", "ReduceScatter",
+/// "Broadcast", "Reduce", "SendRecv", ...), algorithm ("RING", "TREE", "NVLS", "NVLS_TREE",
+/// "COLLNET_DIRECT", "COLLNET_CHAIN", "PAT"; "" when the name does not say, as
+/// `ncclDevKernel_Generic` or SendRecv) and protocol ("LL", "LL128", "SIMPLE" or "").
+struct NcclKernelName {
+  std::string op, algorithm, protocol;
+};
+
+/// Reads `ncclKernel_OP_ALGO_PROTO_...` (NCCL ≤ 2.18) and `ncclDevKernel_OP_..._ALGO_PROTO`
+/// (NCCL ≥ 2.19); op empty when `name` is not an NCCL kernel name.
+NcclKernelName parse_nccl_kernel_name(std::string_view name);
+
+/// One NCCL call as a trace records it.
+struct KinetoCollective {
+  std::string op;         ///< the kernel name's op ("AllReduce")
+  std::string name;       ///< PyTorch's `Collective name` ("allreduce", "_allgather_base"); "" when absent
+  std::string algorithm;  ///< from the kernel name
+  std::string protocol;   ///< from the kernel name
+  std::string dtype;      ///< `dtype` ("Float", "BFloat16"); "" when absent
+  std::int64_t in_nelems = -1, out_nelems = -1;  ///< `In/Out msg nelems`; -1 when absent
+  std::int64_t group_size = -1;                  ///< `Group size`; -1 when absent
+  bool args_from_kernel = false;  ///< the sizes came from the kernel's args (else its CPU op's, or none)
+};
+
+/// One GPU event (kernel, memcpy or memset).
+struct KinetoKernel {
+  std::uint32_t name = 0;  ///< index into KinetoTrace::names
+  KernelClass cls = KernelClass::Unknown;
+  MeasuredPhase phase = MeasuredPhase::Forward;  ///< from its launch (KinetoTrace comment)
+  std::int32_t device = 0;
+  std::int64_t stream = 0;
+  std::int64_t start_ns = 0, dur_ns = 0;  ///< from KinetoTrace::origin
+  std::int32_t step = -1;        ///< index into KinetoTrace::steps; -1 outside every step
+  std::int32_t cpu_op = -1;      ///< index into KinetoTrace::ops: the op that launched it; -1 unknown
+  std::int32_t collective = -1;  ///< index into KinetoTrace::collectives (NCCL kernels)
+  std::int64_t bytes = -1;       ///< memcpy / memset `bytes`; -1 when absent
+  bool host_copy = false;        ///< a memcpy to or from the host (HtoD, DtoH, ...)
+  bool launched = false;         ///< joined to its launch event by correlation id
+};
+
+/// A CPU op that launched GPU work: its name and, with record_shapes, its `Input Dims` (as
+/// the JSON text the trace holds).
+struct KinetoCpuOp {
+  std::uint32_t name = 0;  ///< index into KinetoTrace::names
+  std::string input_dims;  ///< "" when not recorded
+};
+
+/// A `ProfilerStep#N` annotation (or the whole trace when it has none).
+struct KinetoStep {
+  std::int64_t number = 0;
+  std::int64_t start_ns = 0, dur_ns = 0;  ///< the CPU annotation's span, from KinetoTrace::origin
+};
+
+/// One entry of `deviceProperties`.
+struct KinetoDevice {
+  std::int64_t id = 0;
+  std::string name;
+  std::int64_t sms = 0;
+  double memory_bytes = 0;
+  std::int64_t compute_major = 0, compute_minor = 0;
+};
+
+/// One entry of `distributedInfo.pg_config`.
+struct KinetoProcessGroup {
+  std::string name, description;
+  std::int64_t size = 0;
+  std::vector<std::int64_t> ranks;
+};
+
+/// A whole trace file, reduced to what stepsim uses.
+struct KinetoTrace {
+  std::string source;        ///< the file, for messages
+  std::string sha256;        ///< of the file's bytes as stored (compressed when gzipped)
+  std::uintmax_t file_bytes = 0;
+  std::uintmax_t json_bytes = 0;  ///< after decompression
+  bool gzipped = false;
+  std::int64_t rank = -1, world_size = -1;  ///< distributedInfo; -1 when absent
+  std::string backend, nccl_version;
+  std::vector<KinetoProcessGroup> process_groups;
+  std::vector<KinetoDevice> devices;
+  std::int64_t events = 0;            ///< every element of traceEvents
+  std::int64_t cpu_ops = 0;           ///< cpu_op / user_annotation events read
+  std::int64_t launches = 0;          ///< runtime events with a correlation id
+  bool shapes_recorded = false;       ///< some op carries `Input Dims`
+  std::int64_t origin_us = 0;         ///< the trace's earliest step or GPU event `ts`, whole µs
+  std::int32_t device = 0;            ///< the GPU most of the kernels ran on (this rank's)
+  std::vector<std::string> names;     ///< kernel and op names, each once
+  std::vector<KinetoStep> steps;      ///< by start
+  std::vector<KinetoKernel> kernels;  ///< by start
+  std::vector<KinetoCpuOp> ops;
+  std::vector<KinetoCollective> collectives;
+  std::map<std::string, std::int64_t> unknown_kernels;  ///< name → count, for the report
+  /// What the reader had to assume (no ProfilerStep annotations, GPU events without a launch,
+  /// kernels on other devices), said where the figures are printed.
+  std::vector<std::string> notes;
+};
+
+/// Reads one trace file (plain JSON, or gzip when its first bytes are gzip's magic).
+/// @throws InputError, one line naming the file, the JSON path and what was expected: a
+///         missing or unreadable file (read_input_file's rules), a corrupt or truncated gzip
+///         stream, text that is not JSON (with its byte offset), JSON nested deeper than 64,
+///         more than 16 GiB of JSON, a top level that is not an object with a `traceEvents`
+///         array, an event that is not an object, a kernel / memcpy / memset / runtime / step
+///         event without a numeric `ts` or with a `dur` that is missing, negative or not a
+///         number, `args` that is not an object, a non-integer `correlation`, `device` or
+///         `stream`, a `ProfilerStep#` name without an integer, one step number twice,
+///         `deviceProperties` that is not an array of objects, `distributedInfo` that is not an
+///         object, or a rank / world size that is not an integer in range.
+KinetoTrace read_kineto_trace(const std::string& path);
+
+/// Reads several traces: files, or folders whose `*.json` / `*.json.gz` files are read (sorted
+/// by name). Traces are ordered by rank (file order when ranks are absent).
+/// @throws InputError as read_kineto_trace; also for no paths, a folder without trace files,
+///         two traces of one rank, or traces that disagree on the world size.
+std::vector<KinetoTrace> read_kineto_traces(const std::vector<std::string>& paths);
+
+/// True when `path` looks like a profiler trace rather than a MEASURED.json: a folder, gzip's
+/// magic bytes, or `"traceEvents"` / `"schemaVersion"` in the first 64 KiB. Never throws (an
+/// unreadable path is left to the reader that will name it).
+bool looks_like_kineto_trace(const std::string& path);
+
+/// Per-step figures of one trace, on its own device.
+struct KinetoStepSummary {
+  std::int64_t number = 0;
+  double wall_s = 0;      ///< the ProfilerStep annotation's length
+  double gpu_span_s = 0;  ///< first GPU event start to last end, of the step's events
+  std::array<double, kKernelClasses> class_s{};  ///< Σ event durations per KernelClass
+  std::array<std::int64_t, kKernelClasses> class_count{};
+};
+
+/// The steps of `t` (by start), each with its kernels summed by class.
+std::vector<KinetoStepSummary> summarize_steps(const KinetoTrace& t);
+
+/// The traces as stepsim's measured timeline (command "torch.profiler"): one iteration per step
+/// number present in every trace, one rank per trace, one task per GPU event of that step on
+/// the trace's device, named by its KernelClass ("memcpy (host)" for copies to or from the
+/// host), with its phase, stream "comm" (NCCL) or
+/// "compute", and times from the step's first GPU event. Phase rules: NCCL → communication;
+/// memcpy / memset → overhead; a kernel launched inside `Optimizer.step` / `Optimizer.zero_grad`
+/// (or PyTorch's `optimizer` annotations) → optimizer; launched from the autograd engine
+/// (`autograd::engine::evaluate_function`, a `*Backward*` op, or another thread than the step's)
+/// → backward; the rest → forward.
+/// @throws InputError naming the traces when no step number is common to all of them or a
+///         common step has no GPU event on some trace.
+MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& traces);
+
+/// Text report of traces: per trace its device, rank, steps, GPU events by class (count and
+/// time per step, median over steps), NCCL calls by op / algorithm / protocol with their
+/// sizes, unknown kernel names (the most frequent 10) and notes.
+std::string kineto_summary_text(const std::vector<KinetoTrace>& traces);
+
+/// The same as JSON text (schema "stepsim.kineto-summary/1").
+std::string kineto_summary_json(const std::vector<KinetoTrace>& traces);
+
+}  // namespace stepsim::validate
