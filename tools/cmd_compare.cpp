@@ -54,8 +54,8 @@ int cmd_compare(const CompareArgs& a) {
     j["iterations"] = c.iterations;
     j["ranks"] = c.ranks;
     j["phases"] = rows_json(c.phases);
+    j["tasks"] = rows_json(c.tasks);  // empty against traces: their tasks are kernels
     if (traces) j["kernel_classes"] = rows_json(c.kernel_classes);
-    else j["tasks"] = rows_json(c.tasks);
     j["predicted_only"] = c.predicted_only;
     j["measured_only"] = c.measured_only;
     j["warnings"] = c.warnings;

@@ -6,7 +6,7 @@
 # needs them.
 #   bash tools/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 # Default: 14 s for each of scenario, profile, model, units, nccl_tests, override (one --set
-# assignment), calibration (overlay files). Exit 1 when a
+# assignment), calibration (overlay files), kineto (profiler traces). Exit 1 when a
 # target crashes, leaks, times out or breaks an invariant; the reproducer is under
 # build-fuzz/artifacts/<target>/ (replay: build-fuzz/bin/stepsim_fuzz_<target> FILE).
 # Crash inputs belong in tests/fuzz/regressions/<target>/ once minimised (-minimize_crash=1).
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-14}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scenario profile model units nccl_tests override calibration)
+[ ${#targets[@]} -gt 0 ] || targets=(scenario profile model units nccl_tests override calibration kineto)
 
 bash tools/setup.sh
 fuzz_packages=(clang libclang-rt-14-dev)
@@ -44,9 +44,10 @@ declare -A seeds=(
   [units]="tests/fuzz/corpus/units"
   [override]="tests/fuzz/corpus/override"
   [calibration]="tests/errors/inputs"
+  [kineto]="tests/errors/inputs"
 )
 declare -A dicts=([scenario]=json [profile]=json [model]=json [units]=units [nccl_tests]=nccl_tests [override]=json
-  [calibration]=json)
+  [calibration]=json [kineto]=json)
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"

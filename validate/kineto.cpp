@@ -171,6 +171,19 @@ std::vector<KinetoStepSummary> summarize_steps(const KinetoTrace& t) {
 
 MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& traces) {
   STEPSIM_ASSERT(!traces.empty(), "no traces");
+  // The ranks of one job: each rank once, one world size.
+  for (std::size_t i = 1; i < traces.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const KinetoTrace &a = traces[j], &b = traces[i];
+      if (a.rank >= 0 && a.rank == b.rank)
+        throw InputError(b.source, "/distributedInfo/rank",
+                         fmt::format("expected one trace per rank of one job, got rank {} again (also {})", b.rank, a.source));
+    }
+    if (traces[i].world_size != traces[0].world_size)
+      throw InputError(traces[i].source, "/distributedInfo/world_size",
+                       fmt::format("expected the world size of {} ({}), got {}: traces of one job", traces[0].source,
+                                   traces[0].world_size, traces[i].world_size));
+  }
   MeasuredTimeline m;
   m.generator = "torch.profiler";
   m.command = "torch.profiler";

@@ -177,10 +177,13 @@ struct KinetoTrace {
 ///         object, or a rank / world size that is not an integer in range.
 KinetoTrace read_kineto_trace(const std::string& path);
 
+/// Same, from the bytes of a trace file (plain or gzip) held in memory; `source` names it in
+/// messages. @throws InputError as read_kineto_trace.
+KinetoTrace parse_kineto_trace(std::string_view bytes, const std::string& source);
+
 /// Reads several traces: files, or folders whose `*.json` / `*.json.gz` files are read (sorted
 /// by name). Traces are ordered by rank (file order when ranks are absent).
-/// @throws InputError as read_kineto_trace; also for no paths, a folder without trace files,
-///         two traces of one rank, or traces that disagree on the world size.
+/// @throws InputError as read_kineto_trace; also for no paths or a folder without trace files.
 std::vector<KinetoTrace> read_kineto_traces(const std::vector<std::string>& paths);
 
 /// True when `path` looks like a profiler trace rather than a MEASURED.json: a folder, gzip's
@@ -209,8 +212,9 @@ std::vector<KinetoStepSummary> summarize_steps(const KinetoTrace& t);
 /// (or PyTorch's `optimizer` annotations) → optimizer; launched from the autograd engine
 /// (`autograd::engine::evaluate_function`, a `*Backward*` op, or another thread than the step's)
 /// → backward; the rest → forward.
-/// @throws InputError naming the traces when no step number is common to all of them or a
-///         common step has no GPU event on some trace.
+/// @throws InputError naming the traces when two have one rank, their world sizes differ (they
+///         are not the ranks of one job), no step number is common to all of them, or a common
+///         step has no GPU event on some trace.
 MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& traces);
 
 /// Text report of traces: per trace its device, rank, steps, GPU events by class (count and

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <istream>
 #include <limits>
 #include <optional>
@@ -40,11 +41,14 @@ const std::string kExpected = "a PyTorch profiler trace (Kineto Chrome-trace JSO
 /// (concatenated members included), hashed as stored.
 class TraceBytes final : public std::streambuf {
  public:
-  TraceBytes(InputFile& file, Sha256& sha) : file_(file), sha_(sha), raw_(kChunk), out_(kChunk) {
+  /// `read(buf, n)`: up to n more bytes of the file into buf, 0 at its end.
+  using ReadSome = std::function<std::size_t(char*, std::size_t)>;
+  TraceBytes(ReadSome read, std::string source, Sha256& sha)
+      : read_(std::move(read)), source_(std::move(source)), sha_(sha), raw_(kChunk), out_(kChunk) {
     raw_len_ = read_raw();
     gzip_ = raw_len_ >= 2 && static_cast<unsigned char>(raw_[0]) == 0x1f && static_cast<unsigned char>(raw_[1]) == 0x8b;
     if (gzip_) {
-      if (inflateInit2(&z_, 15 + 16) != Z_OK) throw InputError(file_.path(), "", "cannot start gzip decompression");
+      if (inflateInit2(&z_, 15 + 16) != Z_OK) throw InputError(source_, "", "cannot start gzip decompression");
       z_open_ = true;
       z_.next_in = reinterpret_cast<Bytef*>(raw_.data());
       z_.avail_in = static_cast<uInt>(raw_len_);
@@ -65,7 +69,7 @@ class TraceBytes final : public std::streambuf {
     if (n == 0) return traits_type::eof();
     produced_ += n;
     if (produced_ > kMaxJsonBytes)
-      throw InputError(file_.path(), "", fmt::format("holds more than {} of JSON (the most stepsim reads), expected {}",
+      throw InputError(source_, "", fmt::format("holds more than {} of JSON (the most stepsim reads), expected {}",
                                                      format_byte_limit(kMaxJsonBytes), kExpected));
     setg(out_.data(), out_.data(), out_.data() + n);
     return traits_type::to_int_type(out_[0]);
@@ -73,7 +77,7 @@ class TraceBytes final : public std::streambuf {
 
  private:
   std::size_t read_raw() {
-    const std::size_t n = file_.read_some(raw_.data(), raw_.size());
+    const std::size_t n = read_(raw_.data(), raw_.size());
     sha_.update(std::string_view(raw_.data(), n));
     return n;
   }
@@ -84,7 +88,7 @@ class TraceBytes final : public std::streambuf {
       std::copy(raw_.begin(), raw_.begin() + static_cast<std::ptrdiff_t>(raw_len_), out_.begin());
       if (raw_len_ > 0) return raw_len_;
     }
-    const std::size_t n = file_.read_some(out_.data(), out_.size());
+    const std::size_t n = read_(out_.data(), out_.size());
     sha_.update(std::string_view(out_.data(), n));
     return n;
   }
@@ -99,7 +103,7 @@ class TraceBytes final : public std::streambuf {
       }
       if (member_done_) {
         if (z_.avail_in == 0) return 0;  // the end of the last member
-        if (inflateReset(&z_) != Z_OK) throw InputError(file_.path(), "", "cannot restart gzip decompression");
+        if (inflateReset(&z_) != Z_OK) throw InputError(source_, "", "cannot restart gzip decompression");
         member_done_ = false;
       }
       z_.next_out = reinterpret_cast<Bytef*>(out_.data());
@@ -108,17 +112,18 @@ class TraceBytes final : public std::streambuf {
       const std::size_t n = out_.size() - z_.avail_out;
       if (rc == Z_STREAM_END) member_done_ = true;
       else if (rc == Z_BUF_ERROR && raw_eof_ && n == 0)
-        throw InputError(file_.path(), "", "its gzip data ends early (a truncated file?), expected " + kExpected);
+        throw InputError(source_, "", "its gzip data ends early (a truncated file?), expected " + kExpected);
       else if (rc != Z_OK && rc != Z_BUF_ERROR)
-        throw InputError(file_.path(), "", fmt::format("is not valid gzip data ({}) at compressed byte {}, expected {}",
+        throw InputError(source_, "", fmt::format("is not valid gzip data ({}) at compressed byte {}, expected {}",
                                                        z_.msg ? z_.msg : "inflate failed", z_.total_in, kExpected));
       if (n > 0) return n;
       if (raw_eof_ && !member_done_ && z_.avail_in == 0)
-        throw InputError(file_.path(), "", "its gzip data ends early (a truncated file?), expected " + kExpected);
+        throw InputError(source_, "", "its gzip data ends early (a truncated file?), expected " + kExpected);
     }
   }
 
-  InputFile& file_;
+  ReadSome read_;
+  std::string source_;
   Sha256& sha_;
   std::vector<char> raw_, out_;
   std::size_t raw_len_ = 0;
@@ -178,7 +183,7 @@ struct RawOp {
   std::uint32_t name = 0;
   std::int64_t thread = 0;  ///< (pid, tid) as a small id
   std::int64_t ts_ns = 0, dur_ns = 0;
-  std::string input_dims;
+  std::uint32_t input_dims = 0;  ///< index into Reader::dims_ (0: not recorded); shapes repeat every step
   std::int32_t comm = -1;  ///< index into the comm args read from ops
   bool step = false;
   std::int64_t step_number = 0;
@@ -268,7 +273,9 @@ class Reader {
       }
       if (args) {
         if (args->has("Input Dims")) {
-          op.input_dims = args->value("Input Dims").dump();
+          const auto [it, fresh] = dims_ids_.try_emplace(args->value("Input Dims").dump(), static_cast<std::uint32_t>(dims_.size()));
+          if (fresh) dims_.push_back(it->first);
+          op.input_dims = it->second;
           t_.shapes_recorded = true;
         }
         KinetoCollective c;
@@ -374,6 +381,8 @@ class Reader {
   KinetoTrace& t_;
   std::unordered_map<std::string, std::uint32_t> ids_;
   std::unordered_map<std::string, std::int64_t> threads_;
+  std::unordered_map<std::string, std::uint32_t> dims_ids_;
+  std::vector<std::string> dims_ = {std::string()};
   std::vector<RawOp> ops_;
   std::vector<RawLaunch> launches_;
   std::vector<RawGpu> gpu_;
@@ -503,7 +512,7 @@ void Reader::finish() {
         if (m < 0) {
           m = static_cast<std::int32_t>(t_.ops.size());
           const RawOp& o = ops_[static_cast<std::size_t>(in->op)];
-          t_.ops.push_back({o.name, o.input_dims});
+          t_.ops.push_back({o.name, dims_[o.input_dims]});
         }
         k.cpu_op = m;
       }
@@ -680,13 +689,14 @@ class Sax final : public nlohmann::json_sax<json> {
 
 }  // namespace
 
-KinetoTrace read_kineto_trace(const std::string& path) {
+namespace {
+
+KinetoTrace parse_trace(TraceBytes::ReadSome read, const std::string& source, std::uintmax_t file_bytes) {
   KinetoTrace t;
-  t.source = path;
-  InputFile file(path, kExpected);
-  t.file_bytes = file.size_bytes();
+  t.source = source;
+  t.file_bytes = file_bytes;
   Sha256 sha;
-  TraceBytes bytes(file, sha);
+  TraceBytes bytes(std::move(read), source, sha);
   std::istream in(&bytes);
   Reader reader(t);
   Sax sax(reader, t.source);
@@ -694,11 +704,11 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   t.gzipped = bytes.gzipped();
   t.json_bytes = bytes.produced();
   if (!sax.root().is_object())
-    throw InputError(path, "", fmt::format("expected {}: a JSON object with traceEvents, got {}", kExpected, sax.root().type_name()));
+    throw InputError(source, "", fmt::format("expected {}: a JSON object with traceEvents, got {}", kExpected, sax.root().type_name()));
   if (!sax.saw_events()) {
     if (sax.root().contains("traceEvents"))
-      throw InputError(path, "/traceEvents", fmt::format("expected an array of events, got {}", sax.root()["traceEvents"].type_name()));
-    throw InputError(path, "/traceEvents",
+      throw InputError(source, "/traceEvents", fmt::format("expected an array of events, got {}", sax.root()["traceEvents"].type_name()));
+    throw InputError(source, "/traceEvents",
                      sax.root().contains("schema") ? "required field is missing: this is not a profiler trace (it has a 'schema' "
                                                      "key: a stepsim.measured/1 timeline?), expected " + kExpected
                                                    : "required field is missing, expected " + kExpected);
@@ -706,6 +716,25 @@ KinetoTrace read_kineto_trace(const std::string& path) {
   reader.finish();
   t.sha256 = sha.hex();
   return t;
+}
+
+}  // namespace
+
+KinetoTrace read_kineto_trace(const std::string& path) {
+  InputFile file(path, kExpected);
+  return parse_trace([&file](char* buf, std::size_t n) { return file.read_some(buf, n); }, path, file.size_bytes());
+}
+
+KinetoTrace parse_kineto_trace(std::string_view bytes, const std::string& source) {
+  std::size_t at = 0;
+  return parse_trace(
+      [&](char* buf, std::size_t n) {
+        const std::size_t k = std::min(n, bytes.size() - at);
+        std::copy(bytes.data() + at, bytes.data() + at + k, buf);
+        at += k;
+        return k;
+      },
+      source, bytes.size());
 }
 
 bool looks_like_kineto_trace(const std::string& path) {
@@ -744,15 +773,6 @@ std::vector<KinetoTrace> read_kineto_traces(const std::vector<std::string>& path
   std::vector<KinetoTrace> traces;
   for (const std::string& f : files) traces.push_back(read_kineto_trace(f));
   std::stable_sort(traces.begin(), traces.end(), [](const KinetoTrace& a, const KinetoTrace& b) { return a.rank < b.rank; });
-  for (std::size_t i = 1; i < traces.size(); ++i) {
-    const KinetoTrace &a = traces[i - 1], &b = traces[i];
-    if (a.rank >= 0 && a.rank == b.rank)
-      throw InputError(b.source, "/distributedInfo/rank",
-                       fmt::format("expected one trace per rank, got rank {} again (also {})", b.rank, a.source));
-    if (a.world_size != b.world_size)
-      throw InputError(b.source, "/distributedInfo/world_size",
-                       fmt::format("expected the world size of {} ({}), got {}", a.source, a.world_size, b.world_size));
-  }
   return traces;
 }
 

@@ -364,7 +364,7 @@ TEST_CASE("kineto: several traces: one per rank, one world size, common steps", 
     }
     return "(accepted)";
   };
-  CHECK(message({a, b}).find("expected one trace per rank, got rank 0 again") != std::string::npos);
+  CHECK(message({a, b}).find("expected one trace per rank of one job, got rank 0 again") != std::string::npos);
   CHECK(message({a, c}).find("expected the world size of") != std::string::npos);
   const std::string e = d.write("e.json", R"({"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [
     {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#8", "pid": 1, "tid": 1, "ts": 1000, "dur": 500}]})");
