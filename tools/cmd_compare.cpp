@@ -59,7 +59,7 @@ int cmd_compare(const CompareArgs& a) {
     j["predicted_only"] = c.predicted_only;
     j["measured_only"] = c.measured_only;
     j["warnings"] = c.warnings;
-    print(j.dump(2) + "\n");
+    print(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
   } else {
     print(validate::comparison_text(c, a.tasks));
   }

@@ -3,6 +3,7 @@
 #include "validate/compare.hpp"
 
 #include "models/simulate.hpp"
+#include "sim/support/error.hpp"
 #include "validate/stats.hpp"
 
 #include "hardware/task_cost.hpp"
@@ -114,7 +115,8 @@ PhaseTimes measured_phase_times(const MeasuredTimeline& m) {
     PhaseTimes sum;
     double slowest = 0;
     for (const MeasuredRank& r : it.ranks) {
-      const PhaseTimes p = phase_times(r.tasks);
+      PhaseTimes p = phase_times(r.tasks);
+      if (r.step_s > 0) p.step_s = r.step_s;
       sum.forward_s += p.forward_s;
       sum.backward_s += p.backward_s;
       sum.comm_s += p.comm_s;
@@ -189,6 +191,7 @@ Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& mea
   out.measured_source = measured.source;
   out.iterations = measured.iterations.size();
   out.ranks = measured.config.ranks;
+  for (const std::string& n : measured.notes) out.warnings.push_back(n);
   if (from_trace(measured)) {
     if (scenario.parallelism.dp != measured.environment.gpus)
       out.warnings.push_back(fmt::format("parallelism.dp: scenario {}, profiled job {} ranks (distributedInfo.world_size)",
@@ -254,16 +257,16 @@ Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& mea
 std::string comparison_text(const Comparison& c, bool with_tasks) {
   auto err = [](double e) { return std::isfinite(e) ? fmt::format("{:+.1f} %", 100.0 * e) : std::string("n/a"); };
   std::string s = fmt::format("predicted ({}) vs measured ({}: {} iteration{}, {} rank{}; median over iterations)\n",
-                              c.scenario_source, c.measured_source, c.iterations, c.iterations == 1 ? "" : "s",
+                              one_line(c.scenario_source), one_line(c.measured_source), c.iterations, c.iterations == 1 ? "" : "s",
                               c.ranks, c.ranks == 1 ? "" : "s");
   s += fmt::format("  {:<16}{:>14}{:>14}{:>11}\n", "phase", "predicted ms", "measured ms", "error");
   for (const CompareRow& r : c.phases)
-    s += fmt::format("  {:<16}{:>14.3f}{:>14.3f}{:>11}\n", r.name, r.predicted_s * 1e3, r.measured_s * 1e3, err(r.rel_error));
+    s += fmt::format("  {:<16}{:>14.3f} {:>13.3f} {:>10}\n", r.name, r.predicted_s * 1e3, r.measured_s * 1e3, err(r.rel_error));
   if (!c.kernel_classes.empty()) {
     s += "GPU time per step by kernel class (predicted: rank 0's kernels alone; measured: summed kernel durations)\n";
     s += fmt::format("  {:<24}{:>14}{:>14}{:>11}\n", "kernel class", "predicted ms", "measured ms", "error");
     for (const CompareRow& r : c.kernel_classes)
-      s += fmt::format("  {:<24}{:>14.3f}{:>14.3f}{:>11}\n", r.name, r.predicted_s * 1e3, r.measured_s * 1e3, err(r.rel_error));
+      s += fmt::format("  {:<24}{:>14.3f} {:>13.3f} {:>10}\n", r.name, r.predicted_s * 1e3, r.measured_s * 1e3, err(r.rel_error));
   } else {
     s += fmt::format("tasks matched by name: {} (simulated only: {}, measured only: {})\n", c.tasks.size(),
                      c.predicted_only.size(), c.measured_only.size());
@@ -283,7 +286,7 @@ std::string comparison_text(const Comparison& c, bool with_tasks) {
   };
   list("simulated only", c.predicted_only);
   list("measured only", c.measured_only);
-  for (const std::string& w : c.warnings) s += "warning: " + w + "\n";
+  for (const std::string& w : c.warnings) s += "warning: " + one_line(w) + "\n";
   return s;
 }
 

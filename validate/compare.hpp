@@ -30,7 +30,8 @@ struct PhaseTimes {
 PhaseTimes phase_times(const std::vector<MeasuredTask>& tasks);
 
 /// Phase figures of a whole measurement: per iteration, the mean over ranks (the step: the
-/// slowest rank), then the median over iterations (robust to one slow step).
+/// slowest rank; a rank's step is MeasuredRank::step_s when set, else its latest task end), then
+/// the median over iterations (robust to one slow step).
 PhaseTimes measured_phase_times(const MeasuredTimeline& m);
 
 /// One row of the comparison: predicted and measured seconds and (predicted − measured) /

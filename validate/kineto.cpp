@@ -171,18 +171,23 @@ std::vector<KinetoStepSummary> summarize_steps(const KinetoTrace& t) {
 
 MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& traces) {
   STEPSIM_ASSERT(!traces.empty(), "no traces");
-  // The ranks of one job: each rank once, one world size.
+  // The ranks of one job: each trace once, each rank once, one world size.
+  auto world = [](const KinetoTrace& t) {
+    return t.world_size > 0 ? fmt::format("world size {}", t.world_size) : std::string("no distributedInfo");
+  };
   for (std::size_t i = 1; i < traces.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       const KinetoTrace &a = traces[j], &b = traces[i];
+      if (a.sha256 == b.sha256 && !a.sha256.empty())
+        throw InputError(b.source, "", fmt::format("is the same trace as {} (same SHA-256), expected one trace per rank", a.source));
       if (a.rank >= 0 && a.rank == b.rank)
         throw InputError(b.source, "/distributedInfo/rank",
                          fmt::format("expected one trace per rank of one job, got rank {} again (also {})", b.rank, a.source));
     }
     if (traces[i].world_size != traces[0].world_size)
       throw InputError(traces[i].source, "/distributedInfo/world_size",
-                       fmt::format("expected the world size of {} ({}), got {}: traces of one job", traces[0].source,
-                                   traces[0].world_size, traces[i].world_size));
+                       fmt::format("expected the ranks of one job: {} has {}, this trace {}", traces[0].source,
+                                   world(traces[0]), world(traces[i])));
   }
   MeasuredTimeline m;
   m.generator = "torch.profiler";
@@ -208,23 +213,26 @@ MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& t
   }
   if (common.empty())
     throw InputError(m.source, "", "the traces share no ProfilerStep number, expected the same steps profiled on every rank");
+  std::vector<std::int64_t> empty;
   for (std::int64_t number : common) {
     MeasuredIteration it;
     it.iteration = number;
-    for (std::size_t r = 0; r < traces.size(); ++r) {
+    bool complete = true;
+    for (std::size_t r = 0; r < traces.size() && complete; ++r) {
       const KinetoTrace& t = traces[r];
       std::int32_t step = -1;
       for (std::size_t i = 0; i < t.steps.size(); ++i)
         if (t.steps[i].number == number) step = static_cast<std::int32_t>(i);
       MeasuredRank rank;
       rank.rank = static_cast<std::int64_t>(r);
+      rank.step_s = static_cast<double>(t.steps[static_cast<std::size_t>(step)].dur_ns) * 1e-9;
       std::int64_t origin = -1;
       for (const KinetoKernel& k : t.kernels)
         if (k.step == step && k.device == t.device && (origin < 0 || k.start_ns < origin)) origin = k.start_ns;
-      if (origin < 0)
-        throw InputError(t.source, "", fmt::format("ProfilerStep#{} has no GPU event on device {}, expected the step's "
-                                                   "kernels (was the trace recorded with CUDA activities?)",
-                                                   number, t.device));
+      if (origin < 0) {
+        complete = false;
+        break;
+      }
       for (const KinetoKernel& k : t.kernels) {
         if (k.step != step || k.device != t.device) continue;
         MeasuredTask task;
@@ -237,7 +245,16 @@ MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& t
       }
       it.ranks.push_back(std::move(rank));
     }
-    m.iterations.push_back(std::move(it));
+    if (complete) m.iterations.push_back(std::move(it));
+    else empty.push_back(number);
+  }
+  if (m.iterations.empty())
+    throw InputError(m.source, "", "no ProfilerStep has GPU events on every trace, expected the steps' kernels (was the "
+                                   "trace recorded with ProfilerActivity.CUDA?)");
+  if (!empty.empty()) {
+    std::string list;
+    for (std::int64_t n : empty) list += (list.empty() ? "#" : ", #") + std::to_string(n);
+    m.notes.push_back(fmt::format("ProfilerStep {} left out: no GPU event on some trace", list));
   }
   return m;
 }
@@ -305,10 +322,10 @@ std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
   std::string s;
   for (const KinetoTrace& t : traces) {
     const auto steps = summarize_steps(t);
-    s += fmt::format("{}: {} trace, {} events ({}{})\n", t.source, t.gzipped ? "gzipped" : "plain", t.events,
+    s += fmt::format("{}: {} trace, {} events ({}{})\n", one_line(t.source), t.gzipped ? "gzipped" : "plain", t.events,
                      t.rank >= 0 ? fmt::format("rank {} of {}", t.rank, t.world_size) : std::string("no distributedInfo"),
-                     t.nccl_version.empty() ? "" : ", NCCL " + t.nccl_version);
-    s += fmt::format("  device     {} (device {}{}), {} GPU events, {} launches, {} CPU ops{}\n", device_name(t), t.device,
+                     t.nccl_version.empty() ? "" : ", NCCL " + one_line(t.nccl_version));
+    s += fmt::format("  device     {} (device {}{}), {} GPU events, {} launches, {} CPU ops{}\n", one_line(device_name(t)), t.device,
                      [&] {
                        for (const KinetoDevice& d : t.devices)
                          if (d.id == t.device) return fmt::format(": {} SMs, {:.1f} GB", d.sms, d.memory_bytes / 1e9);
@@ -316,7 +333,13 @@ std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
                      }(),
                      t.kernels.size(), t.launches, t.cpu_ops, t.shapes_recorded ? " with input shapes" : "");
     std::string numbers;
-    for (const KinetoStep& st : t.steps) numbers += (numbers.empty() ? "" : ", ") + std::to_string(st.number);
+    for (std::size_t i = 0; i < t.steps.size(); ++i) {
+      if (i == 3 && t.steps.size() > 6) {  // long lists: the first three and the last two
+        numbers += fmt::format(", ... ({} more)", t.steps.size() - 5);
+        i = t.steps.size() - 2;
+      }
+      numbers += (numbers.empty() ? "" : ", ") + std::to_string(t.steps[i].number);
+    }
     s += fmt::format("  steps      {} ({}); median over steps: wall {:.3f} ms, GPU span {:.3f} ms\n", t.steps.size(), numbers,
                      1e3 * median_over(steps, [](const auto& x) { return x.wall_s; }),
                      1e3 * median_over(steps, [](const auto& x) { return x.gpu_span_s; }));
@@ -331,14 +354,14 @@ std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
     }
     for (std::size_t c = 0; c < kKernelClasses; ++c) {
       if (count[c] == 0 && per[c] == 0) continue;
-      s += fmt::format("  {:<14}{:>10g}{:>14.3f}{:>9.1f} %\n", kClassNames[c], count[c], per[c] * 1e3,
+      s += fmt::format("  {:<14}{:>10g} {:>13.3f} {:>8.1f} %\n", kClassNames[c], count[c], per[c] * 1e3,
                        busy > 0 ? 100 * per[c] / busy : 0.0);
     }
     const auto coll = collectives_of(t);
     if (!coll.empty()) {
       s += fmt::format("  {:<34}{:>8}{:>14}  {}\n", "NCCL op / algorithm / protocol", "calls", "time ms", "sizes (in msg)");
       for (const auto& [key, g] : coll)
-        s += fmt::format("  {:<34}{:>8}{:>14.3f}  {}\n", key, g.calls, g.time_s * 1e3,
+        s += fmt::format("  {:<34}{:>8} {:>13.3f}  {}\n", one_line(key), g.calls, g.time_s * 1e3,
                          g.sized == 0 ? std::string("not recorded")
                                       : fmt::format("{} .. {} ({} of {} calls)", mb(g.min_bytes), mb(g.max_bytes), g.sized, g.calls));
       s += "  (calls and time over every step)\n";
@@ -350,9 +373,9 @@ std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
       std::sort(u.begin(), u.end());
       s += fmt::format("  unclassified kernels: {} events of {} names (counted under 'unknown'):\n", total, u.size());
       for (std::size_t i = 0; i < u.size() && i < 10; ++i)
-        s += fmt::format("    {:>6}  {}\n", -u[i].first, excerpt(u[i].second, 100));
+        s += fmt::format("    {:>6}  {}\n", -u[i].first, one_line(excerpt(u[i].second, 100)));
     }
-    for (const std::string& n : t.notes) s += "  note: " + n + "\n";
+    for (const std::string& n : t.notes) s += "  note: " + one_line(n) + "\n";
   }
   return s;
 }
@@ -413,7 +436,8 @@ std::string kineto_summary_json(const std::vector<KinetoTrace>& traces) {
     o["notes"] = t.notes;
     j["traces"].push_back(std::move(o));
   }
-  return j.dump(2) + "\n";
+  // File and kernel names are bytes, not always UTF-8: invalid sequences become U+FFFD.
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace stepsim::validate

@@ -204,7 +204,10 @@ struct KinetoStepSummary {
 std::vector<KinetoStepSummary> summarize_steps(const KinetoTrace& t);
 
 /// The traces as stepsim's measured timeline (command "torch.profiler"): one iteration per step
-/// number present in every trace, one rank per trace, one task per GPU event of that step on
+/// number present in every trace whose GPU events it has on every trace (the others are left
+/// out, said in MeasuredTimeline::notes), one rank per trace, the rank's step length the
+/// ProfilerStep annotation's (the iteration time as the training loop saw it: the GPU events of
+/// one step may run on past the next step's start), one task per GPU event of that step on
 /// the trace's device, named by its KernelClass ("memcpy (host)" for copies to or from the
 /// host), with its phase, stream "comm" (NCCL) or
 /// "compute", and times from the step's first GPU event. Phase rules: NCCL → communication;

@@ -35,6 +35,11 @@ using nlohmann::json;
 constexpr std::size_t kChunk = 1 << 20;
 constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t{16} << 30;
 constexpr std::size_t kMaxDepth = 64;
+constexpr std::int64_t kMaxDurationNs = std::int64_t{86400} * 1000000000;
+/// The longest run of whitespace between tokens and the longest string the reader takes: the
+/// JSON parser keeps every byte of a token it is reading (whitespace before it included), so a
+/// gzipped file of a few MB could otherwise hold GBs in one token. Real traces stay far below.
+constexpr std::uintmax_t kMaxTokenBytes = std::uintmax_t{16} << 20;
 const std::string kExpected = "a PyTorch profiler trace (Kineto Chrome-trace JSON, .json or .json.gz)";
 
 /// The file's bytes as a stream of JSON text: inflated when the file starts with gzip's magic
@@ -71,11 +76,37 @@ class TraceBytes final : public std::streambuf {
     if (produced_ > kMaxJsonBytes)
       throw InputError(source_, "", fmt::format("holds more than {} of JSON (the most stepsim reads), expected {}",
                                                      format_byte_limit(kMaxJsonBytes), kExpected));
+    check_tokens(n);
     setg(out_.data(), out_.data(), out_.data() + n);
     return traits_type::to_int_type(out_[0]);
   }
 
  private:
+  /// Follows strings and whitespace over the bytes just produced (out_[0, n)).
+  void check_tokens(std::size_t n) {
+    const std::uintmax_t base = produced_ - n;
+    for (std::size_t i = 0; i < n; ++i) {
+      const char c = out_[i];
+      if (in_string_) {
+        if (escaped_) escaped_ = false;
+        else if (c == '\\') escaped_ = true;
+        else if (c == '"') in_string_ = false, run_ = 0;
+        if (in_string_ && ++run_ > kMaxTokenBytes)
+          throw InputError(source_, "", fmt::format("holds a JSON string longer than {} (from byte {}), expected {}",
+                                                    format_byte_limit(kMaxTokenBytes), run_start_, kExpected));
+      } else if (c == '"') {
+        in_string_ = true, run_ = 0, run_start_ = base + i;
+      } else if (c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':') {
+        run_ = 0;
+      } else {  // whitespace, a number or a literal: the parser keeps all of it until the next token
+        if (run_ == 0) run_start_ = base + i;
+        if (++run_ > kMaxTokenBytes)
+          throw InputError(source_, "", fmt::format("holds more than {} of whitespace or one number in a row (from byte "
+                                                    "{}), expected {}", format_byte_limit(kMaxTokenBytes), run_start_, kExpected));
+      }
+    }
+  }
+
   std::size_t read_raw() {
     const std::size_t n = read_(raw_.data(), raw_.size());
     sha_.update(std::string_view(raw_.data(), n));
@@ -128,6 +159,8 @@ class TraceBytes final : public std::streambuf {
   std::vector<char> raw_, out_;
   std::size_t raw_len_ = 0;
   bool gzip_ = false, first_ = true, raw_eof_ = false, member_done_ = false, z_open_ = false;
+  bool in_string_ = false, escaped_ = false;
+  std::uintmax_t run_ = 0, run_start_ = 0;
   z_stream z_{};
   std::uintmax_t produced_ = 0;
 };
@@ -236,17 +269,26 @@ class Reader {
     const std::string where = fmt::format("/traceEvents/{}", index);
     if (!e.is_object())
       throw InputError(t_.source, where, fmt::format("expected an event object, got {}", e.type_name()));
+    const JsonReader r(e, t_.source, where);
     const auto ph = e.find("ph");
-    if (ph == e.end() || !ph->is_string() || *ph != "X") return;
+    if (ph != e.end() && !ph->is_string())
+      r.fail("ph", fmt::format("expected the event's phase as a string (\"X\" for a complete event), got {}", ph->type_name()));
+    if (ph == e.end() || *ph != "X") return;
     const auto cat = e.find("cat");
-    if (cat == e.end() || !cat->is_string()) return;
+    if (cat != e.end() && !cat->is_string())
+      r.fail("cat", fmt::format("expected the event's category as a string (\"kernel\", \"cpu_op\", ...), got {}", cat->type_name()));
+    if (cat == e.end()) return;
     const EventKind kind = kind_of(cat->get<std::string>());
     if (kind == EventKind::None) return;
-    const JsonReader r(e, t_.source, where);
     const std::int64_t ts = time_ns(r, "ts", ts_text, "start in µs");
     const std::int64_t dur = time_ns(r, "dur", dur_text, "duration in µs");
     if (dur < 0) r.fail("dur", fmt::format("expected a duration ≥ 0 µs, got {}", e["dur"].dump()));
+    if (kind != EventKind::Launch && !r.is_string("name"))
+      r.fail("name", r.has("name") ? fmt::format("expected the event's name as a string, got {}", e["name"].type_name())
+                                   : std::string("required field is missing (the kernel's or op's name)"));
     const std::string name = r.is_string("name") ? r.string("name") : std::string();
+    if (dur > kMaxDurationNs)
+      r.fail("dur", fmt::format("expected a duration under 24 h (86,400,000,000 µs), got {}", e["dur"].dump()));
     std::optional<JsonReader> args;
     if (r.has("args")) args = r.object("args");
 
@@ -412,6 +454,11 @@ void Reader::finish() {
                        fmt::format("expected each ProfilerStep number once, got ProfilerStep#{} again (first at "
                                    "/traceEvents/{})", o.step_number, it->second));
     seen_step.emplace(o.step_number, o.index);
+    // One step after the other (1 µs of slack for rounding in the trace).
+    if (!t_.steps.empty() && o.ts_ns - origin < t_.steps.back().start_ns + t_.steps.back().dur_ns - 1000)
+      throw InputError(t_.source, fmt::format("/traceEvents/{}/ts", o.index),
+                       fmt::format("expected ProfilerStep annotations one after the other, got ProfilerStep#{} starting "
+                                   "inside ProfilerStep#{}", o.step_number, t_.steps.back().number));
     t_.steps.push_back({o.step_number, o.ts_ns - origin, o.dur_ns});
     step_thread.push_back(o.thread);
   }
@@ -634,6 +681,9 @@ class Sax final : public nlohmann::json_sax<json> {
       top->push_back(std::move(v));
       return &top->back();
     }
+    if (top->contains(key_))
+      throw InputError(source_, in_event() ? fmt::format("/traceEvents/{}", index_) : std::string(),
+                       fmt::format("duplicate key '{}' in one JSON object, expected each key once", key_));
     json& slot = (*top)[key_];
     slot = std::move(v);
     return &slot;
@@ -761,6 +811,7 @@ std::vector<KinetoTrace> read_kineto_traces(const std::vector<std::string>& path
     std::vector<std::string> in_dir;
     for (const auto& e : std::filesystem::directory_iterator(p, ec)) {
       const std::string name = e.path().filename().string();
+      if (!name.empty() && name[0] == '.') continue;  // hidden (editor locks, partial downloads)
       const bool trace = (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) ||
                          (name.size() > 8 && name.compare(name.size() - 8, 8, ".json.gz") == 0);
       if (trace && e.is_regular_file(ec)) in_dir.push_back(e.path().string());

@@ -39,6 +39,9 @@ struct MeasuredTask {
 /// The tasks of one rank in one iteration, in launch order.
 struct MeasuredRank {
   std::int64_t rank = 0;
+  /// The step's length when the run measured it apart from its tasks (a profiler trace's
+  /// ProfilerStep annotation) [s]; 0: the latest task end.
+  double step_s = 0;
   std::vector<MeasuredTask> tasks;
 };
 
@@ -84,6 +87,8 @@ struct MeasuredTimeline {
   MeasuredConfig config;
   std::vector<MeasuredBucket> buckets;
   std::vector<MeasuredIteration> iterations;  ///< non-empty
+  /// What the reader left out or assumed (steps dropped from a trace), for the comparison.
+  std::vector<std::string> notes;
 };
 
 /// Reads and checks MEASURED.json.

@@ -80,6 +80,13 @@ std::string cap_message(const std::string& raw) {
   return head + message.substr(from);
 }
 
+std::string join(const std::string& source, const std::string& path, const std::string& message) {
+  return fmt::format("{}{}{}{}{}", source, source.empty() ? "" : ": ", path, path.empty() ? "" : ": ",
+                     message);
+}
+
+}  // namespace
+
 // One line, whatever the input held: control characters (a NUL in a JSON string, a newline in a
 // file name) written as JSON escapes, so a message is never cut short or split.
 std::string one_line(const std::string& text) {
@@ -96,13 +103,6 @@ std::string one_line(const std::string& text) {
   }
   return out;
 }
-
-std::string join(const std::string& source, const std::string& path, const std::string& message) {
-  return fmt::format("{}{}{}{}{}", source, source.empty() ? "" : ": ", path, path.empty() ? "" : ": ",
-                     message);
-}
-
-}  // namespace
 
 InputError::InputError(const std::string& source, const std::string& path,
                        const std::string& message)

@@ -28,6 +28,11 @@ std::size_t invalid_utf8_offset(std::string_view text);
 /// it was cut. Used for every value echoed in an error line.
 std::string excerpt(std::string_view text, std::size_t max = kMaxEchoBytes);
 
+/// `text` on one line whatever it holds: control characters (a NUL, a newline, an escape
+/// sequence in a file or kernel name) written as JSON escapes (\n, \u001b), so that neither a
+/// message nor a table row is cut short, split or turned into terminal commands.
+std::string one_line(const std::string& text);
+
 /// Bad input: a malformed file, a value out of range, an unknown name, an impossible
 /// combination. The message is one line: "SOURCE: /json/path: what is wrong". `tools/`
 /// prints it and exits with status 2. Library code never prints or exits.

@@ -323,6 +323,17 @@ TEST_CASE("kineto: malformed traces are refused with one line", "[kineto][errors
       {R"({"distributedInfo": {"rank": 4, "world_size": 2}, "traceEvents": []})", "/distributedInfo/rank: expected a rank below"},
       {R"({"distributedInfo": {"rank": "one"}, "traceEvents": []})", "/distributedInfo/rank"},
       {"{\"traceEvents\": [" + std::string(70, '[') + std::string(70, ']') + "]}", "nests JSON deeper than 64 levels"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "dur": 2}]})",
+       "/traceEvents/0: duplicate key 'dur' in one JSON object"},
+      {R"({"traceEvents": [{"ph": 5, "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]})", "/traceEvents/0/ph: expected the event's phase"},
+      {R"({"traceEvents": [{"ph": "X", "cat": 1, "name": "k", "ts": 1, "dur": 1}]})", "/traceEvents/0/cat: expected the event's category"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": 5, "ts": 1, "dur": 1}]})", "/traceEvents/0/name: expected the event's name as a string"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 8.99e15}]})", "/traceEvents/0/dur: expected a duration under 24 h"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 1000, "dur": 1000},
+                           {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "ts": 1200, "dur": 10}]})",
+       "/traceEvents/1/ts: expected ProfilerStep annotations one after the other"},
+      {"{\"traceEvents\": [], \"pad\": " + std::string((16 << 20) + 10, '1') + "}", "of whitespace or one number in a row"},
+      {"{\"traceEvents\": [], \"pad\": \"" + std::string((16 << 20) + 10, 'a') + "\"}", "holds a JSON string longer than 16 MiB"},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto& [text, expect] = cases[i];
@@ -354,7 +365,7 @@ TEST_CASE("kineto: a corrupt or truncated gzip trace is refused", "[kineto][erro
 TEST_CASE("kineto: several traces: one per rank, one world size, common steps", "[kineto][errors]") {
   const TempDir d;
   const std::string a = d.write("a.json", minimal("", R"("distributedInfo": {"rank": 0, "world_size": 2}, )"));
-  const std::string b = d.write("b.json", minimal("", R"("distributedInfo": {"rank": 0, "world_size": 2}, )"));
+  const std::string b = d.write("b.json", minimal("", R"("traceName": "b", "distributedInfo": {"rank": 0, "world_size": 2}, )"));
   const std::string c = d.write("c.json", minimal("", R"("distributedInfo": {"rank": 1, "world_size": 4}, )"));
   auto message = [](const std::vector<std::string>& paths) -> std::string {
     try {
@@ -365,13 +376,14 @@ TEST_CASE("kineto: several traces: one per rank, one world size, common steps", 
     return "(accepted)";
   };
   CHECK(message({a, b}).find("expected one trace per rank of one job, got rank 0 again") != std::string::npos);
-  CHECK(message({a, c}).find("expected the world size of") != std::string::npos);
+  CHECK(message({a, c}).find("expected the ranks of one job") != std::string::npos);
+  CHECK(message({a, a}).find("is the same trace as") != std::string::npos);
   const std::string e = d.write("e.json", R"({"distributedInfo": {"rank": 1, "world_size": 2}, "traceEvents": [
     {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#8", "pid": 1, "tid": 1, "ts": 1000, "dur": 500}]})");
   CHECK(message({a, e}).find("share no ProfilerStep number") != std::string::npos);
   const std::string f = d.write("f.json", R"({"traceEvents": [
     {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 1000, "dur": 500}]})");
-  CHECK(message({f}).find("ProfilerStep#7 has no GPU event") != std::string::npos);
+  CHECK(message({f}).find("no ProfilerStep has GPU events on every trace") != std::string::npos);
   std::filesystem::create_directories(d.dir / "empty");
   CHECK(message({(d.dir / "empty").string()}).find("folder without *.json") != std::string::npos);
   // Two ranks of the same job, in a folder: ordered by rank.
