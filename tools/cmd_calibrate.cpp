@@ -2,7 +2,8 @@
 // `stepsim calibrate nccl-tests LOG... --hardware HW -o FITTED.json`: read nccl-tests output,
 // fit a calibration overlay over the nominal profile, and print how good the fit is
 // (measured vs nominal vs fitted per row; median/max |error| split at 1 MiB; even→odd
-// cross-validation), style.md §3.3.
+// cross-validation), style.md §3.3. `stepsim calibrate trace TRACE... --hardware HW`: the same
+// fit to the NCCL calls of PyTorch profiler traces (issue 18 item 3).
 #include "tools/commands.hpp"
 
 #include "hardware/calibration_json.hpp"
@@ -10,12 +11,14 @@
 #include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
 #include "validate/fit.hpp"
+#include "validate/kineto.hpp"
 #include "validate/nccl_tests.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 
 namespace stepsim::tools {
@@ -25,6 +28,7 @@ namespace {
 using ordered = nlohmann::ordered_json;
 
 struct CalibrateArgs {
+  bool traces = false;  ///< `calibrate trace`: the inputs are torch.profiler traces
   std::vector<std::string> logs;
   std::string hardware;
   std::string output;
@@ -54,9 +58,9 @@ std::string summary_line(const std::string& label, const validate::ErrorSummary&
                      part(s.small_points, s.small_median, s.small_max));
 }
 
-std::string text_report(const validate::CalibrationResult& r, const std::string& output) {
+std::string text_report(const validate::CalibrationResult& r, const std::string& output, bool traces) {
   std::string out;
-  out += fmt::format("calibrate nccl-tests: {} table(s) fitted over {} ({})\n", r.overlay.tables.size(),
+  out += fmt::format("calibrate {}: {} table(s) fitted over {} ({})\n", traces ? "trace" : "nccl-tests", r.overlay.tables.size(),
                      r.overlay.hardware, r.overlay.cost_model);
   out += output.empty() ? "overlay: not written (no -o)\n" : fmt::format("overlay: {}\n", hardware::describe_overlay(r.overlay));
   for (const auto& t : r.tables) {
@@ -171,7 +175,10 @@ int cmd_calibrate(const CalibrateArgs& a) {
   if (a.segments < 0 || a.segments > 64)
     throw InputError("--segments", "", fmt::format("expected an integer in [1, 64] (0: chosen by BIC), got {}", a.segments));
   std::vector<validate::NcclTestsLog> logs;
-  for (const auto& path : a.logs) logs.push_back(validate::read_nccl_tests_file(path));
+  std::map<std::string, std::int64_t> skipped;
+  if (a.traces) logs = validate::collective_logs_from_traces(validate::read_kineto_traces(a.logs), &skipped);
+  else
+    for (const auto& path : a.logs) logs.push_back(validate::read_nccl_tests_file(path));
   validate::CalibrateOptions opt;
   opt.ranks = static_cast<int>(a.ranks);
   opt.gpus_per_node = static_cast<int>(a.gpus_per_node);
@@ -181,10 +188,33 @@ int cmd_calibrate(const CalibrateArgs& a) {
   opt.fit.segments = a.segments;
   opt.fit.min_points = a.min_points;
   opt.fit.noise_floor = a.noise_floor;
-  const auto result = validate::calibrate(logs, hw, opt, a.output);
+  auto result = validate::calibrate(logs, hw, opt, a.output);
+  if (a.traces) {
+    for (const auto& [reason, n] : skipped) result.warnings.push_back(fmt::format("{} {} left out of the fit", n, reason));
+    result.warnings.push_back("a trace's NCCL kernel time includes the wait for the slowest rank: the fit prices that wait "
+                              "too (nccl-tests logs measure the collective alone)");
+    result.warnings.push_back("not fitted from traces yet (the profile's values are kept): GEMM efficiency, memory-bound "
+                              "bandwidth, host time per op");
+  }
   if (!a.output.empty()) write_file_atomically(a.output, hardware::calibration_json(result.overlay));
-  print(a.format == "json" ? json_report(result, a.output) : text_report(result, a.output));
+  print(a.format == "json" ? json_report(result, a.output) : text_report(result, a.output, a.traces));
   return 0;
+}
+
+}  // namespace
+
+namespace {
+
+/// The fit's options, shared by `calibrate nccl-tests` and `calibrate trace`.
+void add_fit_options(CLI::App& cmd, CalibrateArgs& a) {
+  cmd.add_option("--algorithm", a.algorithm, "nominal algorithm: auto | ring | hierarchical")
+      ->check(CLI::IsMember(hardware::collective_algorithm_names()));
+  cmd.add_option("--max-segments", a.max_segments, "upper bound on size segments per table (default 8)");
+  cmd.add_option("--segments", a.segments,
+                 "fix the number of size segments per table instead of choosing it by BIC (0, the default: BIC)");
+  cmd.add_option("--min-points", a.min_points, "measurements per segment (default 2)");
+  cmd.add_option("--noise-floor", a.noise_floor, "relative noise below which no segment is added (default 0.005)");
+  cmd.add_option("--format", a.format, "output format")->check(CLI::IsMember({"text", "json"}));
 }
 
 }  // namespace
@@ -201,15 +231,17 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   nccl->add_option("--gpus-per-node", a->gpus_per_node, "GPUs per node (default: ranks / hosts in the log, else the profile's)");
   nccl->add_option("--op", a->op, "collective of every table (default: from the log or file name)")
       ->check(CLI::IsMember(hardware::collective_op_nccl_tests_names()));
-  nccl->add_option("--algorithm", a->algorithm, "nominal algorithm: auto | ring | hierarchical")
-      ->check(CLI::IsMember(hardware::collective_algorithm_names()));
-  nccl->add_option("--max-segments", a->max_segments, "upper bound on size segments per table (default 8)");
-  nccl->add_option("--segments", a->segments,
-                   "fix the number of size segments per table instead of choosing it by BIC (0, the default: BIC)");
-  nccl->add_option("--min-points", a->min_points, "measurements per segment (default 2)");
-  nccl->add_option("--noise-floor", a->noise_floor, "relative noise below which no segment is added (default 0.005)");
-  nccl->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  add_fit_options(*nccl, *a);
   nccl->callback([a, &action] { action = [a] { return cmd_calibrate(*a); }; });
+  auto t = std::make_shared<CalibrateArgs>();
+  t->traces = true;
+  auto* trace = calibrate->add_subcommand("trace", "fit collectives to the NCCL calls of PyTorch profiler (Kineto) traces");
+  trace->add_option("traces", t->logs, "torch.profiler traces (.json / .json.gz, one per rank) or folders of them")->required();
+  trace->add_option("--hardware", t->hardware, "nominal profile the factors are relative to (name or JSON file)")->required();
+  trace->add_option("-o,--output", t->output, "write the fitted overlay (JSON) here");
+  trace->add_option("--gpus-per-node", t->gpus_per_node, "GPUs per node (default: the profile's)");
+  add_fit_options(*trace, *t);
+  trace->callback([t, &action] { action = [t] { return cmd_calibrate(*t); }; });
   add_calibrate_gemm_command(*calibrate, action);
 }
 

@@ -251,6 +251,9 @@ MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& t
   if (m.iterations.empty())
     throw InputError(m.source, "", "no ProfilerStep has GPU events on every trace, expected the steps' kernels (was the "
                                    "trace recorded with ProfilerActivity.CUDA?)");
+  if (t0.world_size > static_cast<std::int64_t>(traces.size()))
+    m.notes.push_back(fmt::format("traces of {} of the job's {} ranks: the phases are their mean, the step their slowest",
+                                  traces.size(), t0.world_size));
   if (!empty.empty()) {
     std::string list;
     for (std::int64_t n : empty) list += (list.empty() ? "#" : ", #") + std::to_string(n);
@@ -318,10 +321,81 @@ std::string mb(double bytes) { return fmt::format("{:.3g} MB", bytes / 1e6); }
 
 }  // namespace
 
+std::vector<NcclTestsLog> collective_logs_from_traces(const std::vector<KinetoTrace>& traces,
+                                                      std::map<std::string, std::int64_t>* skipped) {
+  std::vector<NcclTestsLog> logs;
+  std::map<std::string, std::int64_t> skip;
+  std::size_t rows = 0;
+  for (const KinetoTrace& t : traces) {
+    NcclTestsLog log;
+    log.source = t.source;
+    log.sha256 = t.sha256;
+    log.format = "torch.profiler";
+    std::map<std::pair<std::string, std::int64_t>, std::size_t> run_of;
+    for (const KinetoKernel& k : t.kernels) {
+      if (k.collective < 0 || k.step < 0 || k.device != t.device) continue;
+      const KinetoCollective& c = t.collectives[static_cast<std::size_t>(k.collective)];
+      const std::string op = c.op == "AllReduce"       ? "all_reduce"
+                             : c.op == "AllGather"     ? "all_gather"
+                             : c.op == "ReduceScatter" ? "reduce_scatter"
+                             : c.op == "Broadcast"     ? "broadcast"
+                             : c.op == "Reduce"        ? "reduce"
+                                                       : "";
+      if (op.empty()) {
+        ++skip[fmt::format("{} calls (no nccl-tests table)", c.op)];
+        continue;
+      }
+      const double e = dtype_bytes(c.dtype);
+      const std::int64_t nelems = op == "all_gather" ? c.out_nelems : c.in_nelems;
+      if (nelems < 0 || c.group_size < 1) {
+        ++skip[fmt::format("{} calls without a recorded size or group size", op)];
+        continue;
+      }
+      if (e == 0) {
+        ++skip[fmt::format("{} calls of dtype '{}' (unknown size)", op, c.dtype)];
+        continue;
+      }
+      const auto key = std::make_pair(op, c.group_size);
+      auto it = run_of.find(key);
+      if (it == run_of.end()) {
+        NcclTestsRun run;
+        run.op = op;
+        run.ranks = static_cast<int>(c.group_size);
+        for (const KinetoDevice& d : t.devices)
+          if (d.id == t.device) run.gpu = d.name;
+        run.nccl_version = t.nccl_version;
+        it = run_of.emplace(key, log.runs.size()).first;
+        log.runs.push_back(std::move(run));
+      }
+      NcclTestsRow row;
+      row.size_bytes = static_cast<double>(nelems) * e;
+      row.count = nelems;
+      row.dtype = c.dtype;
+      row.oop_time_us = static_cast<double>(k.dur_ns) * 1e-3;
+      log.runs[it->second].rows.push_back(std::move(row));
+      ++rows;
+    }
+    logs.push_back(std::move(log));
+  }
+  if (skipped) *skipped = skip;
+  if (rows == 0) {
+    std::string why;
+    for (const auto& [reason, n] : skip) why += fmt::format("{}{} {}", why.empty() ? "" : "; ", n, reason);
+    throw InputError(traces.empty() ? "" : traces.front().source, "",
+                     fmt::format("no NCCL call with a recorded size{}, expected NCCL kernels whose args carry 'In msg "
+                                 "nelems', 'Group size' and 'dtype' (PyTorch 2.3 or later) or record_param_comms ops that do",
+                                 why.empty() ? "" : " (" + why + ")"));
+  }
+  return logs;
+}
+
 std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
   std::string s;
   for (const KinetoTrace& t : traces) {
-    const auto steps = summarize_steps(t);
+    auto steps = summarize_steps(t);
+    const std::size_t all_steps = steps.size();
+    steps.erase(std::remove_if(steps.begin(), steps.end(), [](const KinetoStepSummary& x) { return x.gpu_span_s == 0 && x.class_count == decltype(x.class_count){}; }),
+                steps.end());
     s += fmt::format("{}: {} trace, {} events ({}{})\n", one_line(t.source), t.gzipped ? "gzipped" : "plain", t.events,
                      t.rank >= 0 ? fmt::format("rank {} of {}", t.rank, t.world_size) : std::string("no distributedInfo"),
                      t.nccl_version.empty() ? "" : ", NCCL " + one_line(t.nccl_version));
@@ -340,7 +414,8 @@ std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
       }
       numbers += (numbers.empty() ? "" : ", ") + std::to_string(t.steps[i].number);
     }
-    s += fmt::format("  steps      {} ({}); median over steps: wall {:.3f} ms, GPU span {:.3f} ms\n", t.steps.size(), numbers,
+    s += fmt::format("  steps      {} ({}); median over the {} with GPU events: wall {:.3f} ms, GPU span {:.3f} ms\n",
+                     all_steps, numbers, steps.size(),
                      1e3 * median_over(steps, [](const auto& x) { return x.wall_s; }),
                      1e3 * median_over(steps, [](const auto& x) { return x.gpu_span_s; }));
     s += fmt::format("  {:<14}{:>10}{:>14}{:>10}   (per step, median over steps)\n", "kernel class", "count", "time ms", "share");

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "validate/measured_timeline.hpp"
+#include "validate/nccl_tests.hpp"
 
 #include <array>
 #include <cstdint>
@@ -219,6 +220,19 @@ std::vector<KinetoStepSummary> summarize_steps(const KinetoTrace& t);
 ///         are not the ranks of one job), no step number is common to all of them, or a common
 ///         step has no GPU event on some trace.
 MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& traces);
+
+/// The traces' NCCL calls with known sizes as nccl-tests tables, for the nccl-tests fit
+/// (`stepsim calibrate trace`, issue 18 item 3): one log per trace (format "torch.profiler",
+/// its SHA-256), one run per (op, group size) with the trace's GPU and NCCL version, one row per
+/// call inside a step on the trace's device: S as nccl-tests counts it (all_reduce, broadcast,
+/// reduce: In msg nelems × dtype size; all_gather: Out msg nelems × size, the gathered buffer;
+/// reduce_scatter: In msg nelems × size, the buffer before the scatter) and the kernel's
+/// duration as the time. Calls without sizes, of a dtype of unknown size, or of ops nccl-tests
+/// has no table for (SendRecv) are counted in `skipped` by reason. A kernel's duration includes
+/// its wait for the slowest rank to arrive, so a fit to it prices that wait too.
+/// @throws InputError when no trace has a sized NCCL call.
+std::vector<NcclTestsLog> collective_logs_from_traces(const std::vector<KinetoTrace>& traces,
+                                                      std::map<std::string, std::int64_t>* skipped = nullptr);
 
 /// Text report of traces: per trace its device, rank, steps, GPU events by class (count and
 /// time per step, median over steps), NCCL calls by op / algorithm / protocol with their

@@ -614,6 +614,8 @@ void Reader::finish() {
     t_.notes.push_back("no ProfilerStep#N annotations (the trace was not recorded with profiler.step()): the whole "
                        "trace is one step, numbered 0");
   }
+  if (t_.kernels.empty())
+    t_.notes.push_back("no GPU events (kernels, memcpys, memsets): was the trace recorded with ProfilerActivity.CUDA?");
   std::int64_t outside = 0;
   for (const KinetoKernel& k : t_.kernels) outside += k.step < 0;
   if (outside > 0)
@@ -796,6 +798,9 @@ bool looks_like_kineto_trace(const std::string& path) {
   f.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<std::size_t>(f.gcount()));
   if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b) return true;
+  // A bare JSON array is Chrome's trace format (a MEASURED.json is always an object): the trace
+  // reader says what it expects of it.
+  if (const auto first = head.find_first_not_of(" \t\r\n"); first != std::string::npos && head[first] == '[') return true;
   return head.find("\"traceEvents\"") != std::string::npos || head.find("\"schemaVersion\"") != std::string::npos;
 }
 

@@ -7,7 +7,9 @@
 
 #include "models/scenario.hpp"
 #include "sim/support/error.hpp"
+#include "hardware/hardware_profile_json.hpp"
 #include "validate/compare.hpp"
+#include "validate/fit.hpp"
 #include "validate/kineto.hpp"
 
 #include <filesystem>
@@ -394,6 +396,58 @@ TEST_CASE("kineto: several traces: one per rank, one world size, common steps", 
   REQUIRE(traces.size() == 2);
   CHECK(traces[0].rank == 0);
   CHECK(measured_timeline_from_traces(traces).iterations.at(0).ranks.size() == 2);
+}
+
+}  // namespace
+}  // namespace stepsim::validate
+
+namespace stepsim::validate {
+namespace {
+
+TEST_CASE("kineto: NCCL calls of a trace as nccl-tests tables, fitted", "[kineto][calibrate]") {
+  // Python over the file: per (Collective name, In msg nelems × 4, Group size) of the nccl*
+  // kernels, count and median dur: allreduce 8196000 / 9724160 / 26255360 / 26550272 / 31502336 B,
+  // 3 calls each, medians 3306.963 / 2028.293 / 2621.533 / 2417.184 / 2673.916 µs; broadcast 212
+  // and 212480 B, 3 calls each.
+  const std::string path = trace("nccl_parser_config__nccl_data.json.gz");
+  if (!test::require_data(path)) return;
+  const auto traces = read_kineto_traces({path});
+  const auto logs = collective_logs_from_traces(traces);
+  REQUIRE(logs.size() == 1);
+  CHECK(logs[0].format == "torch.profiler");
+  CHECK(logs[0].sha256 == traces[0].sha256);
+  std::map<std::string, std::size_t> rows;
+  for (const NcclTestsRun& run : logs[0].runs) {
+    rows[run.op] += run.rows.size();
+    CHECK(run.ranks == 2);
+    CHECK(run.gpu == "NVIDIA A100-PG509-200");
+    CHECK(run.nccl_version == "2.17.1");
+  }
+  CHECK(rows == std::map<std::string, std::size_t>{{"all_reduce", 15}, {"broadcast", 6}});
+  const auto hw = hardware::load_profile("a100-sxm", "--hardware");
+  const CalibrationResult r = calibrate(logs, hw, {}, "overlay.json");
+  REQUIRE(r.tables.size() == 1);  // broadcast has no model: skipped with a warning
+  const TableReport& t = r.tables[0];
+  CHECK(t.op == "all_reduce");
+  const std::map<double, double> medians = {
+      {8196000, 3306.963e-6}, {9724160, 2028.293e-6}, {26255360, 2621.533e-6}, {26550272, 2417.184e-6}, {31502336, 2673.916e-6}};
+  REQUIRE(t.rows.size() == medians.size());
+  for (const RowComparison& row : t.rows) CHECK(row.measured_s == Approx(medians.at(row.bytes)).epsilon(1e-9));
+  REQUIRE(r.overlay.sources.size() == 1);
+  CHECK(r.overlay.sources[0].format == "torch.profiler");
+}
+
+TEST_CASE("kineto: a trace without sized NCCL calls cannot be fitted", "[kineto][calibrate][errors]") {
+  // df_index_resolver's 2020 AllReduce kernels carry no size args, nor do its record_param_comms ops.
+  const std::string path = trace("df_index_resolver__df_index_resolver.json.gz");
+  if (!test::require_data(path)) return;
+  std::string message;
+  try {
+    collective_logs_from_traces(read_kineto_traces({path}));
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  CHECK(message.find("no NCCL call with a recorded size (2020 all_reduce calls without a recorded size") != std::string::npos);
 }
 
 }  // namespace
