@@ -84,8 +84,11 @@ KernelClass classify_kernel(std::string_view name) {
                     "miopen", "implicit_gemm", "implicit_convolve", "cudnn::detail", "fft2d", "fft_",
                     "cask_cudnn", "computeoffsetskernel", "computeboffsetskernel"}))
     return KernelClass::Conv;
-  if (any_of(full, {"gemm", "gemv", "cublas", "cutlass", "nvjet", "cijk_", "triton_tem", "matmul", "dot_kernel",
-                    "splitkreduce", "splitk_reduce"}))
+  // GEMM by the kernel's own name, or by a GEMM library in its namespace or template (CUTLASS's
+  // kernels are all cutlass::Kernel<...gemm...>); not by "gemm" elsewhere (fbgemm_gpu's
+  // permute kernels are data movement).
+  if (any_of(n, {"gemm", "gemv", "matmul", "dot_kernel", "splitkreduce", "splitk_reduce"}) ||
+      any_of(full, {"cublas", "cutlass", "nvjet", "cijk_", "triton_tem"}))
     return KernelClass::Gemm;
   if (any_of(full, {"multi_tensor_apply", "adam", "sgd", "lambstage", "lamb_", "fused_optim", "optimizer", "_foreach"}))
     return KernelClass::Optimizer;
@@ -99,7 +102,7 @@ KernelClass classify_kernel(std::string_view name) {
                     "scatter", "embedding", "dropout", "triton_poi", "gelu", "relu", "silu", "sigmoid", "tanh", "where",
                     "masked", "clamp", "threshold", "transpose", "permute", "pad", "upsample", "arange", "random",
                     "philox", "distribution", "bernoulli", "cast", "convert", "memcpy", "memset", "apply_", "kernel_add",
-                    "rotary", "rope", "nchwtonhwc", "nhwctonchw", "scalepackedtensor", "bounds_check", "dense_representation"}))
+                    "rotary", "rope", "permute_", "nchwtonhwc", "nhwctonchw", "scalepackedtensor", "bounds_check", "dense_representation"}))
     return KernelClass::Elementwise;
   // torch.compile's generated kernels named by their arguments only ("triton__0d1d2d", PyTorch
   // 2.0-2.1), before Inductor named them triton_poi / triton_red / triton_per: fused

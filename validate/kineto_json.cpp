@@ -134,6 +134,7 @@ class TraceBytes final : public std::streambuf {
       }
       if (member_done_) {
         if (z_.avail_in == 0) return 0;  // the end of the last member
+        earlier_members_ += z_.total_in;  // inflateReset restarts total_in
         if (inflateReset(&z_) != Z_OK) throw InputError(source_, "", "cannot restart gzip decompression");
         member_done_ = false;
       }
@@ -146,7 +147,8 @@ class TraceBytes final : public std::streambuf {
         throw InputError(source_, "", "its gzip data ends early (a truncated file?), expected " + kExpected);
       else if (rc != Z_OK && rc != Z_BUF_ERROR)
         throw InputError(source_, "", fmt::format("is not valid gzip data ({}) at compressed byte {}, expected {}",
-                                                       z_.msg ? z_.msg : "inflate failed", z_.total_in, kExpected));
+                                                       z_.msg ? z_.msg : "inflate failed", earlier_members_ + z_.total_in,
+                                                       kExpected));
       if (n > 0) return n;
       if (raw_eof_ && !member_done_ && z_.avail_in == 0)
         throw InputError(source_, "", "its gzip data ends early (a truncated file?), expected " + kExpected);
@@ -160,6 +162,7 @@ class TraceBytes final : public std::streambuf {
   std::size_t raw_len_ = 0;
   bool gzip_ = false, first_ = true, raw_eof_ = false, member_done_ = false, z_open_ = false;
   bool in_string_ = false, escaped_ = false;
+  std::uintmax_t earlier_members_ = 0;  ///< compressed bytes of the gzip members before the current one
   std::uintmax_t run_ = 0, run_start_ = 0;
   z_stream z_{};
   std::uintmax_t produced_ = 0;

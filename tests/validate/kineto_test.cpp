@@ -220,6 +220,10 @@ TEST_CASE("kineto: kernel names classified", "[kineto]") {
       {"triton_tem_fused_mm_2", KernelClass::Gemm},
       {"void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<float, float>(long, long)", KernelClass::Norm},
       {"some_custom_kernel_v2", KernelClass::Unknown},
+      // "gemm" inside a library's name is not a GEMM
+      {"void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int*)", KernelClass::Elementwise},
+      {"sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_stage3_warpsize2x4x1_tensor16x8x16_kernel",
+       KernelClass::Gemm},
   };
   for (const auto& [name, cls] : cases) {
     INFO(name);
