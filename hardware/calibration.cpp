@@ -128,8 +128,8 @@ CollectiveCost calibrated_collective_cost(const HardwareProfile& hw, const Calib
     const double moved = reference_latency_s(hw, op, bytes, group, algorithm) -
                          reference_latency_s(hw, op, bytes, fitted, algorithm);
     c.latency_s = std::max(0.0, at_fit + moved);
-    how = fmt::format("; from n={} ({}/node): fitted latency {:.4g} us {:+.4g} us (NCCL's latency change), fitted "
-                      "bandwidth", m.table->ranks, fitted.ranks_per_node, at_fit * 1e6, moved * 1e6);
+    how = fmt::format("; from n={} ({}/node): fitted latency {:.4g} us {:+.4g} us (NCCL's latency change), the "
+                      "bandwidth factor as fitted", m.table->ranks, fitted.ranks_per_node, at_fit * 1e6, moved * 1e6);
   }
   c.calibration = fmt::format("{}{} {} n={} [{:.0f}, {:.0f}) B: latency x{:.4g}, bandwidth x{:.4g}{}",
                               collective_op_label(m.table->op),

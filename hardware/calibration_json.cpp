@@ -58,7 +58,7 @@ CalibrationOverlay parse_calibration(const nlohmann::json& doc, const std::strin
     if (const auto src = g->optional_object("source")) {
       gc.source.file = src->string("file");
       gc.source.sha256 = src->string_or("sha256", "");
-      gc.source.format = src->choice_or("format", "gemm-sweep", {"gemm-sweep", "mlp-step"});
+      gc.source.format = src->choice_or("format", "gemm-sweep", {"gemm-sweep", "mlp-step", "torch.profiler"});
       gc.source.gpu = src->string_or("gpu", "");
       src->finish();
     }
@@ -149,6 +149,11 @@ std::string calibration_json(const CalibrationOverlay& overlay) {
                  {"max_residual", g.max_residual},
                  {"source", {{"file", g.source.file}, {"sha256", g.source.sha256}, {"format", g.source.format},
                              {"gpu", g.source.gpu}}}};
+    // The other arithmetics' efficiencies, when the curve has its own (a TF32 / FP32 fit).
+    for (const auto& [key, v] : {std::pair{"tf32_max_efficiency", g.curve.tf32_max_efficiency},
+                                 std::pair{"fp32_max_efficiency", g.curve.fp32_max_efficiency},
+                                 std::pair{"fp8_max_efficiency", g.curve.fp8_max_efficiency}})
+      if (v > 0) j["gemm"][key] = v;
   }
   return j.dump(2) + "\n";
 }

@@ -50,7 +50,7 @@ void add_cluster_flags(CLI::App& cmd, ClusterFlags& f, bool required) {
 void add_calibration_option(CLI::App& cmd, std::vector<std::string>& sets) {
   cmd.add_option_function<std::string>(
       "--calibration", [&sets](const std::string& file) { sets.push_back("calibration=" + file); },
-      "calibration overlay (stepsim calibrate nccl-tests | gemm -o); same as --set calibration=FILE");
+      "calibration overlay (stepsim calibrate nccl-tests | gemm | trace -o); same as --set calibration=FILE");
 }
 
 void add_jobs_option(CLI::App& cmd, unsigned& threads, const std::string& what) {

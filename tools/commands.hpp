@@ -6,6 +6,7 @@
 #include "hardware/hardware_profile.hpp"
 #include "models/queries_json.hpp"
 #include "sim/support/names.hpp"
+#include "validate/gemm_fit.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -32,6 +33,11 @@ void add_calibrate_gemm_command(CLI::App& calibrate, Action& action);
 /// Adds `--calibration FILE` to a scenario command: appends "calibration=FILE" to `sets`
 /// (same as --set calibration=FILE; the scenario key `calibration`).
 void add_calibration_option(CLI::App& cmd, std::vector<std::string>& sets);
+/// `calibrate gemm`'s report of a GEMM fit (also printed by `calibrate trace`): text, and JSON
+/// (schema stepsim.calibrate-gemm/1).
+std::string gemm_fit_text(const validate::GemmFitResult& r, const hardware::HardwareProfile& hw,
+                          const hardware::CalibrationOverlay& overlay, const std::string& output);
+std::string gemm_fit_json(const validate::GemmFitResult& r, const hardware::HardwareProfile& hw, const std::string& output);
 void add_sweep_command(CLI::App& app, Action& action);
 void add_batch_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);  // compare SCENARIO MEASURED|TRACE...

@@ -4,6 +4,7 @@
 
 #include "models/simulate.hpp"
 #include "sim/support/error.hpp"
+#include "validate/fit.hpp"
 #include "validate/stats.hpp"
 
 #include "hardware/task_cost.hpp"
@@ -142,7 +143,7 @@ namespace {
 /// The kernel-class groups of kernel_class_rows, and which group each measured task name
 /// (a KernelClass name, or "memcpy (host)") falls in.
 constexpr std::array<const char*, 5> kGroups = {"matmul (gemm, conv)", "attention", "memory-bound", "communication (NCCL)",
-                                                "unclassified"};
+                                                "unknown, host copies"};
 
 std::size_t group_of(const std::string& task_name) {
   if (task_name == "gemm" || task_name == "conv") return 0;
@@ -193,6 +194,7 @@ Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& mea
   out.ranks = measured.config.ranks;
   for (const std::string& n : measured.notes) out.warnings.push_back(n);
   if (from_trace(measured)) {
+    if (const auto w = gpu_profile_mismatch(measured.environment.device, scenario.hardware)) out.warnings.push_back(*w);
     if (scenario.parallelism.dp != measured.environment.gpus)
       out.warnings.push_back(fmt::format("parallelism.dp: scenario {}, profiled job {} ranks (distributedInfo.world_size)",
                                          scenario.parallelism.dp, measured.environment.gpus));
@@ -267,6 +269,7 @@ std::string comparison_text(const Comparison& c, bool with_tasks) {
     s += fmt::format("  {:<24}{:>14}{:>14}{:>11}\n", "kernel class", "predicted ms", "measured ms", "error");
     for (const CompareRow& r : c.kernel_classes)
       s += fmt::format("  {:<24}{:>14.3f} {:>13.3f} {:>10}\n", r.name, r.predicted_s * 1e3, r.measured_s * 1e3, err(r.rel_error));
+    if (with_tasks) s += "(--tasks: a trace's tasks are kernels, not stepsim's tasks; the kernel classes above stand for them)\n";
   } else {
     s += fmt::format("tasks matched by name: {} (simulated only: {}, measured only: {})\n", c.tasks.size(),
                      c.predicted_only.size(), c.measured_only.size());

@@ -69,14 +69,16 @@ struct Comparison {
 /// writes them), per iteration the mean over ranks, then the median over iterations, grouped
 /// "matmul" (gemm, conv), "attention", "memory-bound" (elementwise, reduction, norm, optimizer,
 /// device memcpy, memset), "communication" (NCCL kernels, summed; the phases' comm row is their
-/// union) and "unclassified" (unknown kernels, host copies: nothing stepsim prices). Predicted:
+/// union) and "unknown, host copies" (unknown kernels, copies to or from the host: nothing
+/// stepsim prices). Predicted:
 /// rank 0's compute tasks split by hardware::StepCostModel::split (GEMM; attention; streaming),
 /// and the communication busy time; the CPU launch bound and contention are not in these rows.
 std::vector<CompareRow> kernel_class_rows(const models::Scenario& scenario, const MeasuredTimeline& measured);
 
 /// Simulates `scenario` and compares it with `measured`. A profiler trace's timeline (command
 /// "torch.profiler") gets the kernel-class rows instead of tasks matched by name (its tasks are
-/// kernels, not stepsim's tasks), and a warning when the DP degree differs from its ranks.
+/// kernels, not stepsim's tasks), and warnings when the traced GPU is another model than the
+/// scenario's profile or the DP degree differs from its ranks.
 /// @throws InputError when the scenario cannot be simulated (as models::run).
 Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& measured);
 

@@ -27,8 +27,10 @@ Solve solve(const std::vector<GemmPoint>& pts, const hardware::HardwareProfile& 
     const auto& g = pts[i].shape;
     // The rate gemm_time_s prices with: the peak at the sustained clock (a power-capped part's
     // curve is fitted against what its SMs run at, so fitting and pricing agree).
-    c[i] = hardware::gemm_flops(g) / (hw.sustained_flops_per_s() * hardware::wave_efficiency(tile, g));
-    mem[i] = 2.0 * (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
+    c[i] = hardware::gemm_flops(g) / (hw.sustained_flops_per_s(g.math) * hardware::wave_efficiency(tile, g));
+    const double bytes = g.math == hardware::GemmMath::Tensor16 ? 2.0 * (g.m * g.k + g.k * g.n + g.m * g.n) * g.batch
+                                                                : hardware::gemm_bytes(g);
+    mem[i] = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
     u[i] = 1.0 / pts[i].measured_s;
   }
   Solve s;
@@ -73,19 +75,24 @@ GemmErrorStats stats(const std::vector<double>& rel) {
 
 }  // namespace
 
-GemmFitResult fit_gemm(const GemmMeasurements& m, const hardware::HardwareProfile& hw, int sms) {
+GemmFitResult fit_gemm(const GemmMeasurements& m, const hardware::HardwareProfile& hw, int sms,
+                       const std::vector<std::pair<int, int>>& tiles) {
   if (m.points.size() < 2)
     throw InputError(m.source, "/rows", fmt::format("expected at least 2 measured GEMMs to fit a curve, got {}", m.points.size()));
   if (sms < 1 || sms > 4096) throw InputError("--sms", "", fmt::format("expected an SM count in [1, 4096], got {}", sms));
   // Plausibility before fitting: no GEMM beats the profile's peak, and one shape cannot tell a
   // per-kernel overhead from an efficiency.
+  const hardware::GemmMath math = m.points.front().shape.math;
   for (const auto& p : m.points) {
+    if (p.shape.math != math)
+      throw InputError(m.source, p.where, fmt::format("expected every GEMM in one arithmetic ({}), got {}",
+                                                      hardware::gemm_math_name(math), hardware::gemm_math_name(p.shape.math)));
     const double rate = hardware::gemm_flops(p.shape) / p.measured_s;
-    if (rate > 1.05 * hw.peak_flops_per_s)
+    if (rate > 1.05 * hw.peak_for(math))
       throw InputError(m.source, p.where,
                        fmt::format("{} ({}x{}x{}) ran at {:.0f} TFLOP/s, above the {:.0f} TFLOP/s peak of profile '{}' "
                                    "(expected the time of one GEMM on that GPU; check --hardware)",
-                                   p.name, p.shape.m, p.shape.n, p.shape.k, rate / 1e12, hw.peak_flops_per_s / 1e12, hw.name));
+                                   p.name, p.shape.m, p.shape.n, p.shape.k, rate / 1e12, hw.peak_for(math) / 1e12, hw.name));
   }
   std::vector<std::array<double, 4>> shapes;
   for (const auto& p : m.points) shapes.push_back({p.shape.m, p.shape.n, p.shape.k, p.shape.batch});
@@ -96,13 +103,23 @@ GemmFitResult fit_gemm(const GemmMeasurements& m, const hardware::HardwareProfil
                      "from the efficiency), got 1");
   hardware::GemmCurve best;
   double best_sse = 0;
-  for (const auto& [tm, tn] : {std::pair{128, 128}, std::pair{128, 256}, std::pair{256, 128}}) {
+  for (const auto& [tm, tn] : tiles) {
     hardware::GemmCurve c;
     c.tile_m = tm;
     c.tile_n = tn;
     c.sms = sms;
     const Solve s = solve(m.points, hw, c);
-    c.max_efficiency = 1.0 / s.inv_eff;
+    if (math == hardware::GemmMath::Tensor16) {
+      c.max_efficiency = 1.0 / s.inv_eff;
+    } else {  // another arithmetic's efficiency: the others stay the profile's
+      c.max_efficiency = hw.gemm_curve.present() ? hw.gemm_curve.max_efficiency : hw.gemm_efficiency;
+      c.tf32_max_efficiency = hw.gemm_curve.tf32_max_efficiency;
+      c.fp32_max_efficiency = hw.gemm_curve.fp32_max_efficiency;
+      c.fp8_max_efficiency = hw.gemm_curve.fp8_max_efficiency;
+      (math == hardware::GemmMath::Tf32 ? c.tf32_max_efficiency
+       : math == hardware::GemmMath::Fp32 ? c.fp32_max_efficiency
+                                          : c.fp8_max_efficiency) = 1.0 / s.inv_eff;
+    }
     c.overhead_s = s.overhead_s;
     if (!best.present() || s.sse < best_sse * (1 - 1e-12)) {
       best = c;

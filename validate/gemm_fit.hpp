@@ -25,7 +25,8 @@ struct GemmPoint {
 struct GemmMeasurements {
   std::string source;   ///< file name
   std::string sha256;   ///< hex SHA-256 of its bytes
-  std::string format;   ///< "gemm-sweep" (schema stepsim.gemm-sweep/1) or "mlp-step" (stepsim.measured/1)
+  std::string format;   ///< "gemm-sweep" (schema stepsim.gemm-sweep/1), "mlp-step" (stepsim.measured/1) or
+                        ///< "torch.profiler" (GEMM kernels of profiler traces, validate/kineto.hpp)
   std::string device;   ///< environment.device, e.g. "NVIDIA H200"
   std::vector<GemmPoint> points;  ///< non-empty
 };
@@ -64,9 +65,13 @@ struct GemmFitResult {
   GemmErrorStats nominal, fitted;  ///< |predicted / measured − 1|
 };
 
+/// Every point must run in one arithmetic (GemmShape::math): BF16/FP16 points fit the curve's
+/// `max_efficiency`; TF32, FP32 or FP8 points fit that arithmetic's own efficiency against its
+/// own peak (HardwareProfile::peak_for) and operand bytes, the other efficiencies staying the
+/// profile's (its curve's, else its flat gemm_efficiency).
 /// Fits `max_efficiency` and `overhead_s` of the curve by least squares on relative error,
-/// min Σ (t_fit(i) / t_meas(i) − 1)², for each tile shape in {128×128, 128×256, 256×128}
-/// (cuBLAS's usual bf16 tiles) and keeps the best. For a fixed tile and fixed set of
+/// min Σ (t_fit(i) / t_meas(i) − 1)², for each tile shape of `tiles` (by default {128×128,
+/// 128×256, 256×128}, cuBLAS's usual bf16 tiles) and keeps the best. For a fixed tile and fixed set of
 /// memory-bound points the problem is linear in (overhead_s, 1 / max_efficiency) and is solved
 /// by its 2×2 normal equations under the bounds overhead_s ≥ 0, max_efficiency ≤ 1; points are
 /// re-classified compute- or memory-bound until the set is stable.
@@ -74,7 +79,13 @@ struct GemmFitResult {
 /// @throws InputError when fewer than 2 points or 2 distinct shapes are given, when a point
 ///         runs faster than 1.05 × the profile's peak, or when the best curve misses its own
 ///         points by a median above 25 % (another GPU's data, or times that are not per GEMM).
-GemmFitResult fit_gemm(const GemmMeasurements& m, const hardware::HardwareProfile& hw, int sms);
+/// The tile shapes fit_gemm tries by default: cuBLAS's usual BF16 tiles.
+inline const std::vector<std::pair<int, int>> kGemmFitTiles = {{128, 128}, {128, 256}, {256, 128}};
+/// With the small tiles too (64×64, 128×64, 64×128), which the skinny GEMMs of a training step
+/// run on (CUTLASS's cutlass_80_tensorop_s1688gemm_64x64 in the A100 traces): for trace fits.
+inline const std::vector<std::pair<int, int>> kGemmFitTilesWithSmall = {{64, 64}, {128, 64}, {64, 128}, {128, 128}, {128, 256}, {256, 128}};
+GemmFitResult fit_gemm(const GemmMeasurements& m, const hardware::HardwareProfile& hw, int sms,
+                       const std::vector<std::pair<int, int>>& tiles = kGemmFitTiles);
 
 /// Built-in profile name for a measured device string ("NVIDIA H200" → "h200", "H100" →
 /// "h100-sxm", "H800" → "h800", "A100" → "a100-sxm", "V100" → "v100-sxm2"), "" when unknown.

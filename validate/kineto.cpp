@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <tuple>
 
 namespace stepsim::validate {
 
@@ -254,6 +255,16 @@ MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& t
   if (m.iterations.empty())
     throw InputError(m.source, "", "no ProfilerStep has GPU events on every trace, expected the steps' kernels (was the "
                                    "trace recorded with ProfilerActivity.CUDA?)");
+  std::int64_t send_recv = 0;
+  for (const KinetoTrace& t : traces)
+    for (const KinetoKernel& k : t.kernels)
+      if (k.collective >= 0 && k.step >= 0 && t.collectives[static_cast<std::size_t>(k.collective)].op == "SendRecv" &&
+          common.count(t.steps[static_cast<std::size_t>(k.step)].number))
+        ++send_recv;
+  if (send_recv > 0)
+    m.notes.push_back(fmt::format("the traces hold {} NCCL SendRecv call{} (pipeline parallelism, which stepsim does not "
+                                  "simulate yet: issue 15); they count in the measured communication",
+                                  send_recv, send_recv == 1 ? "" : "s"));
   if (t0.world_size > static_cast<std::int64_t>(traces.size()))
     m.notes.push_back(fmt::format("traces of {} of the job's {} ranks: the phases are their mean, the step their slowest",
                                   traces.size(), t0.world_size));
@@ -328,7 +339,6 @@ std::vector<NcclTestsLog> collective_logs_from_traces(const std::vector<KinetoTr
                                                       std::map<std::string, std::int64_t>* skipped) {
   std::vector<NcclTestsLog> logs;
   std::map<std::string, std::int64_t> skip;
-  std::size_t rows = 0;
   for (const KinetoTrace& t : traces) {
     NcclTestsLog log;
     log.source = t.source;
@@ -376,20 +386,121 @@ std::vector<NcclTestsLog> collective_logs_from_traces(const std::vector<KinetoTr
       row.dtype = c.dtype;
       row.oop_time_us = static_cast<double>(k.dur_ns) * 1e-3;
       log.runs[it->second].rows.push_back(std::move(row));
-      ++rows;
     }
     logs.push_back(std::move(log));
   }
   if (skipped) *skipped = skip;
-  if (rows == 0) {
-    std::string why;
-    for (const auto& [reason, n] : skip) why += fmt::format("{}{} {}", why.empty() ? "" : "; ", n, reason);
-    throw InputError(traces.empty() ? "" : traces.front().source, "",
-                     fmt::format("no NCCL call with a recorded size{}, expected NCCL kernels whose args carry 'In msg "
-                                 "nelems', 'Group size' and 'dtype' (PyTorch 2.3 or later) or record_param_comms ops that do",
-                                 why.empty() ? "" : " (" + why + ")"));
-  }
   return logs;
+}
+
+GemmMeasurements gemm_points_from_traces(const std::vector<KinetoTrace>& traces, std::vector<std::string>* notes) {
+  GemmMeasurements out;
+  out.format = "torch.profiler";
+  struct Key {
+    double m, n, k, batch;
+    hardware::GemmMath math;
+    bool operator<(const Key& o) const {
+      return std::tie(m, n, k, batch, math) < std::tie(o.m, o.n, o.k, o.batch, o.math);
+    }
+  };
+  std::map<Key, std::vector<double>> times;
+  std::map<Key, std::string> op_of;
+  std::int64_t unshaped = 0;
+  for (const KinetoTrace& t : traces) {
+    out.source += (out.source.empty() ? "" : ", ") + t.source;
+    if (out.sha256.empty()) out.sha256 = t.sha256;
+    if (out.device.empty())
+      for (const KinetoDevice& d : t.devices)
+        if (d.id == t.device) out.device = d.name;
+    // Per op instance: its GEMM kernels' summed time and the name of its first GEMM kernel.
+    std::map<std::int32_t, std::pair<double, std::uint32_t>> per_op;
+    for (const KinetoKernel& k : t.kernels) {
+      if (k.cls != KernelClass::Gemm || k.step < 0 || k.device != t.device) continue;
+      if (k.cpu_op < 0) {
+        ++unshaped;
+        continue;
+      }
+      auto [it, fresh] = per_op.try_emplace(k.cpu_op, 0.0, k.name);
+      it->second.first += static_cast<double>(k.dur_ns) * 1e-9;
+    }
+    for (const auto& [op_index, v] : per_op) {
+      const KinetoCpuOp& op = t.ops[static_cast<std::size_t>(op_index)];
+      const std::string& name = t.names[op.name];
+      const int first = name == "aten::mm" || name == "aten::bmm" ? 0 : name == "aten::addmm" || name == "aten::baddbmm" ? 1 : -1;
+      if (first < 0 || op.input_dims.empty()) {
+        ++unshaped;
+        continue;
+      }
+      const auto dims = nlohmann::json::parse(op.input_dims, nullptr, false);
+      const auto types = nlohmann::json::parse(op.input_types.empty() ? "[]" : op.input_types, nullptr, false);
+      const bool batched = name == "aten::bmm" || name == "aten::baddbmm";
+      const std::size_t rank = batched ? 3 : 2;
+      auto tensor = [&](std::size_t i) -> std::vector<double> {
+        std::vector<double> d;
+        if (!dims.is_array() || dims.size() <= i || !dims[i].is_array() || dims[i].size() != rank) return d;
+        for (const auto& x : dims[i]) {
+          if (!x.is_number_integer() || x.get<std::int64_t>() < 1) return {};
+          d.push_back(x.get<double>());
+        }
+        return d;
+      };
+      const auto a = tensor(static_cast<std::size_t>(first)), b = tensor(static_cast<std::size_t>(first) + 1);
+      if (a.empty() || b.empty() || a[rank - 1] != b[rank - 2] || (batched && a[0] != b[0])) {
+        ++unshaped;
+        continue;
+      }
+      const std::string type = types.is_array() && types.size() > static_cast<std::size_t>(first) && types[static_cast<std::size_t>(first)].is_string()
+                                   ? lower(types[static_cast<std::size_t>(first)].get<std::string>())
+                                   : "";
+      const std::string kernel = lower(t.names[v.second]);
+      hardware::GemmMath math;
+      if (type.find("bfloat16") != std::string::npos || type.find("half") != std::string::npos) math = hardware::GemmMath::Tensor16;
+      else if (type == "float") math = any_of(kernel, {"tf32", "s1688", "s16816"}) ? hardware::GemmMath::Tf32 : hardware::GemmMath::Fp32;
+      else {
+        ++unshaped;
+        continue;
+      }
+      const Key key{a[rank - 2], b[rank - 1], a[rank - 1], batched ? a[0] : 1.0, math};
+      times[key].push_back(v.first);
+      op_of.emplace(key, name);
+    }
+  }
+  // The arithmetic with the most shapes.
+  std::map<hardware::GemmMath, std::size_t> shapes;
+  for (const auto& [key, v] : times) ++shapes[key.math];
+  hardware::GemmMath keep = hardware::GemmMath::Tensor16;
+  std::size_t most = 0;
+  for (const auto& [math, n] : shapes)
+    if (n > most) most = n, keep = math;
+  std::size_t short_shapes = 0;
+  for (const auto& [key, v] : times) {
+    if (key.math != keep) continue;
+    if (median_of(v) < kMinTraceGemmS) {
+      ++short_shapes;
+      continue;
+    }
+    GemmPoint p;
+    p.name = op_of[key];
+    p.shape.m = key.m, p.shape.n = key.n, p.shape.k = key.k, p.shape.batch = key.batch;
+    p.shape.math = key.math;
+    p.measured_s = median_of(v);
+    p.where = fmt::format("{} calls of {} {}x{}x{}{}", v.size(), p.name, key.m, key.n, key.k,
+                          key.batch > 1 ? fmt::format(" x{}", key.batch) : std::string());
+    out.points.push_back(std::move(p));
+  }
+  if (notes) {
+    for (const auto& [math, n] : shapes)
+      if (math != keep)
+        notes->push_back(fmt::format("{} {} GEMM shape{} left out (one arithmetic is fitted: {})", n, hardware::gemm_math_name(math),
+                                     n == 1 ? "" : "s", hardware::gemm_math_name(keep)));
+    if (short_shapes > 0)
+      notes->push_back(fmt::format("{} GEMM shape{} under {:g} us left out (timer resolution, launch-bound)", short_shapes,
+                                   short_shapes == 1 ? "" : "s", kMinTraceGemmS * 1e6));
+    if (unshaped > 0)
+      notes->push_back(fmt::format("{} GEMM kernel{} without a usable shape (no Input Dims, another op than mm / addmm / "
+                                   "bmm / baddbmm, or another dtype) left out", unshaped, unshaped == 1 ? "" : "s"));
+  }
+  return out;
 }
 
 std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
@@ -417,11 +528,13 @@ std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
       }
       numbers += (numbers.empty() ? "" : ", ") + std::to_string(t.steps[i].number);
     }
-    s += fmt::format("  steps      {} ({}); median over the {} with GPU events: wall {:.3f} ms, GPU span {:.3f} ms\n",
+    s += fmt::format("  steps      {} ({}); median over the {} with GPU events: wall {:.3f} ms (the ProfilerStep "
+                     "annotation), GPU span {:.3f} ms (its GPU events' first start to last end)\n",
                      all_steps, numbers, steps.size(),
                      1e3 * median_over(steps, [](const auto& x) { return x.wall_s; }),
                      1e3 * median_over(steps, [](const auto& x) { return x.gpu_span_s; }));
-    s += fmt::format("  {:<14}{:>10}{:>14}{:>10}   (per step, median over steps)\n", "kernel class", "count", "time ms", "share");
+    s += fmt::format("  {:<14}{:>10}{:>14}{:>10}   (per step, median over steps; share of the summed kernel time)\n",
+                     "kernel class", "count", "time ms", "share");
     double busy = 0;
     std::array<double, kKernelClasses> per{};
     std::array<double, kKernelClasses> count{};
@@ -435,6 +548,10 @@ std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
       s += fmt::format("  {:<14}{:>10g} {:>13.3f} {:>8.1f} %\n", kClassNames[c], count[c], per[c] * 1e3,
                        busy > 0 ? 100 * per[c] / busy : 0.0);
     }
+    if (busy > 0)
+      s += fmt::format("  {:<14}{:>10} {:>13.3f}            (kernel time summed over streams: {:.0f} % of the GPU span)\n",
+                       "all", "", busy * 1e3,
+                       100 * busy / std::max(1e-12, median_over(steps, [](const auto& x) { return x.gpu_span_s; })));
     const auto coll = collectives_of(t);
     if (!coll.empty()) {
       s += fmt::format("  {:<34}{:>8}{:>14}  {}\n", "NCCL op / algorithm / protocol", "calls", "time ms", "sizes (in msg)");

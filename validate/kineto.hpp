@@ -23,6 +23,7 @@
 // of ~1.7e15 µs lose sub-µs digits as doubles, so they are read from the JSON text.
 #pragma once
 
+#include "validate/gemm_fit.hpp"
 #include "validate/measured_timeline.hpp"
 #include "validate/nccl_tests.hpp"
 
@@ -113,6 +114,7 @@ struct KinetoKernel {
 struct KinetoCpuOp {
   std::uint32_t name = 0;  ///< index into KinetoTrace::names
   std::string input_dims;  ///< "" when not recorded
+  std::string input_types; ///< its `Input type` as JSON text ("[\"float\", \"float\"]"); "" when not recorded
 };
 
 /// A `ProfilerStep#N` annotation (or the whole trace when it has none).
@@ -229,10 +231,27 @@ MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& t
 /// reduce_scatter: In msg nelems × size, the buffer before the scatter) and the kernel's
 /// duration as the time. Calls without sizes, of a dtype of unknown size, or of ops nccl-tests
 /// has no table for (SendRecv) are counted in `skipped` by reason. A kernel's duration includes
-/// its wait for the slowest rank to arrive, so a fit to it prices that wait too.
-/// @throws InputError when no trace has a sized NCCL call.
+/// its wait for the slowest rank to arrive, so a fit to it prices that wait too. A trace without
+/// sized calls gives a log without runs.
 std::vector<NcclTestsLog> collective_logs_from_traces(const std::vector<KinetoTrace>& traces,
                                                       std::map<std::string, std::int64_t>* skipped = nullptr);
+
+/// The traces' GEMMs whose shapes are recorded (record_shapes=True), as GEMM measurements for
+/// fit_gemm (`stepsim calibrate trace`, issue 18 item 3): every GEMM-class kernel launched by an
+/// `aten::mm` ([m,k]·[k,n]), `aten::addmm` (bias, [m,k], [k,n]), `aten::bmm` ([b,m,k]·[b,k,n]) or
+/// `aten::baddbmm` inside a step on the trace's device; the kernels of one op summed (a split-K
+/// GEMM launches a reduction too), then per (shape, arithmetic) the median over calls, traces and
+/// ranks. Arithmetic from the op's `Input type`: BFloat16 / Half → BF16/FP16 tensor cores; float
+/// → TF32 when the kernel's name says so ("tf32", CUTLASS's "s1688" / "s16816" tensor-op
+/// SGEMM), else FP32. Shapes whose median is under kMinTraceGemmS are left out. Only the
+/// arithmetic with the most shapes is kept (fit_gemm fits one);
+/// `notes` says what was left out. `points` is empty when no GEMM has shapes.
+/// GEMMs shorter than this (median) are left out of gemm_points_from_traces [s]: traces of
+/// PyTorch before 2.x time kernels to the whole µs (±5 % at 20 µs), and a short GEMM's time is
+/// mostly its launch and prologue, which the curve's overhead_s alone cannot separate from its
+/// efficiency.
+inline constexpr double kMinTraceGemmS = 20e-6;
+GemmMeasurements gemm_points_from_traces(const std::vector<KinetoTrace>& traces, std::vector<std::string>* notes = nullptr);
 
 /// Text report of traces: per trace its device, rank, steps, GPU events by class (count and
 /// time per step, median over steps), NCCL calls by op / algorithm / protocol with their

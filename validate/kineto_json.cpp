@@ -220,6 +220,7 @@ struct RawOp {
   std::int64_t thread = 0;  ///< (pid, tid) as a small id
   std::int64_t ts_ns = 0, dur_ns = 0;
   std::uint32_t input_dims = 0;  ///< index into Reader::dims_ (0: not recorded); shapes repeat every step
+  std::uint32_t input_types = 0;  ///< index into Reader::dims_ of `Input type` (0: not recorded)
   std::int32_t comm = -1;  ///< index into the comm args read from ops
   bool step = false;
   std::int64_t step_number = 0;
@@ -256,6 +257,12 @@ class Reader {
   std::uint32_t intern(const std::string& s) {
     const auto [it, fresh] = ids_.try_emplace(s, static_cast<std::uint32_t>(t_.names.size()));
     if (fresh) t_.names.push_back(s);
+    return it->second;
+  }
+
+  std::uint32_t intern_dims(const std::string& text) {
+    const auto [it, fresh] = dims_ids_.try_emplace(text, static_cast<std::uint32_t>(dims_.size()));
+    if (fresh) dims_.push_back(it->first);
     return it->second;
   }
 
@@ -318,9 +325,8 @@ class Reader {
       }
       if (args) {
         if (args->has("Input Dims")) {
-          const auto [it, fresh] = dims_ids_.try_emplace(args->value("Input Dims").dump(), static_cast<std::uint32_t>(dims_.size()));
-          if (fresh) dims_.push_back(it->first);
-          op.input_dims = it->second;
+          op.input_dims = intern_dims(args->value("Input Dims").dump());
+          if (args->has("Input type")) op.input_types = intern_dims(args->value("Input type").dump());
           t_.shapes_recorded = true;
         }
         KinetoCollective c;
@@ -562,7 +568,7 @@ void Reader::finish() {
         if (m < 0) {
           m = static_cast<std::int32_t>(t_.ops.size());
           const RawOp& o = ops_[static_cast<std::size_t>(in->op)];
-          t_.ops.push_back({o.name, dims_[o.input_dims]});
+          t_.ops.push_back({o.name, dims_[o.input_dims], dims_[o.input_types]});
         }
         k.cpu_op = m;
       }

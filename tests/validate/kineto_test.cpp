@@ -441,17 +441,106 @@ TEST_CASE("kineto: NCCL calls of a trace as nccl-tests tables, fitted", "[kineto
   CHECK(r.overlay.sources[0].format == "torch.profiler");
 }
 
-TEST_CASE("kineto: a trace without sized NCCL calls cannot be fitted", "[kineto][calibrate][errors]") {
+TEST_CASE("kineto: a trace without sized NCCL calls gives no table, and says why", "[kineto][calibrate]") {
   // df_index_resolver's 2020 AllReduce kernels carry no size args, nor do its record_param_comms ops.
   const std::string path = trace("df_index_resolver__df_index_resolver.json.gz");
   if (!test::require_data(path)) return;
-  std::string message;
-  try {
-    collective_logs_from_traces(read_kineto_traces({path}));
-  } catch (const InputError& e) {
-    message = e.what();
+  std::map<std::string, std::int64_t> skipped;
+  const auto logs = collective_logs_from_traces(read_kineto_traces({path}), &skipped);
+  REQUIRE(logs.size() == 1);
+  CHECK(logs[0].runs.empty());
+  CHECK(skipped == std::map<std::string, std::int64_t>{{"all_reduce calls without a recorded size or group size", 2020}});
+}
+
+}  // namespace
+}  // namespace stepsim::validate
+
+namespace stepsim::validate {
+namespace {
+
+TEST_CASE("kineto: GEMM shapes of a trace recover the curve that timed them", "[kineto][calibrate]") {
+  // A synthetic trace: aten::mm ops with BF16 Input Dims, each launching one GEMM kernel whose
+  // duration is the h100-sxm GEMM curve's time with e_max 0.70, 6 us overhead, 128x128 tiles
+  // (written to the ns, as PyTorch 2.x traces are). gemm_points_from_traces + fit_gemm must
+  // return that curve; shapes under 20 us are left out (kMinTraceGemmS).
+  const auto hw = hardware::load_profile("h100-sxm", "--hardware");
+  hardware::GemmCurve truth;
+  truth.max_efficiency = 0.70;
+  truth.overhead_s = 6e-6;
+  truth.tile_m = truth.tile_n = 128;
+  truth.sms = hw.sm_count;
+  std::string events = R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 10000000})";
+  int id = 0, kept = 0;
+  for (double m : {1024.0, 4096.0, 8192.0})
+    for (double n : {1024.0, 3072.0, 8192.0, 14336.0})
+      for (double k : {1024.0, 4096.0}) {
+        ++id;
+        hardware::GemmShape g;
+        g.m = m, g.n = n, g.k = k;
+        const double t_us = hardware::gemm_time_s(hw, truth, g) * 1e6;
+        kept += t_us >= 20;
+        const double ts = 1000.0 * id;
+        events += fmt::format(
+            R"(, {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {}, "dur": 900, )"
+            R"("args": {{"Input Dims": [[{}, {}], [{}, {}]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}})"
+            R"(, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {}}}}})"
+            R"(, {{"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", "pid": 0, "tid": 7, "ts": {}, "dur": {:.3f}, )"
+            R"("args": {{"device": 0, "stream": 7, "correlation": {}}}}})",
+            ts, m, k, k, n, ts + 10, id, ts + 20, t_us, id);
+      }
+  const KinetoTrace t = parse_kineto_trace(R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "numSms": 132}], "traceEvents": [)" +
+                                               events + "]}",
+                                           "synthetic.json");
+  std::vector<std::string> notes;
+  const GemmMeasurements gm = gemm_points_from_traces({t}, &notes);
+  REQUIRE(kept >= 4);
+  CHECK(gm.points.size() == static_cast<std::size_t>(kept));
+  CHECK(gm.format == "torch.profiler");
+  CHECK(gm.device == "NVIDIA H100 80GB HBM3");
+  for (const GemmPoint& p : gm.points) CHECK(p.shape.math == hardware::GemmMath::Tensor16);
+  if (static_cast<std::size_t>(kept) < 24) {
+    REQUIRE(notes.size() == 1);
+    CHECK(notes[0].find("under 20 us left out") != std::string::npos);
   }
-  CHECK(message.find("no NCCL call with a recorded size (2020 all_reduce calls without a recorded size") != std::string::npos);
+  const GemmFitResult r = fit_gemm(gm, hw, hw.sm_count, kGemmFitTilesWithSmall);
+  CHECK(r.gemm.curve.tile_m == 128);
+  CHECK(r.gemm.curve.tile_n == 128);
+  CHECK(r.gemm.curve.max_efficiency == Approx(0.70).epsilon(0.005));
+  CHECK(r.gemm.curve.overhead_s == Approx(6e-6).epsilon(0.02));
+  CHECK(r.fitted.max < 0.001);
+}
+
+TEST_CASE("kineto: FP32 GEMMs of a trace fit the FP32 efficiency only", "[kineto][calibrate]") {
+  // The same with float operands and a CUDA-core SGEMM kernel name on a100-sxm: the FP32
+  // efficiency is fitted against the FP32 peak; BF16's stays the profile's.
+  const auto hw = hardware::load_profile("a100-sxm", "--hardware");
+  hardware::GemmCurve truth = hw.gemm_curve;
+  truth.fp32_max_efficiency = 0.80;
+  truth.overhead_s = 5e-6;
+  truth.tile_m = truth.tile_n = 128;
+  std::string events = R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100000000})";
+  int id = 0;
+  for (double m : {1024.0, 2048.0, 4096.0})
+    for (double n : {1024.0, 4096.0}) {
+      ++id;
+      hardware::GemmShape g;
+      g.m = m, g.n = n, g.k = 2048, g.math = hardware::GemmMath::Fp32;
+      const double ts = 100000.0 * id;
+      events += fmt::format(
+          R"(, {{"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": {}, "dur": 900, )"
+          R"("args": {{"Input Dims": [[{}], [{}, 2048], [2048, {}]], "Input type": ["float", "float", "float"]}}}})"
+          R"(, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {}}}}})"
+          R"(, {{"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x128_nn", "pid": 0, "tid": 7, "ts": {}, "dur": {:.3f}, )"
+          R"("args": {{"device": 0, "stream": 7, "correlation": {}}}}})",
+          ts, n, m, n, ts + 10, id, ts + 20, hardware::gemm_time_s(hw, truth, g) * 1e6, id);
+    }
+  const KinetoTrace t = parse_kineto_trace(R"({"traceEvents": [)" + events + "]}", "synthetic-fp32.json");
+  const GemmMeasurements gm = gemm_points_from_traces({t});
+  REQUIRE(gm.points.size() == 6);
+  for (const GemmPoint& p : gm.points) CHECK(p.shape.math == hardware::GemmMath::Fp32);
+  const GemmFitResult r = fit_gemm(gm, hw, hw.sm_count, kGemmFitTilesWithSmall);
+  CHECK(r.gemm.curve.fp32_max_efficiency == Approx(0.80).epsilon(0.005));
+  CHECK(r.gemm.curve.max_efficiency == hw.gemm_curve.max_efficiency);
 }
 
 }  // namespace
