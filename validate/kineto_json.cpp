@@ -48,8 +48,10 @@ class TraceBytes final : public std::streambuf {
  public:
   /// `read(buf, n)`: up to n more bytes of the file into buf, 0 at its end.
   using ReadSome = std::function<std::size_t(char*, std::size_t)>;
-  TraceBytes(ReadSome read, std::string source, Sha256& sha)
-      : read_(std::move(read)), source_(std::move(source)), sha_(sha), raw_(kChunk), out_(kChunk) {
+  /// `size_hint`: the file's size, when known, so a small file does not get 1 MiB buffers.
+  TraceBytes(ReadSome read, std::string source, Sha256& sha, std::uintmax_t size_hint)
+      : read_(std::move(read)), source_(std::move(source)), sha_(sha),
+        raw_(static_cast<std::size_t>(std::clamp<std::uintmax_t>(size_hint + 1, 4096, kChunk))), out_(raw_.size()) {
     raw_len_ = read_raw();
     gzip_ = raw_len_ >= 2 && static_cast<unsigned char>(raw_[0]) == 0x1f && static_cast<unsigned char>(raw_[1]) == 0x8b;
     if (gzip_) {
@@ -757,7 +759,7 @@ KinetoTrace parse_trace(TraceBytes::ReadSome read, const std::string& source, st
   t.source = source;
   t.file_bytes = file_bytes;
   Sha256 sha;
-  TraceBytes bytes(std::move(read), source, sha);
+  TraceBytes bytes(std::move(read), source, sha, file_bytes);
   std::istream in(&bytes);
   Reader reader(t);
   Sax sax(reader, t.source);
