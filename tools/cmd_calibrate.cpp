@@ -18,7 +18,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <map>
 #include <optional>
 #include <memory>
 
@@ -175,37 +174,6 @@ int cmd_calibrate(const CalibrateArgs& a) {
     throw InputError("--max-segments", "", fmt::format("expected an integer in [1, 64], got {}", a.max_segments));
   if (a.segments < 0 || a.segments > 64)
     throw InputError("--segments", "", fmt::format("expected an integer in [1, 64] (0: chosen by BIC), got {}", a.segments));
-  std::vector<validate::NcclTestsLog> logs;
-  std::map<std::string, std::int64_t> skipped;
-  std::vector<std::string> gemm_notes;
-  validate::GemmMeasurements gemms;
-  if (a.traces) {
-    const auto traces = validate::read_kineto_traces(a.logs);
-    auto world = [](const validate::KinetoTrace& t) {
-      return t.world_size > 0 ? fmt::format("world size {}", t.world_size) : std::string("no distributedInfo");
-    };
-    for (std::size_t i = 1; i < traces.size(); ++i)
-      if (traces[i].world_size != traces[0].world_size)
-        throw InputError(traces[i].source, "/distributedInfo/world_size",
-                         fmt::format("expected the ranks of one job: {} has {}, this trace {}", traces[0].source,
-                                     world(traces[0]), world(traces[i])));
-    logs = validate::collective_logs_from_traces(traces, &skipped);
-    gemms = validate::gemm_points_from_traces(traces, &gemm_notes);
-    std::size_t rows = 0;
-    for (const auto& log : logs)
-      for (const auto& run : log.runs) rows += run.rows.size();
-    if (rows == 0 && gemms.points.size() < 2) {
-      std::string why;
-      for (const auto& [reason, n] : skipped) why += fmt::format("; {} {}", n, reason);
-      throw InputError(traces.front().source, "",
-                       fmt::format("nothing to fit: no NCCL call with a recorded size and fewer than 2 GEMM shapes{} "
-                                   "(expected NCCL kernels whose args carry 'In msg nelems', 'Group size' and 'dtype', "
-                                   "PyTorch 2.3 or later, or a trace recorded with record_shapes=True)", why));
-    }
-    if (rows == 0) logs.clear();
-  } else {
-    for (const auto& path : a.logs) logs.push_back(validate::read_nccl_tests_file(path));
-  }
   validate::CalibrateOptions opt;
   opt.ranks = static_cast<int>(a.ranks);
   opt.gpus_per_node = static_cast<int>(a.gpus_per_node);
@@ -216,37 +184,15 @@ int cmd_calibrate(const CalibrateArgs& a) {
   opt.fit.min_points = a.min_points;
   opt.fit.noise_floor = a.noise_floor;
   validate::CalibrationResult result;
-  if (!logs.empty() || !a.traces) {
-    result = validate::calibrate(logs, hw, opt, a.output);
-  } else {
-    result.overlay.name = a.output;
-    result.overlay.hardware = hw.name;
-  }
   std::optional<validate::GemmFitResult> gemm_fit;
-  if (a.traces && gemms.points.size() >= 2) {
-    try {
-      gemm_fit = validate::fit_gemm(gemms, hw, hw.sm_count > 0 ? hw.sm_count : 1, validate::kGemmFitTilesWithSmall);
-      const hardware::GemmMath math = gemms.points.front().shape.math;
-      if (gemm_fit->gemm.curve.max_efficiency_for(math) >= 0.999)
-        throw InputError(gemms.source, "",
-                         fmt::format("the fit pins the {} efficiency at its bound 1 (median residual {:.0f} %): the curve "
-                                     "cannot follow these GEMMs, and no GPU runs at its peak",
-                                     hardware::gemm_math_name(math), 100 * gemm_fit->fitted.median));
-      result.overlay.gemm = gemm_fit->gemm;
-    } catch (const InputError& e) {
-      if (logs.empty())
-        throw InputError(e.source(), e.path(), "nothing to fit: no NCCL call with a recorded size, and the GEMM curve is "
-                                               "not fitted: " + e.detail());
-      result.warnings.push_back(std::string("GEMM curve not fitted: ") + e.what());
-    }
-  }
   if (a.traces) {
-    for (const std::string& n : gemm_notes) result.warnings.push_back(n);
-    for (const auto& [reason, n] : skipped) result.warnings.push_back(fmt::format("{} {} left out of the fit", n, reason));
-    result.warnings.push_back("a trace's NCCL kernel time includes the wait for the slowest rank: the fit prices that wait "
-                              "too (nccl-tests logs measure the collective alone)");
-    result.warnings.push_back("not fitted from traces yet (the profile's values are kept): memory-bound bandwidth, host "
-                              "time per op");
+    validate::TraceCalibration tc = validate::calibrate_traces(validate::read_kineto_traces(a.logs), hw, opt, a.output);
+    result = std::move(tc.collectives);
+    gemm_fit = std::move(tc.gemm);
+  } else {
+    std::vector<validate::NcclTestsLog> logs;
+    for (const auto& path : a.logs) logs.push_back(validate::read_nccl_tests_file(path));
+    result = validate::calibrate(logs, hw, opt, a.output);
   }
   if (!a.output.empty()) write_file_atomically(a.output, hardware::calibration_json(result.overlay));
   if (!a.traces) {

@@ -157,7 +157,8 @@ bool from_trace(const MeasuredTimeline& m) { return m.command == "torch.profiler
 
 }  // namespace
 
-std::vector<CompareRow> kernel_class_rows(const models::Scenario& scenario, const MeasuredTimeline& measured) {
+std::vector<CompareRow> kernel_class_rows(const models::Scenario& scenario, const MeasuredTimeline& measured,
+                                          double predicted_comm_s) {
   std::array<double, kGroups.size()> predicted{};
   const models::StrategyEntry& strategy = models::find_strategy(scenario.parallelism.strategy);
   const models::LoweredStep step = strategy.lower(scenario);
@@ -170,7 +171,7 @@ std::vector<CompareRow> kernel_class_rows(const models::Scenario& scenario, cons
     predicted[1] += k.attention_s;
     predicted[2] += k.streaming_s;
   }
-  predicted[3] = models::run(scenario).comm_time_s;
+  predicted[3] = predicted_comm_s;
   std::array<std::vector<double>, kGroups.size()> per_iteration;
   for (const MeasuredIteration& it : measured.iterations) {
     std::array<double, kGroups.size()> sum{};
@@ -214,7 +215,7 @@ Comparison compare(const models::Scenario& scenario, const MeasuredTimeline& mea
                 row("step", r.step_time_s, m.step_s)};
 
   if (from_trace(measured)) {
-    out.kernel_classes = kernel_class_rows(scenario, measured);
+    out.kernel_classes = kernel_class_rows(scenario, measured, r.comm_time_s);
     return out;
   }
   // Per task: the simulated graph's rank-0 durations by name.

@@ -72,8 +72,10 @@ struct Comparison {
 /// union) and "unknown, host copies" (unknown kernels, copies to or from the host: nothing
 /// stepsim prices). Predicted:
 /// rank 0's compute tasks split by hardware::StepCostModel::split (GEMM; attention; streaming),
-/// and the communication busy time; the CPU launch bound and contention are not in these rows.
-std::vector<CompareRow> kernel_class_rows(const models::Scenario& scenario, const MeasuredTimeline& measured);
+/// and `predicted_comm_s`, the simulated step's communication busy time (models::Report::
+/// comm_time_s); the CPU launch bound and contention are not in these rows.
+std::vector<CompareRow> kernel_class_rows(const models::Scenario& scenario, const MeasuredTimeline& measured,
+                                          double predicted_comm_s);
 
 /// Simulates `scenario` and compares it with `measured`. A profiler trace's timeline (command
 /// "torch.profiler") gets the kernel-class rows instead of tasks matched by name (its tasks are

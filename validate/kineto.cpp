@@ -7,7 +7,6 @@
 #include "validate/stats.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -152,6 +151,26 @@ NcclKernelName parse_nccl_kernel_name(std::string_view name) {
   return out;
 }
 
+void require_one_job(const std::vector<KinetoTrace>& traces) {
+  auto world = [](const KinetoTrace& t) {
+    return t.world_size > 0 ? fmt::format("world size {}", t.world_size) : std::string("no distributedInfo");
+  };
+  for (std::size_t i = 1; i < traces.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const KinetoTrace &a = traces[j], &b = traces[i];
+      if (a.sha256 == b.sha256 && !a.sha256.empty())
+        throw InputError(b.source, "", fmt::format("is the same trace as {} (same SHA-256), expected one trace per rank", a.source));
+      if (a.rank >= 0 && a.rank == b.rank)
+        throw InputError(b.source, "/distributedInfo/rank",
+                         fmt::format("expected one trace per rank of one job, got rank {} again (also {})", b.rank, a.source));
+    }
+    if (traces[i].world_size != traces[0].world_size)
+      throw InputError(traces[i].source, "/distributedInfo/world_size",
+                       fmt::format("expected the ranks of one job: {} has {}, this trace {}", traces[0].source,
+                                   world(traces[0]), world(traces[i])));
+  }
+}
+
 std::vector<KinetoStepSummary> summarize_steps(const KinetoTrace& t) {
   std::vector<KinetoStepSummary> out(t.steps.size());
   std::vector<std::int64_t> first(t.steps.size(), -1), last(t.steps.size(), 0);
@@ -175,35 +194,14 @@ std::vector<KinetoStepSummary> summarize_steps(const KinetoTrace& t) {
 
 MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& traces) {
   STEPSIM_ASSERT(!traces.empty(), "no traces");
-  // The ranks of one job: each trace once, each rank once, one world size.
-  auto world = [](const KinetoTrace& t) {
-    return t.world_size > 0 ? fmt::format("world size {}", t.world_size) : std::string("no distributedInfo");
-  };
-  for (std::size_t i = 1; i < traces.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      const KinetoTrace &a = traces[j], &b = traces[i];
-      if (a.sha256 == b.sha256 && !a.sha256.empty())
-        throw InputError(b.source, "", fmt::format("is the same trace as {} (same SHA-256), expected one trace per rank", a.source));
-      if (a.rank >= 0 && a.rank == b.rank)
-        throw InputError(b.source, "/distributedInfo/rank",
-                         fmt::format("expected one trace per rank of one job, got rank {} again (also {})", b.rank, a.source));
-    }
-    if (traces[i].world_size != traces[0].world_size)
-      throw InputError(traces[i].source, "/distributedInfo/world_size",
-                       fmt::format("expected the ranks of one job: {} has {}, this trace {}", traces[0].source,
-                                   world(traces[0]), world(traces[i])));
-  }
+  require_one_job(traces);
   MeasuredTimeline m;
   m.generator = "torch.profiler";
   m.command = "torch.profiler";
   for (const KinetoTrace& t : traces) m.source += (m.source.empty() ? "" : ", ") + t.source;
   m.config.ranks = static_cast<std::int64_t>(traces.size());
   const KinetoTrace& t0 = traces.front();
-  if (!t0.devices.empty()) {
-    for (const KinetoDevice& d : t0.devices)
-      if (d.id == t0.device) m.environment.device = d.name;
-    if (m.environment.device.empty()) m.environment.device = t0.devices.front().name;
-  }
+  m.environment.device = kineto_device_name(t0);
   m.environment.nccl = t0.nccl_version;
   m.environment.gpus = t0.world_size > 0 ? t0.world_size : static_cast<std::int64_t>(traces.size());
   // Steps present in every trace.
@@ -278,13 +276,6 @@ MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& t
 
 namespace {
 
-struct CollectiveGroup {
-  std::int64_t calls = 0;
-  double time_s = 0;
-  std::int64_t sized = 0;
-  double min_bytes = 0, max_bytes = 0;
-};
-
 double dtype_bytes(const std::string& dtype) {
   const std::string d = lower(dtype);
   if (d == "float" || d == "float32" || d == "int" || d == "int32") return 4;
@@ -292,29 +283,6 @@ double dtype_bytes(const std::string& dtype) {
   if (d == "bfloat16" || d == "half" || d == "float16" || d == "short") return 2;
   if (d == "byte" || d == "char" || d == "bool" || d == "int8" || d == "uint8" || d.find("float8") == 0) return 1;
   return 0;
-}
-
-std::string collective_key(const KinetoCollective& c) {
-  return fmt::format("{} {} {}", c.op, c.algorithm.empty() ? "-" : c.algorithm, c.protocol.empty() ? "-" : c.protocol);
-}
-
-std::map<std::string, CollectiveGroup> collectives_of(const KinetoTrace& t) {
-  std::map<std::string, CollectiveGroup> out;
-  for (const KinetoKernel& k : t.kernels) {
-    if (k.collective < 0 || k.step < 0 || k.device != t.device) continue;
-    const KinetoCollective& c = t.collectives[static_cast<std::size_t>(k.collective)];
-    CollectiveGroup& g = out[collective_key(c)];
-    ++g.calls;
-    g.time_s += static_cast<double>(k.dur_ns) * 1e-9;
-    const double e = dtype_bytes(c.dtype);
-    if (c.in_nelems >= 0 && e > 0) {
-      const double bytes = static_cast<double>(c.in_nelems) * e;
-      g.min_bytes = g.sized == 0 ? bytes : std::min(g.min_bytes, bytes);
-      g.max_bytes = g.sized == 0 ? bytes : std::max(g.max_bytes, bytes);
-      ++g.sized;
-    }
-  }
-  return out;
 }
 
 /// Median over steps of one per-step figure.
@@ -325,15 +293,37 @@ double median_over(const std::vector<KinetoStepSummary>& steps, F f) {
   return v.empty() ? 0.0 : median_of(v);
 }
 
-std::string device_name(const KinetoTrace& t) {
-  for (const KinetoDevice& d : t.devices)
-    if (d.id == t.device) return d.name;
-  return "unknown device";
-}
-
 std::string mb(double bytes) { return fmt::format("{:.3g} MB", bytes / 1e6); }
 
 }  // namespace
+
+std::string kineto_device_name(const KinetoTrace& t) {
+  for (const KinetoDevice& d : t.devices)
+    if (d.id == t.device) return d.name;
+  return "";
+}
+
+std::vector<KinetoCollectiveSummary> summarize_collectives(const KinetoTrace& t) {
+  std::map<std::tuple<std::string, std::string, std::string>, KinetoCollectiveSummary> by;
+  for (const KinetoKernel& k : t.kernels) {
+    if (k.collective < 0 || k.step < 0 || k.device != t.device) continue;
+    const KinetoCollective& c = t.collectives[static_cast<std::size_t>(k.collective)];
+    KinetoCollectiveSummary& g = by[{c.op, c.algorithm.empty() ? "-" : c.algorithm, c.protocol.empty() ? "-" : c.protocol}];
+    g.op = c.op, g.algorithm = c.algorithm, g.protocol = c.protocol;
+    ++g.calls;
+    g.time_s += static_cast<double>(k.dur_ns) * 1e-9;
+    const double e = dtype_bytes(c.dtype);
+    if (c.in_nelems >= 0 && e > 0) {
+      const double bytes = static_cast<double>(c.in_nelems) * e;
+      g.min_bytes = g.sized_calls == 0 ? bytes : std::min(g.min_bytes, bytes);
+      g.max_bytes = g.sized_calls == 0 ? bytes : std::max(g.max_bytes, bytes);
+      ++g.sized_calls;
+    }
+  }
+  std::vector<KinetoCollectiveSummary> out;
+  for (auto& [key, g] : by) out.push_back(std::move(g));
+  return out;
+}
 
 std::vector<NcclTestsLog> collective_logs_from_traces(const std::vector<KinetoTrace>& traces,
                                                       std::map<std::string, std::int64_t>* skipped) {
@@ -374,8 +364,7 @@ std::vector<NcclTestsLog> collective_logs_from_traces(const std::vector<KinetoTr
         NcclTestsRun run;
         run.op = op;
         run.ranks = static_cast<int>(c.group_size);
-        for (const KinetoDevice& d : t.devices)
-          if (d.id == t.device) run.gpu = d.name;
+        run.gpu = kineto_device_name(t);
         run.nccl_version = t.nccl_version;
         it = run_of.emplace(key, log.runs.size()).first;
         log.runs.push_back(std::move(run));
@@ -409,9 +398,7 @@ GemmMeasurements gemm_points_from_traces(const std::vector<KinetoTrace>& traces,
   for (const KinetoTrace& t : traces) {
     out.source += (out.source.empty() ? "" : ", ") + t.source;
     if (out.sha256.empty()) out.sha256 = t.sha256;
-    if (out.device.empty())
-      for (const KinetoDevice& d : t.devices)
-        if (d.id == t.device) out.device = d.name;
+    if (out.device.empty()) out.device = kineto_device_name(t);
     // Per op instance: its GEMM kernels' summed time and the name of its first GEMM kernel.
     std::map<std::int32_t, std::pair<double, std::uint32_t>> per_op;
     for (const KinetoKernel& k : t.kernels) {
@@ -427,31 +414,28 @@ GemmMeasurements gemm_points_from_traces(const std::vector<KinetoTrace>& traces,
       const KinetoCpuOp& op = t.ops[static_cast<std::size_t>(op_index)];
       const std::string& name = t.names[op.name];
       const int first = name == "aten::mm" || name == "aten::bmm" ? 0 : name == "aten::addmm" || name == "aten::baddbmm" ? 1 : -1;
-      if (first < 0 || op.input_dims.empty()) {
+      if (first < 0) {
         ++unshaped;
         continue;
       }
-      const auto dims = nlohmann::json::parse(op.input_dims, nullptr, false);
-      const auto types = nlohmann::json::parse(op.input_types.empty() ? "[]" : op.input_types, nullptr, false);
       const bool batched = name == "aten::bmm" || name == "aten::baddbmm";
       const std::size_t rank = batched ? 3 : 2;
+      const auto f = static_cast<std::size_t>(first);
       auto tensor = [&](std::size_t i) -> std::vector<double> {
+        if (op.input_dims.size() <= i || op.input_dims[i].size() != rank) return {};
         std::vector<double> d;
-        if (!dims.is_array() || dims.size() <= i || !dims[i].is_array() || dims[i].size() != rank) return d;
-        for (const auto& x : dims[i]) {
-          if (!x.is_number_integer() || x.get<std::int64_t>() < 1) return {};
-          d.push_back(x.get<double>());
+        for (std::int64_t x : op.input_dims[i]) {
+          if (x < 1) return {};
+          d.push_back(static_cast<double>(x));
         }
         return d;
       };
-      const auto a = tensor(static_cast<std::size_t>(first)), b = tensor(static_cast<std::size_t>(first) + 1);
+      const auto a = tensor(f), b = tensor(f + 1);
       if (a.empty() || b.empty() || a[rank - 1] != b[rank - 2] || (batched && a[0] != b[0])) {
         ++unshaped;
         continue;
       }
-      const std::string type = types.is_array() && types.size() > static_cast<std::size_t>(first) && types[static_cast<std::size_t>(first)].is_string()
-                                   ? lower(types[static_cast<std::size_t>(first)].get<std::string>())
-                                   : "";
+      const std::string type = op.input_types.size() > f ? lower(op.input_types[f]) : "";
       const std::string kernel = lower(t.names[v.second]);
       hardware::GemmMath math;
       if (type.find("bfloat16") != std::string::npos || type.find("half") != std::string::npos) math = hardware::GemmMath::Tensor16;
@@ -503,6 +487,60 @@ GemmMeasurements gemm_points_from_traces(const std::vector<KinetoTrace>& traces,
   return out;
 }
 
+TraceCalibration calibrate_traces(const std::vector<KinetoTrace>& traces, const hardware::HardwareProfile& hw,
+                                  const CalibrateOptions& options, const std::string& overlay_name) {
+  STEPSIM_ASSERT(!traces.empty(), "no traces");
+  require_one_job(traces);
+  std::map<std::string, std::int64_t> skipped;
+  std::vector<std::string> gemm_notes;
+  std::vector<NcclTestsLog> logs = collective_logs_from_traces(traces, &skipped);
+  const GemmMeasurements gemms = gemm_points_from_traces(traces, &gemm_notes);
+  std::size_t rows = 0;
+  for (const NcclTestsLog& log : logs)
+    for (const NcclTestsRun& run : log.runs) rows += run.rows.size();
+  if (rows == 0 && gemms.points.size() < 2) {
+    std::string why;
+    for (const auto& [reason, n] : skipped) why += fmt::format("; {} {}", n, reason);
+    throw InputError(traces.front().source, "",
+                     fmt::format("nothing to fit: no NCCL call with a recorded size and fewer than 2 GEMM shapes{} "
+                                 "(expected NCCL kernels whose args carry 'In msg nelems', 'Group size' and 'dtype', "
+                                 "PyTorch 2.3 or later, or a trace recorded with record_shapes=True)", why));
+  }
+  TraceCalibration out;
+  CalibrationResult& result = out.collectives;
+  if (rows > 0) {
+    result = calibrate(logs, hw, options, overlay_name);
+  } else {
+    result.overlay.name = overlay_name;
+    result.overlay.hardware = hw.name;
+  }
+  if (gemms.points.size() >= 2) {
+    try {
+      GemmFitResult fit = fit_gemm(gemms, hw, hw.sm_count > 0 ? hw.sm_count : 1, kGemmFitTilesWithSmall);
+      const hardware::GemmMath math = gemms.points.front().shape.math;
+      if (fit.gemm.curve.max_efficiency_for(math) >= 0.999)
+        throw InputError(gemms.source, "",
+                         fmt::format("the fit pins the {} efficiency at its bound 1 (median residual {:.0f} %): the curve "
+                                     "cannot follow these GEMMs, and no GPU runs at its peak",
+                                     hardware::gemm_math_name(math), 100 * fit.fitted.median));
+      result.overlay.gemm = fit.gemm;
+      out.gemm = std::move(fit);
+    } catch (const InputError& e) {
+      if (rows == 0)
+        throw InputError(e.source(), e.path(), "nothing to fit: no NCCL call with a recorded size, and the GEMM curve is "
+                                               "not fitted: " + e.detail());
+      result.warnings.push_back(std::string("GEMM curve not fitted: ") + e.what());
+    }
+  }
+  for (const std::string& n : gemm_notes) result.warnings.push_back(n);
+  for (const auto& [reason, n] : skipped) result.warnings.push_back(fmt::format("{} {} left out of the fit", n, reason));
+  result.warnings.push_back("a trace's NCCL kernel time includes the wait for the slowest rank: the fit prices that wait "
+                            "too (nccl-tests logs measure the collective alone)");
+  result.warnings.push_back("not fitted from traces yet (the profile's values are kept): memory-bound bandwidth, host "
+                            "time per op");
+  return out;
+}
+
 std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
   std::string s;
   for (const KinetoTrace& t : traces) {
@@ -513,7 +551,7 @@ std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
     s += fmt::format("{}: {} trace, {} events ({}{})\n", one_line(t.source), t.gzipped ? "gzipped" : "plain", t.events,
                      t.rank >= 0 ? fmt::format("rank {} of {}", t.rank, t.world_size) : std::string("no distributedInfo"),
                      t.nccl_version.empty() ? "" : ", NCCL " + one_line(t.nccl_version));
-    s += fmt::format("  device     {} (device {}{}), {} GPU events, {} launches, {} CPU ops{}\n", one_line(device_name(t)), t.device,
+    s += fmt::format("  device     {} (device {}{}), {} GPU events, {} launches, {} CPU ops{}\n", one_line(kineto_device_name(t).empty() ? "unknown device" : kineto_device_name(t)), t.device,
                      [&] {
                        for (const KinetoDevice& d : t.devices)
                          if (d.id == t.device) return fmt::format(": {} SMs, {:.1f} GB", d.sms, d.memory_bytes / 1e9);
@@ -552,13 +590,17 @@ std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
       s += fmt::format("  {:<14}{:>10} {:>13.3f}            (kernel time summed over streams: {:.0f} % of the GPU span)\n",
                        "all", "", busy * 1e3,
                        100 * busy / std::max(1e-12, median_over(steps, [](const auto& x) { return x.gpu_span_s; })));
-    const auto coll = collectives_of(t);
+    const auto coll = summarize_collectives(t);
     if (!coll.empty()) {
       s += fmt::format("  {:<34}{:>8}{:>14}  {}\n", "NCCL op / algorithm / protocol", "calls", "time ms", "sizes (in msg)");
-      for (const auto& [key, g] : coll)
-        s += fmt::format("  {:<34}{:>8} {:>13.3f}  {}\n", one_line(key), g.calls, g.time_s * 1e3,
-                         g.sized == 0 ? std::string("not recorded")
-                                      : fmt::format("{} .. {} ({} of {} calls)", mb(g.min_bytes), mb(g.max_bytes), g.sized, g.calls));
+      for (const KinetoCollectiveSummary& g : coll)
+        s += fmt::format("  {:<34}{:>8} {:>13.3f}  {}\n",
+                         one_line(fmt::format("{} {} {}", g.op, g.algorithm.empty() ? "-" : g.algorithm,
+                                              g.protocol.empty() ? "-" : g.protocol)),
+                         g.calls, g.time_s * 1e3,
+                         g.sized_calls == 0 ? std::string("not recorded")
+                                            : fmt::format("{} .. {} ({} of {} calls)", mb(g.min_bytes), mb(g.max_bytes),
+                                                          g.sized_calls, g.calls));
       s += "  (calls and time over every step)\n";
     }
     if (!t.unknown_kernels.empty()) {
@@ -573,66 +615,6 @@ std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
     for (const std::string& n : t.notes) s += "  note: " + one_line(n) + "\n";
   }
   return s;
-}
-
-std::string kineto_summary_json(const std::vector<KinetoTrace>& traces) {
-  nlohmann::ordered_json j;
-  j["schema"] = "stepsim.kineto-summary/1";
-  j["traces"] = nlohmann::ordered_json::array();
-  for (const KinetoTrace& t : traces) {
-    nlohmann::ordered_json o;
-    o["source"] = t.source;
-    o["sha256"] = t.sha256;
-    o["file_bytes"] = t.file_bytes;
-    o["json_bytes"] = t.json_bytes;
-    o["gzipped"] = t.gzipped;
-    o["rank"] = t.rank >= 0 ? nlohmann::ordered_json(t.rank) : nlohmann::ordered_json();
-    o["world_size"] = t.world_size >= 0 ? nlohmann::ordered_json(t.world_size) : nlohmann::ordered_json();
-    o["backend"] = t.backend;
-    o["nccl_version"] = t.nccl_version;
-    o["device"] = t.device;
-    o["device_name"] = device_name(t);
-    o["events"] = t.events;
-    o["gpu_events"] = t.kernels.size();
-    o["launches"] = t.launches;
-    o["cpu_ops"] = t.cpu_ops;
-    o["shapes_recorded"] = t.shapes_recorded;
-    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-    for (const KinetoStepSummary& st : summarize_steps(t)) {
-      nlohmann::ordered_json x;
-      x["number"] = st.number;
-      x["wall_s"] = st.wall_s;
-      x["gpu_span_s"] = st.gpu_span_s;
-      nlohmann::ordered_json classes = nlohmann::ordered_json::object();
-      for (std::size_t c = 0; c < kKernelClasses; ++c)
-        if (st.class_count[c] > 0) classes[std::string(kClassNames[c])] = {{"count", st.class_count[c]}, {"time_s", st.class_s[c]}};
-      x["kernel_classes"] = std::move(classes);
-      steps.push_back(std::move(x));
-    }
-    o["steps"] = std::move(steps);
-    nlohmann::ordered_json coll = nlohmann::ordered_json::array();
-    for (const auto& [key, g] : collectives_of(t)) {
-      const KinetoCollective* any = nullptr;
-      for (const KinetoCollective& c : t.collectives)
-        if (collective_key(c) == key) any = &c;
-      coll.push_back({{"op", any->op},
-                      {"algorithm", any->algorithm},
-                      {"protocol", any->protocol},
-                      {"calls", g.calls},
-                      {"time_s", g.time_s},
-                      {"sized_calls", g.sized},
-                      {"min_bytes", g.sized ? nlohmann::ordered_json(g.min_bytes) : nlohmann::ordered_json()},
-                      {"max_bytes", g.sized ? nlohmann::ordered_json(g.max_bytes) : nlohmann::ordered_json()}});
-    }
-    o["collectives"] = std::move(coll);
-    nlohmann::ordered_json unknown = nlohmann::ordered_json::object();
-    for (const auto& [name, n] : t.unknown_kernels) unknown[name] = n;
-    o["unknown_kernels"] = std::move(unknown);
-    o["notes"] = t.notes;
-    j["traces"].push_back(std::move(o));
-  }
-  // File and kernel names are bytes, not always UTF-8: invalid sequences become U+FFFD.
-  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace stepsim::validate

@@ -23,6 +23,7 @@
 // of ~1.7e15 µs lose sub-µs digits as doubles, so they are read from the JSON text.
 #pragma once
 
+#include "validate/fit.hpp"
 #include "validate/gemm_fit.hpp"
 #include "validate/measured_timeline.hpp"
 #include "validate/nccl_tests.hpp"
@@ -30,6 +31,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -113,8 +115,11 @@ struct KinetoKernel {
 /// the JSON text the trace holds).
 struct KinetoCpuOp {
   std::uint32_t name = 0;  ///< index into KinetoTrace::names
-  std::string input_dims;  ///< "" when not recorded
-  std::string input_types; ///< its `Input type` as JSON text ("[\"float\", \"float\"]"); "" when not recorded
+  /// Its `Input Dims`, one shape per input (empty for a scalar, a list or an entry that is not a
+  /// list of integers); empty when not recorded.
+  std::vector<std::vector<std::int64_t>> input_dims;
+  /// Its `Input type`, one per input ("float", "c10::BFloat16"; "" for a non-string entry).
+  std::vector<std::string> input_types;
 };
 
 /// A `ProfilerStep#N` annotation (or the whole trace when it has none).
@@ -180,6 +185,10 @@ struct KinetoTrace {
 ///         object, or a rank / world size that is not an integer in range.
 KinetoTrace read_kineto_trace(const std::string& path);
 
+/// Checks that `traces` are the ranks of one job: no trace twice (same SHA-256), no rank twice,
+/// one world size. @throws InputError naming the offending trace.
+void require_one_job(const std::vector<KinetoTrace>& traces);
+
 /// Same, from the bytes of a trace file (plain or gzip) held in memory; `source` names it in
 /// messages. @throws InputError as read_kineto_trace.
 KinetoTrace parse_kineto_trace(std::string_view bytes, const std::string& source);
@@ -223,6 +232,21 @@ std::vector<KinetoStepSummary> summarize_steps(const KinetoTrace& t);
 ///         step has no GPU event on some trace.
 MeasuredTimeline measured_timeline_from_traces(const std::vector<KinetoTrace>& traces);
 
+/// The name of the trace's own device (its `deviceProperties` entry); "" when not given.
+std::string kineto_device_name(const KinetoTrace& t);
+
+/// The NCCL calls of one (op, algorithm, protocol) inside the steps, on the trace's device.
+struct KinetoCollectiveSummary {
+  std::string op, algorithm, protocol;
+  std::int64_t calls = 0;
+  double time_s = 0;              ///< summed kernel time over every step
+  std::int64_t sized_calls = 0;   ///< calls whose In msg size and dtype are known
+  double min_bytes = 0, max_bytes = 0;  ///< In msg bytes over the sized calls
+};
+
+/// The trace's NCCL calls grouped by op, algorithm and protocol (in that order).
+std::vector<KinetoCollectiveSummary> summarize_collectives(const KinetoTrace& t);
+
 /// The traces' NCCL calls with known sizes as nccl-tests tables, for the nccl-tests fit
 /// (`stepsim calibrate trace`, issue 18 item 3): one log per trace (format "torch.profiler",
 /// its SHA-256), one run per (op, group size) with the trace's GPU and NCCL version, one row per
@@ -252,6 +276,24 @@ std::vector<NcclTestsLog> collective_logs_from_traces(const std::vector<KinetoTr
 /// efficiency.
 inline constexpr double kMinTraceGemmS = 20e-6;
 GemmMeasurements gemm_points_from_traces(const std::vector<KinetoTrace>& traces, std::vector<std::string>* notes = nullptr);
+
+/// What `stepsim calibrate trace` fits from the traces of one job.
+struct TraceCalibration {
+  /// The nccl-tests fit of the sized NCCL calls (collective_logs_from_traces), with the GEMM
+  /// curve in its overlay when one was fitted, and warnings: what was left out and why, that a
+  /// trace's NCCL time holds the wait for the slowest rank, what is not fitted from traces.
+  CalibrationResult collectives;
+  std::optional<GemmFitResult> gemm;  ///< the GEMM fit (gemm_points_from_traces), when accepted
+};
+
+/// Fits what the traces show (issue 18 item 3): their sized NCCL calls by `calibrate`, their
+/// GEMMs by fit_gemm with the small tiles among the candidates (kGemmFitTilesWithSmall). A GEMM
+/// fit that pins its efficiency at 1, or that fit_gemm refuses, is left out with a warning.
+/// @throws InputError when the traces are not the ranks of one job (require_one_job), or when
+///         nothing can be fitted: no sized NCCL call, and no GEMM curve (fewer than 2 shapes, or
+///         refused: the message says why).
+TraceCalibration calibrate_traces(const std::vector<KinetoTrace>& traces, const hardware::HardwareProfile& hw,
+                                  const CalibrateOptions& options, const std::string& overlay_name);
 
 /// Text report of traces: per trace its device, rank, steps, GPU events by class (count and
 /// time per step, median over steps), NCCL calls by op / algorithm / protocol with their

@@ -420,6 +420,8 @@ class Reader {
   void finish();
 
  private:
+  /// An op that launched GPU work, its recorded shapes and types parsed (only those are kept).
+  KinetoCpuOp cpu_op(const RawOp& o) const;
   std::int64_t time_ns(const JsonReader& r, std::string_view key, const std::string& text, const char* what) {
     if (!r.has(key)) r.fail(key, fmt::format("required field is missing (the event's {})", what));
     const json& v = r.value(key);
@@ -443,6 +445,29 @@ class Reader {
 };
 
 bool contains_lower(const std::string& name, std::string_view what) { return lower(name).find(what) != std::string::npos; }
+
+KinetoCpuOp Reader::cpu_op(const RawOp& o) const {
+  KinetoCpuOp op;
+  op.name = o.name;
+  const json dims = json::parse(dims_[o.input_dims], nullptr, false);
+  if (dims.is_array())
+    for (const json& d : dims) {
+      std::vector<std::int64_t> shape;
+      if (d.is_array())
+        for (const json& x : d) {
+          if (!x.is_number_integer()) {
+            shape.clear();
+            break;
+          }
+          shape.push_back(x.get<std::int64_t>());
+        }
+      op.input_dims.push_back(std::move(shape));
+    }
+  const json types = json::parse(dims_[o.input_types], nullptr, false);
+  if (types.is_array())
+    for (const json& x : types) op.input_types.push_back(x.is_string() ? x.get<std::string>() : std::string());
+  return op;
+}
 
 void Reader::finish() {
   // Steps, by start; one number once.
@@ -570,7 +595,7 @@ void Reader::finish() {
         if (m < 0) {
           m = static_cast<std::int32_t>(t_.ops.size());
           const RawOp& o = ops_[static_cast<std::size_t>(in->op)];
-          t_.ops.push_back({o.name, dims_[o.input_dims], dims_[o.input_types]});
+          t_.ops.push_back(cpu_op(o));
         }
         k.cpu_op = m;
       }
@@ -841,6 +866,62 @@ std::vector<KinetoTrace> read_kineto_traces(const std::vector<std::string>& path
   for (const std::string& f : files) traces.push_back(read_kineto_trace(f));
   std::stable_sort(traces.begin(), traces.end(), [](const KinetoTrace& a, const KinetoTrace& b) { return a.rank < b.rank; });
   return traces;
+}
+
+std::string kineto_summary_json(const std::vector<KinetoTrace>& traces) {
+  nlohmann::ordered_json j;
+  j["schema"] = "stepsim.kineto-summary/1";
+  j["traces"] = nlohmann::ordered_json::array();
+  for (const KinetoTrace& t : traces) {
+    nlohmann::ordered_json o;
+    o["source"] = t.source;
+    o["sha256"] = t.sha256;
+    o["file_bytes"] = t.file_bytes;
+    o["json_bytes"] = t.json_bytes;
+    o["gzipped"] = t.gzipped;
+    o["rank"] = t.rank >= 0 ? nlohmann::ordered_json(t.rank) : nlohmann::ordered_json();
+    o["world_size"] = t.world_size >= 0 ? nlohmann::ordered_json(t.world_size) : nlohmann::ordered_json();
+    o["backend"] = t.backend;
+    o["nccl_version"] = t.nccl_version;
+    o["device"] = t.device;
+    o["device_name"] = kineto_device_name(t).empty() ? "unknown device" : kineto_device_name(t);
+    o["events"] = t.events;
+    o["gpu_events"] = t.kernels.size();
+    o["launches"] = t.launches;
+    o["cpu_ops"] = t.cpu_ops;
+    o["shapes_recorded"] = t.shapes_recorded;
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+    for (const KinetoStepSummary& st : summarize_steps(t)) {
+      nlohmann::ordered_json x;
+      x["number"] = st.number;
+      x["wall_s"] = st.wall_s;
+      x["gpu_span_s"] = st.gpu_span_s;
+      nlohmann::ordered_json classes = nlohmann::ordered_json::object();
+      for (std::size_t c = 0; c < kKernelClasses; ++c)
+        if (st.class_count[c] > 0) classes[std::string(kernel_class_name(static_cast<KernelClass>(c)))] = {{"count", st.class_count[c]}, {"time_s", st.class_s[c]}};
+      x["kernel_classes"] = std::move(classes);
+      steps.push_back(std::move(x));
+    }
+    o["steps"] = std::move(steps);
+    nlohmann::ordered_json coll = nlohmann::ordered_json::array();
+    for (const KinetoCollectiveSummary& g : summarize_collectives(t))
+      coll.push_back({{"op", g.op},
+                      {"algorithm", g.algorithm},
+                      {"protocol", g.protocol},
+                      {"calls", g.calls},
+                      {"time_s", g.time_s},
+                      {"sized_calls", g.sized_calls},
+                      {"min_bytes", g.sized_calls ? nlohmann::ordered_json(g.min_bytes) : nlohmann::ordered_json()},
+                      {"max_bytes", g.sized_calls ? nlohmann::ordered_json(g.max_bytes) : nlohmann::ordered_json()}});
+    o["collectives"] = std::move(coll);
+    nlohmann::ordered_json unknown = nlohmann::ordered_json::object();
+    for (const auto& [name, n] : t.unknown_kernels) unknown[name] = n;
+    o["unknown_kernels"] = std::move(unknown);
+    o["notes"] = t.notes;
+    j["traces"].push_back(std::move(o));
+  }
+  // File and kernel names are bytes, not always UTF-8: invalid sequences become U+FFFD.
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace stepsim::validate

@@ -3,6 +3,7 @@
 // counted against figures computed independently from the JSON with Python (the one-liners are
 // in the comments), kernel names classified, and every malformed-input rule refused.
 #include "tests/support/catch.hpp"
+#include "tests/support/input_error.hpp"
 #include "tests/support/shared_data.hpp"
 
 #include "models/scenario.hpp"
@@ -268,12 +269,7 @@ struct TempDir {
 };
 
 std::string refusal(const std::string& path) {
-  try {
-    read_kineto_trace(path);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(accepted)";
+  return test::input_error_of([&] { read_kineto_trace(path); });
 }
 
 /// A well-formed minimal trace: one step, one kernel launched inside it.
@@ -373,13 +369,8 @@ TEST_CASE("kineto: several traces: one per rank, one world size, common steps", 
   const std::string a = d.write("a.json", minimal("", R"("distributedInfo": {"rank": 0, "world_size": 2}, )"));
   const std::string b = d.write("b.json", minimal("", R"("traceName": "b", "distributedInfo": {"rank": 0, "world_size": 2}, )"));
   const std::string c = d.write("c.json", minimal("", R"("distributedInfo": {"rank": 1, "world_size": 4}, )"));
-  auto message = [](const std::vector<std::string>& paths) -> std::string {
-    try {
-      measured_timeline_from_traces(read_kineto_traces(paths));
-    } catch (const InputError& e) {
-      return e.what();
-    }
-    return "(accepted)";
+  auto message = [](const std::vector<std::string>& paths) {
+    return test::input_error_of([&] { measured_timeline_from_traces(read_kineto_traces(paths)); });
   };
   CHECK(message({a, b}).find("expected one trace per rank of one job, got rank 0 again") != std::string::npos);
   CHECK(message({a, c}).find("expected the ranks of one job") != std::string::npos);
