@@ -180,7 +180,8 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
   const int g = std::min(group.ranks_per_node, n_ranks);
   const int nodes = (n_ranks + g - 1) / g;
   const double m = op_multiplier(op);
-  const double w_intra = hw.intra_node.bandwidth_bytes_per_s;
+  // g ≥ 2 below wherever it divides: one rank per node has no intra-node segment (ring_factor(1) = 0).
+  const double w_intra = hw.intra_group_bandwidth_bytes_per_s(std::max(g, 2));
   if (nodes == 1) {
     c.algorithm = "ring";
     c.bottleneck = "intra-node fabric";
@@ -276,7 +277,7 @@ double collective_bandwidth_lower_bound_s(const HardwareProfile& hw, CollectiveO
   }
   const int g = std::min(group.ranks_per_node, n_ranks);
   const int nodes = (n_ranks + g - 1) / g;
-  const double w_intra = g > 1 ? hw.intra_node.bandwidth_bytes_per_s : 0.0;
+  const double w_intra = hw.intra_group_bandwidth_bytes_per_s(g);
   const double w_node =
       nodes > 1 && hw.nics_per_node > 0
           ? hw.group_network_bytes_per_s(g, std::max(1, group.concurrent_groups_per_node))

@@ -174,6 +174,26 @@ struct HardwareProfile {
 
   int gpus_per_node = 1;             ///< GPUs (chips) sharing one intra-node fabric / host
   LinkScope intra_node;              ///< NVLink per GPU, one way
+  /// `intra_node.fabric`: "nvlink", "ici", "pcie" or "xgmi" (reports; the numbers carry the model).
+  std::string intra_node_fabric = "nvlink";
+  /// `intra_node.peer_bandwidth_bytes_per_s`: one way, to any single peer, on a node whose GPUs
+  /// are joined point to point instead of through a switch (AMD xGMI: 7 links of 64 GB/s to 7
+  /// peers; NVLink bridges of H200 NVL), 0 = a switch (NVSwitch), where any group gets the whole
+  /// `intra_node.bandwidth_bytes_per_s`. shared/reference/hardware.md §3.3: "model xGMI as a
+  /// per-peer link, not as a switch" (2 MI300X: 47.7 GB/s busbw, 8: 312.9 GB/s).
+  double intra_peer_bandwidth_bytes_per_s = 0;
+  /// One-way bandwidth per rank a group of `ranks_in_node` (≥ 1) member GPUs of one node can use
+  /// inside it: the whole intra_node bandwidth behind a switch; on a point-to-point mesh the
+  /// links to its ranks_in_node − 1 peers, min(bandwidth, (ranks_in_node − 1) × peer bandwidth)
+  /// (rings and trees over a full mesh can use every link to a member: RCCL builds one ring per
+  /// link set). 0 for one rank (no intra-node traffic).
+  double intra_group_bandwidth_bytes_per_s(int ranks_in_node) const {
+    if (ranks_in_node <= 1) return 0;
+    const double w = intra_node.bandwidth_bytes_per_s;
+    if (!(intra_peer_bandwidth_bytes_per_s > 0)) return w;
+    const double mesh = (ranks_in_node - 1) * intra_peer_bandwidth_bytes_per_s;
+    return mesh < w ? mesh : w;
+  }
   int nics_per_node = 0;             ///< network adapters per node
   /// GPUs each NIC serves (its PCIe-switch neighbours), ≥ 1: a GPU drives only its own NIC
   /// (rail-optimized HGX clusters: 1; a node of 8 GPUs with 4 NICs: 2).
@@ -215,6 +235,21 @@ struct HardwareProfile {
   /// What the model's tensors may use: hbm_bytes − hbm_reserved_bytes (what "fits" compares).
   double usable_hbm_bytes() const { return hbm_bytes - hbm_reserved_bytes; }
 };
+
+/// What kind of fact a profile's source line states, by the tag it starts with
+/// ("datasheet: ...", "measured, fitted: ..."): `datasheet` — a vendor or cloud specification;
+/// `measured` — a public measurement; `derived` — arithmetic on those (a rule of NCCL's, a
+/// unit conversion, a ratio); `fitted` — chosen on the even rows of a measured set, the odd
+/// rows reported; `assumed` — none of these, a stand-in to calibrate. Every built-in profile
+/// tags every source (hardware_test); a user's profile may leave them untagged.
+inline const std::vector<std::string>& source_kind_names() {
+  static const std::vector<std::string> kinds = {"datasheet", "measured", "derived", "fitted", "assumed"};
+  return kinds;
+}
+
+/// The kinds a source line is tagged with: the comma-separated words before its first ':' when
+/// every one is in source_kind_names(), else empty (an untagged line). Order as written.
+std::vector<std::string> source_kinds(const std::string& source);
 
 /// Largest node (scale-up domain: GPUs on one NVLink / NVSwitch fabric) a profile, a scenario
 /// or a CLI flag may describe: NVL576, the largest such domain announced. A larger cluster is

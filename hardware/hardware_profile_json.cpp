@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace stepsim::hardware {
 
 std::string gpus_per_node_problem(std::int64_t gpus_per_node) {
@@ -16,6 +18,25 @@ std::string gpus_per_node_problem(std::int64_t gpus_per_node) {
   return fmt::format("expected 1 to {} GPUs in one node (its NVLink / NVSwitch scale-up domain; NVL{} is the "
                      "largest built, a larger cluster is more nodes), got {}",
                      kMaxGpusPerNode, kMaxGpusPerNode, gpus_per_node);
+}
+
+std::vector<std::string> source_kinds(const std::string& source) {
+  const auto colon = source.find(':');
+  if (colon == std::string::npos) return {};
+  std::vector<std::string> kinds;
+  std::size_t at = 0;
+  while (at <= colon) {
+    std::size_t end = source.find(',', at);
+    if (end == std::string::npos || end > colon) end = colon;
+    std::string word = source.substr(at, end - at);
+    while (!word.empty() && word.front() == ' ') word.erase(word.begin());
+    while (!word.empty() && word.back() == ' ') word.pop_back();
+    const auto& names = source_kind_names();
+    if (std::find(names.begin(), names.end(), word) == names.end()) return {};
+    kinds.push_back(word);
+    at = end + 1;
+  }
+  return kinds;
 }
 
 namespace detail {
@@ -154,8 +175,15 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   node.finish();
 
   const JsonReader intra = root.object("intra_node");
-  intra.choice_or("fabric", "nvlink", {"nvlink", "ici", "pcie", "xgmi"});
+  p.intra_node_fabric = intra.choice_or("fabric", "nvlink", {"nvlink", "ici", "pcie", "xgmi"});
   p.intra_node = read_scope(intra, true);
+  p.intra_peer_bandwidth_bytes_per_s =
+      intra.number_or("peer_bandwidth_bytes_per_s", 0.0, Check::Positive, Dimension::BytesPerSecond);
+  if (p.intra_peer_bandwidth_bytes_per_s > p.intra_node.bandwidth_bytes_per_s)
+    intra.fail("peer_bandwidth_bytes_per_s",
+               fmt::format("{:g} bytes/s to one peer is more than the GPU's whole intra-node bandwidth ({:g}); "
+                           "expected at most intra_node.bandwidth_bytes_per_s",
+                           p.intra_peer_bandwidth_bytes_per_s, p.intra_node.bandwidth_bytes_per_s));
   intra.finish();
 
   if (const auto torus = root.optional_object("torus")) {

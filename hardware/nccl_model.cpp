@@ -157,7 +157,9 @@ Setup make_setup(const HardwareProfile& hw, const GroupShape& group) {
   s.nvls_bus_gbs = hw.nccl.nvls_bus_bandwidth_bytes_per_s / 1e9;
   if (s.nodes == 1) {
     s.ch = s.intra_ch;
-    s.bw = s.intra_bw;
+    // On a point-to-point mesh (no switch) a small group reaches only its members' links
+    // (HardwareProfile::intra_group_bandwidth_bytes_per_s); behind a switch this is no cap.
+    s.bw = std::min(s.intra_bw, hw.intra_group_bandwidth_bytes_per_s(std::max(s.ppn, 2)) / 1e9 / s.ch);
   } else {
     if (!(hw.nics_per_node > 0 && hw.nic_bandwidth_bytes_per_s > 0))
       throw InputError(hw.name, "/inter_node",

@@ -3,6 +3,7 @@
 #include "models/listing_json.hpp"
 
 #include "hardware/hardware_profile_json.hpp"
+#include "hardware/nccl_model.hpp"
 #include "models/model_spec_json.hpp"
 #include "models/scenario_fields.hpp"
 #include "models/strategy/strategy.hpp"
@@ -19,12 +20,24 @@ nlohmann::ordered_json list_json(const std::string& what) {
   if (what == "profiles" || what == "hardware") {
     for (const auto& n : hardware::builtin_profile_names()) {
       const auto p = hardware::load_profile(n);
+      J sources = J::array();
+      for (const auto& s : p.sources) sources.push_back({{"kinds", hardware::source_kinds(s)}, {"text", s}});
       items.push_back({{"name", n},
                        {"description", p.description},
                        {"peak_flops_per_s", p.peak_flops_per_s},
+                       {"fp8_flops_per_s", p.fp8_flops_per_s > 0 ? J(p.fp8_flops_per_s) : J(nullptr)},
                        {"hbm_bytes", p.hbm_bytes},
                        {"hbm_bandwidth_bytes_per_s", p.hbm_bandwidth_bytes_per_s},
-                       {"gpus_per_node", p.gpus_per_node}});
+                       {"gpus_per_node", p.gpus_per_node},
+                       {"intra_node_fabric", p.intra_node_fabric},
+                       {"intra_node_bandwidth_bytes_per_s", p.intra_node.bandwidth_bytes_per_s},
+                       {"intra_node_peer_bandwidth_bytes_per_s",
+                        p.intra_peer_bandwidth_bytes_per_s > 0 ? J(p.intra_peer_bandwidth_bytes_per_s) : J(nullptr)},
+                       {"nic_bandwidth_bytes_per_s_per_gpu",
+                        p.nics_per_node > 0 ? J(p.nic_bandwidth_bytes_per_s / p.gpus_per_nic) : J(nullptr)},
+                       {"torus_dims", p.torus_dims},
+                       {"collective_model", hardware::collective_model_name(hardware::default_collective_model(p))},
+                       {"sources", std::move(sources)}});
     }
   } else if (what == "models") {
     for (const auto& n : builtin_model_names()) {

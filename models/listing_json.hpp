@@ -12,7 +12,11 @@ namespace stepsim::models {
 /// The built-in entries of `what` ("profiles" — or its alias "hardware" —, "models",
 /// "strategies" or "fields", the scenario's field reference) as JSON, schema "stepsim.list/1": {"schema", "what", "items": [...]}, one
 /// object per entry in catalog order. Profiles: name, description, peak_flops_per_s (BF16),
-/// hbm_bytes, hbm_bandwidth_bytes_per_s, gpus_per_node. Models: name, kind, hf_model_type (null
+/// fp8_flops_per_s (null: none), hbm_bytes, hbm_bandwidth_bytes_per_s, gpus_per_node (the
+/// scale-up domain), intra_node_fabric, intra_node_bandwidth_bytes_per_s (one way per GPU),
+/// intra_node_peer_bandwidth_bytes_per_s (null behind a switch), nic_bandwidth_bytes_per_s_per_gpu
+/// (null: no network), torus_dims, collective_model (the default cost model) and sources
+/// [{kinds, text}] (kinds: hardware::source_kinds). Models: name, kind, hf_model_type (null
 /// unless built from a Hugging Face config), parameters, layers, sample_unit, source.
 /// Strategies: name, description. Fields: as field_reference_json (models/scenario_fields.hpp).
 /// @throws InputError naming `what` when it is none of those.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include "hardware/hardware_profile.hpp"
 #include "models/listing_json.hpp"
 #include "models/scenario.hpp"
 #include "models/scenario_fields.hpp"
@@ -20,7 +21,90 @@ namespace stepsim::tools {
 
 namespace {
 
-int cmd_list(const std::string& what, const std::string& format) {
+// `stepsim list profiles [NAME...]`: a table of the facts a user compares accelerators by, with
+// how many of each profile's sources are datasheet values, measurements, derivations, fits and
+// assumptions; with names, each profile's description, numbers and every source.
+std::string profiles_text(const nlohmann::ordered_json& items, const std::vector<std::string>& names) {
+  const auto num = [](const nlohmann::ordered_json& v, double scale, const char* fmtspec) -> std::string {
+    return v.is_null() ? "-" : fmt::format(fmt::runtime(fmtspec), v.get<double>() / scale);
+  };
+  const auto kinds_of = [](const nlohmann::ordered_json& e) {
+    std::vector<int> counts(hardware::source_kind_names().size(), 0);
+    int untagged = 0;
+    for (const auto& s : e.at("sources")) {
+      if (s.at("kinds").empty()) ++untagged;
+      for (const auto& k : s.at("kinds")) {
+        const auto& all = hardware::source_kind_names();
+        ++counts[static_cast<std::size_t>(std::find(all.begin(), all.end(), k.get<std::string>()) - all.begin())];
+      }
+    }
+    std::string text;
+    for (std::size_t i = 0; i < counts.size(); ++i) text += fmt::format("{}{}", i ? "/" : "", counts[i]);
+    if (untagged) text += fmt::format(" +{} untagged", untagged);
+    return text;
+  };
+  const auto domain = [](const nlohmann::ordered_json& e) {
+    const auto& dims = e.at("torus_dims");
+    if (!dims.empty()) {
+      std::string shape;
+      for (const auto& d : dims) shape += (shape.empty() ? "" : "x") + std::to_string(d.get<int>());
+      return fmt::format("{} ici torus", shape);
+    }
+    return fmt::format("{} {}", e.at("gpus_per_node").get<int>(), e.at("intra_node_fabric").get<std::string>());
+  };
+  std::string text;
+  if (names.empty()) {
+    text += fmt::format("{:<16} {:>6} {:>6} {:>6} {:>6}  {:<18} {:>9} {:>8}  {}\n", "profile", "BF16", "FP8", "HBM", "HBM",
+                        "scale-up domain", "scale-up", "NIC", "sources");
+    text += fmt::format("{:<16} {:>6} {:>6} {:>6} {:>6}  {:<18} {:>9} {:>8}  {}\n", "", "TF/s", "TF/s", "GiB", "TB/s", "",
+                        "GB/s", "Gb/s/GPU", "datasheet/measured/derived/fitted/assumed");
+    for (const auto& e : items) {
+      std::string scale_up = num(e.at("intra_node_bandwidth_bytes_per_s"), 1e9, "{:.0f}");
+      if (!e.at("intra_node_peer_bandwidth_bytes_per_s").is_null())
+        scale_up += num(e.at("intra_node_peer_bandwidth_bytes_per_s"), 1e9, "/{:.0f}");
+      text += fmt::format("{:<16} {:>6} {:>6} {:>6} {:>6}  {:<18} {:>9} {:>8}  {}\n", e.at("name").get<std::string>(),
+                          num(e.at("peak_flops_per_s"), 1e12, "{:.0f}"), num(e.at("fp8_flops_per_s"), 1e12, "{:.0f}"),
+                          num(e.at("hbm_bytes"), 1024.0 * 1024 * 1024, "{:.0f}"),
+                          num(e.at("hbm_bandwidth_bytes_per_s"), 1e12, "{:.2f}"), domain(e), scale_up,
+                          num(e.at("nic_bandwidth_bytes_per_s_per_gpu"), 1e9 / 8, "{:.0f}"), kinds_of(e));
+    }
+    text += "(dense peaks; scale-up GB/s one way per GPU, aggregate/per peer on a switchless mesh; stepsim list profiles "
+            "NAME: a profile's description and every source; --format json: all of it)\n";
+    return text;
+  }
+  for (const auto& want : names) {
+    const nlohmann::ordered_json* found = nullptr;
+    for (const auto& e : items)
+      if (e.at("name") == want) found = &e;
+    if (!found) {
+      std::vector<std::string> all;
+      for (const auto& e : items) all.push_back(e.at("name").get<std::string>());
+      throw InputError("list profiles", "", fmt::format("no built-in profile '{}'; known profiles: {}{}", excerpt(want),
+                                                        join_names(all), did_you_mean(want, all)));
+    }
+    const auto& e = *found;
+    text += fmt::format("{}: {}\n", e.at("name").get<std::string>(), e.at("description").get<std::string>());
+    text += fmt::format("  BF16 {} TFLOP/s, FP8 {} TFLOP/s (dense); HBM {} GiB at {} TB/s; scale-up domain {}, {} GB/s one way "
+                        "per GPU{}; network {} Gb/s per GPU; collectives priced by the {} model\n",
+                        num(e.at("peak_flops_per_s"), 1e12, "{:g}"), num(e.at("fp8_flops_per_s"), 1e12, "{:g}"),
+                        num(e.at("hbm_bytes"), 1024.0 * 1024 * 1024, "{:.4g}"),
+                        num(e.at("hbm_bandwidth_bytes_per_s"), 1e12, "{:g}"), domain(e),
+                        num(e.at("intra_node_bandwidth_bytes_per_s"), 1e9, "{:g}"),
+                        e.at("intra_node_peer_bandwidth_bytes_per_s").is_null()
+                            ? std::string()
+                            : num(e.at("intra_node_peer_bandwidth_bytes_per_s"), 1e9, " ({:g} to any one peer)"),
+                        num(e.at("nic_bandwidth_bytes_per_s_per_gpu"), 1e9 / 8, "{:g}"),
+                        e.at("collective_model").get<std::string>());
+    text += fmt::format("  sources ({}: datasheet/measured/derived/fitted/assumed):\n", kinds_of(e));
+    for (const auto& src : e.at("sources")) text += fmt::format("  - {}\n", src.at("text").get<std::string>());
+  }
+  return text;
+}
+
+int cmd_list(const std::string& what, const std::vector<std::string>& names, const std::string& format) {
+  if (!names.empty() && what != "profiles" && what != "hardware")
+    throw InputError("list", "", fmt::format("names ('{}') go with 'list profiles' only; 'list {}' takes none",
+                                             excerpt(names.front()), what));
   if (format == "markdown") {
     if (what != "fields")
       throw InputError("list", "", fmt::format("--format markdown is the field reference's (stepsim list fields); "
@@ -28,7 +112,15 @@ int cmd_list(const std::string& what, const std::string& format) {
     print(models::field_reference_markdown());
     return 0;
   }
-  const nlohmann::ordered_json j = models::list_json(what);  // schema "stepsim.list/1"
+  nlohmann::ordered_json j = models::list_json(what);  // schema "stepsim.list/1"
+  if (!names.empty()) {
+    profiles_text(j.at("items"), names);  // refuses unknown names
+    nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+    for (const auto& n : names)
+      for (const auto& e : j.at("items"))
+        if (e.at("name") == n) kept.push_back(e);
+    j["items"] = std::move(kept);
+  }
   if (format == "json") {
     print(j.dump(2) + "\n");
     return 0;
@@ -58,8 +150,10 @@ int cmd_list(const std::string& what, const std::string& format) {
       text += fmt::format("{:<{}} {:>8.3f} B parameters, {} layers ({})\n", m.at("name").get<std::string>(), w,
                           m.at("parameters").get<double>() / 1e9, m.at("layers").get<std::size_t>(),
                           m.at("kind").get<std::string>());
+  } else if (j.at("what") == "profiles") {
+    text = profiles_text(items, names);
   } else {
-    const std::size_t w = j.at("what") == "profiles" ? 12 : 8;
+    const std::size_t w = 8;
     for (const auto& e : items)
       text += fmt::format("{:<{}} {}\n", e.at("name").get<std::string>(), w, e.at("description").get<std::string>());
   }
@@ -71,13 +165,15 @@ int cmd_list(const std::string& what, const std::string& format) {
 
 void add_list_command(CLI::App& app, Action& action) {
   auto what = std::make_shared<std::string>("strategies");
+  auto names = std::make_shared<std::vector<std::string>>();
   auto format = std::make_shared<std::string>("text");
   auto* list = app.add_subcommand("list", "list built-in profiles, models or strategies, or the scenario's fields");
   list->add_option("what", *what, "profiles | models | strategies | fields")
       ->check(CLI::IsMember({"profiles", "hardware", "models", "strategies", "fields"}));
+  list->add_option("names", *names, "profiles only: the built-in profiles to show in full, with every source");
   list->add_option("--format", *format, "text, json (schema stepsim.list/1) or markdown (fields only: docs/fields.md)")
       ->check(CLI::IsMember({"text", "json", "markdown"}));
-  list->callback([what, format, &action] { action = [what, format] { return cmd_list(*what, *format); }; });
+  list->callback([what, names, format, &action] { action = [what, names, format] { return cmd_list(*what, *names, *format); }; });
 }
 
 }  // namespace stepsim::tools

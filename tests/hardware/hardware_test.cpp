@@ -38,7 +38,7 @@ HardwareProfile flat_ring_64() {
 
 TEST_CASE("hardware: every built-in profile loads with DESIGN.md's nominal numbers", "[hardware]") {
   const auto names = builtin_profile_names();
-  CHECK(names.size() == 8);  // + h100-hbm2e-500w (issue 14 item 2)
+  CHECK(names.size() == 19);  // + h100-hbm2e-500w (issue 14 item 2), + 11 of issue 19
   for (const auto& n : names) CHECK_NOTHROW(load_profile(n));
   const auto h100 = load_profile("h100-sxm");
   CHECK(h100.peak_flops_per_s == 989e12);
