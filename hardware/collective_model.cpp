@@ -209,6 +209,7 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
     c.inter_share = w / w_node;
     c.latency_s = hw.inter_node.base_latency_s +
                   m * (n_ranks - 1) * std::max(hw.intra_node.step_latency_s, hw.inter_node.step_latency_s);
+    apply_fabric(hw, nodes, c);
     return c;
   }
   // Hierarchical: intra-node ring and inter-node ring pipeline; the slower sets the time
@@ -224,6 +225,7 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
   }
   c.latency_s = hw.inter_node.base_latency_s + m * (g - 1) * hw.intra_node.step_latency_s +
                 m * (nodes - 1) * hw.inter_node.step_latency_s;
+  apply_fabric(hw, nodes, c);
   return c;
 }
 
@@ -257,6 +259,13 @@ CollectiveCost cost(const HardwareProfile& hw, CollectiveOp op, double bytes, co
 }
 
 }  // namespace
+
+void apply_fabric(const HardwareProfile& hw, int nodes, CollectiveCost& cost) {
+  if (nodes <= 1) return;
+  cost.latency_s += hw.fabric_latency_per_log2_nodes_s * std::log2(static_cast<double>(nodes));
+  if (hw.fabric_bandwidth_efficiency > 0 && hw.fabric_bandwidth_efficiency < 1)
+    cost.bandwidth_s /= hw.fabric_bandwidth_efficiency;
+}
 
 CollectiveCost collective_cost(const HardwareProfile& hw, CollectiveOp op, double bytes,
                                const GroupShape& group, CollectiveAlgorithm algorithm) {

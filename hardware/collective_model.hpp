@@ -116,6 +116,11 @@ CollectiveCost collective_cost(const HardwareProfile& hw, CollectiveOp op, doubl
                                const GroupShape& group,
                                CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
 
+/// Adds the profile's fabric terms (HardwareProfile::fabric_latency_per_log2_nodes_s,
+/// fabric_bandwidth_efficiency) to `cost` of a group spanning `nodes` nodes: latency_s +=
+/// a · log2(nodes), bandwidth_s /= η. Nothing for nodes ≤ 1 or a profile without them.
+void apply_fabric(const HardwareProfile& hw, int nodes, CollectiveCost& cost);
+
 /// Time (s) below which no algorithm can move the bytes `op` must move over `bytes` on
 /// `group`, whatever its latency: a physical floor every cost model must respect (property test
 /// hardware_test "no collective beats its bandwidth lower bound").

@@ -200,6 +200,19 @@ struct HardwareProfile {
   int gpus_per_nic = 1;
   double nic_bandwidth_bytes_per_s = 0;  ///< per adapter, one way
   LinkScope inter_node;              ///< bandwidth_bytes_per_s unused: see node_egress
+  /// The network as built, beyond its NICs' line rate (issue 19 item 3): a collective whose
+  /// group spans N > 1 nodes takes `inter_node.fabric_latency_per_log2_nodes_s` × log2(N) more
+  /// latency (tree depth: the public logs' effective latency grows with log2 of the node count,
+  /// 87 / 133 / 160 / 184 µs at 2 / 4 / 8 / 16 Azure A100 nodes) and its bandwidth term is divided
+  /// by `inter_node.fabric_bandwidth_efficiency` (transport and congestion losses), both applied
+  /// to the nominal model's cost after NCCL's choice (hardware::apply_fabric). 0 and 1 (the
+  /// defaults): the NICs' line rate, no fabric losses. Network presets
+  /// (`inter_node.preset`, hardware/networks/) carry values fitted on the public nccl-tests
+  /// logs of their fabric (`stepsim calibrate fabric`, docs/calibration.md).
+  double fabric_latency_per_log2_nodes_s = 0;
+  double fabric_bandwidth_efficiency = 1;
+  /// `inter_node.preset`: the network preset whose fields fill the profile's inter_node ("" none).
+  std::string network_preset;
 
   std::vector<int> torus_dims;       ///< TPU: pod torus shape (e.g. 16×20×28); empty for GPUs
   LinkScope torus_axis;              ///< TPU: per axis, bidirectional ring bandwidth per chip
@@ -235,6 +248,28 @@ struct HardwareProfile {
   /// What the model's tensors may use: hbm_bytes − hbm_reserved_bytes (what "fits" compares).
   double usable_hbm_bytes() const { return hbm_bytes - hbm_reserved_bytes; }
 };
+
+/// A network as a cloud or cluster builds it (hardware/networks/*.json, issue 19 item 3): the
+/// NICs each GPU drives and the fabric terms fitted on that network's public nccl-tests logs
+/// (HardwareProfile::fabric_*). A profile or scenario names one with `"network": NAME`
+/// (`stepsim collective --network NAME`); apply_network_preset() sets it.
+struct NetworkPreset {
+  std::string name;                        ///< e.g. "infiniband-ndr", "aws-efa-p5"
+  std::string description;
+  std::vector<std::string> sources;        ///< tagged as a profile's (source_kinds)
+  int gpus_per_nic = 1;                    ///< GPUs sharing one NIC, ≥ 1
+  double nic_bandwidth_bytes_per_s = 0;    ///< per NIC, one way, > 0
+  double fabric_latency_per_log2_nodes_s = 0;  ///< ≥ 0
+  double fabric_bandwidth_efficiency = 1;      ///< (0, 1]
+};
+
+/// `hw` on the network `preset`: gpus_per_nic and the NIC speed from the preset,
+/// nics_per_node = ceil(gpus_per_node / gpus_per_nic), the fabric terms, network_preset = its
+/// name. Latency terms of the profile's inter_node stay (the fabric terms add to them).
+/// @throws InputError (source "network", `pointer`) when the preset's gpus_per_nic is more than
+///         the profile's gpus_per_node.
+void apply_network_preset(HardwareProfile& hw, const NetworkPreset& preset, const std::string& source = "",
+                          const std::string& pointer = "");
 
 /// What kind of fact a profile's source line states, by the tag it starts with
 /// ("datasheet: ...", "measured, fitted: ..."): `datasheet` — a vendor or cloud specification;

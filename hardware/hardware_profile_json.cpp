@@ -20,6 +20,21 @@ std::string gpus_per_node_problem(std::int64_t gpus_per_node) {
                      kMaxGpusPerNode, kMaxGpusPerNode, gpus_per_node);
 }
 
+void apply_network_preset(HardwareProfile& hw, const NetworkPreset& preset, const std::string& source,
+                          const std::string& pointer) {
+  if (preset.gpus_per_nic > hw.gpus_per_node)
+    throw InputError(source, pointer,
+                     fmt::format("network '{}' puts {} GPUs on each NIC, but profile '{}' has {} GPUs per node",
+                                 preset.name, preset.gpus_per_nic, hw.name, hw.gpus_per_node));
+  hw.gpus_per_nic = preset.gpus_per_nic;
+  hw.nics_per_node = (hw.gpus_per_node + preset.gpus_per_nic - 1) / preset.gpus_per_nic;
+  hw.nic_bandwidth_bytes_per_s = preset.nic_bandwidth_bytes_per_s;
+  hw.inter_node.bandwidth_bytes_per_s = hw.node_egress_bytes_per_s();
+  hw.fabric_latency_per_log2_nodes_s = preset.fabric_latency_per_log2_nodes_s;
+  hw.fabric_bandwidth_efficiency = preset.fabric_bandwidth_efficiency;
+  hw.network_preset = preset.name;
+}
+
 std::vector<std::string> source_kinds(const std::string& source) {
   const auto colon = source.find(':');
   if (colon == std::string::npos) return {};
@@ -41,6 +56,56 @@ std::vector<std::string> source_kinds(const std::string& source) {
 
 namespace detail {
 const std::vector<EmbeddedFile>& builtin_profiles();  // generated from hardware/profiles/
+const std::vector<EmbeddedFile>& builtin_networks();  // generated from hardware/networks/
+}
+
+std::vector<std::string> builtin_network_names() {
+  std::vector<std::string> names;
+  for (const auto& f : detail::builtin_networks()) names.emplace_back(f.name);
+  return names;
+}
+
+namespace {
+
+// inter_node.fabric_latency_per_log2_nodes_s and fabric_bandwidth_efficiency, in a profile's
+// inter_node or a preset's: the same checks in both.
+void read_fabric_terms(const JsonReader& r, double& latency_s, double& efficiency) {
+  latency_s = r.number_or("fabric_latency_per_log2_nodes_s", latency_s, Check::NonNegative, Dimension::Seconds);
+  if (latency_s > 1e-2)
+    r.fail("fabric_latency_per_log2_nodes_s",
+           fmt::format("{:g} s per doubling of the node count is no network latency (the public logs give "
+                       "10-130 us); expected seconds below 0.01, e.g. \"30us\"", latency_s));
+  efficiency = r.number_or("fabric_bandwidth_efficiency", efficiency, Check::Fraction);
+  if (efficiency < 0.05)
+    r.fail("fabric_bandwidth_efficiency",
+           fmt::format("{:g} of the NICs' line rate is no fabric efficiency (the public logs give 0.5-1); expected "
+                       "a fraction in [0.05, 1]", efficiency));
+}
+
+}  // namespace
+
+NetworkPreset load_network_preset(const std::string& name, const std::string& source, const std::string& pointer) {
+  for (const auto& f : detail::builtin_networks()) {
+    if (name != f.name) continue;
+    const std::string file = "hardware/networks/" + name + ".json";
+    const nlohmann::json doc = parse_json_text(f.text, file);
+    const JsonReader root(doc, file, "");
+    NetworkPreset n;
+    n.name = root.string("name");
+    n.description = root.string_or("description", "");
+    for (const auto& src : root.value("sources")) n.sources.push_back(src.get<std::string>());  // built in: tested
+    const JsonReader inter = root.object("inter_node");
+    n.gpus_per_nic = static_cast<int>(inter.integer("gpus_per_nic", 1, 1 << 20));
+    n.nic_bandwidth_bytes_per_s = inter.number("nic_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
+    read_fabric_terms(inter, n.fabric_latency_per_log2_nodes_s, n.fabric_bandwidth_efficiency);
+    inter.finish();
+    root.finish();
+    return n;
+  }
+  const auto names = builtin_network_names();
+  throw InputError(source, pointer,
+                   fmt::format("no network preset '{}'; known presets: {}{}", excerpt(name), join_names(names),
+                               did_you_mean(name, names)));
 }
 
 namespace {
@@ -220,6 +285,7 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
         inter->number("nic_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
     p.inter_node = read_scope(*inter, false);
     p.inter_node.bandwidth_bytes_per_s = p.node_egress_bytes_per_s();
+    read_fabric_terms(*inter, p.fabric_latency_per_log2_nodes_s, p.fabric_bandwidth_efficiency);
     inter->finish();
   } else if (!p.is_torus()) {
     root.fail("inter_node", "required field is missing (NICs per node and per-NIC bandwidth; "
@@ -247,6 +313,12 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
                  fmt::format("expected a per-channel bandwidth in [1e6, 1e13] bytes/s (NCCL's are 3-90 GB/s), got {:g}",
                              p.nccl.channel_bandwidth_bytes_per_s));
     nccl->finish();
+  }
+  if (root.has("network")) {
+    if (!p.nics_per_node)
+      root.fail("network", "a network preset sets a GPU cluster's NICs; a torus profile has none (its chips talk over ICI)");
+    apply_network_preset(p, load_network_preset(root.string("network"), source, root.path("network")), source,
+                         root.path("network"));
   }
   root.finish();
   // Physically meaningless magnitudes (denormals, 1e300) would print inf or 300-digit numbers.

@@ -18,6 +18,14 @@ namespace stepsim::hardware {
 /// Names of the built-in profiles (hardware/profiles/*.json, compiled into the binary).
 std::vector<std::string> builtin_profile_names();
 
+/// Names of the built-in network presets (hardware/networks/*.json, compiled in).
+std::vector<std::string> builtin_network_names();
+
+/// The built-in network preset `name` (NetworkPreset).
+/// @throws InputError at (`source`, `pointer`) naming the known presets when there is none.
+NetworkPreset load_network_preset(const std::string& name, const std::string& source = "",
+                                  const std::string& pointer = "");
+
 /// Resolves `ref`: a built-in profile name, or a path to a JSON file (anything containing
 /// '/' or ending in ".json").
 /// @param source, pointer  where `ref` was written, for messages
@@ -42,7 +50,8 @@ nlohmann::json profile_document(const std::string& ref, const std::string& sourc
 HardwareProfile parse_profile_over_base(const nlohmann::json& doc, const std::string& base_ref,
                                         const std::string& source, const std::string& pointer);
 
-/// Parses a profile found at JSON pointer `pointer` of a document read from `source`.
+/// Parses a profile found at JSON pointer `pointer` of a document read from `source`. A
+/// top-level `"network": NAME` applies that preset (apply_network_preset) after inter_node.
 /// @throws InputError for a missing/invalid/unknown field.
 HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& source,
                               const std::string& pointer = "");

@@ -331,11 +331,18 @@ CollectiveCost nccl_collective_cost(const HardwareProfile& hw, CollectiveOp op, 
   c.algorithm = nccl_algo_name(best->algo);
   c.protocol = nccl_proto_name(best->proto);
   const int ppn = std::min(group.ranks_per_node, group.ranks);
-  const bool multi = (group.ranks + ppn - 1) / ppn > 1;
+  const int nodes = (group.ranks + ppn - 1) / ppn;
+  const bool multi = nodes > 1;
+  // The fabric's losses are the same for every candidate's network part; NCCL's tuner does not
+  // know them, so they come after its choice (hardware_profile.hpp).
+  apply_fabric(hw, nodes, c);
   // The tuner gives one bus bandwidth: its bottleneck link is the only one counted as busy.
   (multi ? c.inter_share : c.intra_share) = 1;
-  c.bottleneck = fmt::format("{} (NCCL {}/{} busBw {:.4g} GB/s)", multi ? "node network egress" : "intra-node fabric",
-                             c.algorithm, c.protocol, best->bus_bw_gbs);
+  c.bottleneck = fmt::format("{} (NCCL {}/{} busBw {:.4g} GB/s{})", multi ? "node network egress" : "intra-node fabric",
+                             c.algorithm, c.protocol, best->bus_bw_gbs,
+                             multi && hw.fabric_bandwidth_efficiency < 1
+                                 ? fmt::format(" x fabric efficiency {:g}", hw.fabric_bandwidth_efficiency)
+                                 : std::string());
   return c;
 }
 

@@ -14,14 +14,23 @@
 
 namespace stepsim::models {
 
+namespace {
+
+// A profile's or network preset's source lines, each with the kinds its tag names.
+nlohmann::ordered_json tagged_sources(const std::vector<std::string>& sources) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& s : sources) out.push_back({{"kinds", hardware::source_kinds(s)}, {"text", s}});
+  return out;
+}
+
+}  // namespace
+
 nlohmann::ordered_json list_json(const std::string& what) {
   using J = nlohmann::ordered_json;
   J items = J::array();
   if (what == "profiles" || what == "hardware") {
     for (const auto& n : hardware::builtin_profile_names()) {
       const auto p = hardware::load_profile(n);
-      J sources = J::array();
-      for (const auto& s : p.sources) sources.push_back({{"kinds", hardware::source_kinds(s)}, {"text", s}});
       items.push_back({{"name", n},
                        {"description", p.description},
                        {"peak_flops_per_s", p.peak_flops_per_s},
@@ -35,9 +44,23 @@ nlohmann::ordered_json list_json(const std::string& what) {
                         p.intra_peer_bandwidth_bytes_per_s > 0 ? J(p.intra_peer_bandwidth_bytes_per_s) : J(nullptr)},
                        {"nic_bandwidth_bytes_per_s_per_gpu",
                         p.nics_per_node > 0 ? J(p.nic_bandwidth_bytes_per_s / p.gpus_per_nic) : J(nullptr)},
+                       {"network", p.network_preset.empty() ? J(nullptr) : J(p.network_preset)},
+                       {"fabric_latency_per_log2_nodes_s", p.fabric_latency_per_log2_nodes_s},
+                       {"fabric_bandwidth_efficiency", p.fabric_bandwidth_efficiency},
                        {"torus_dims", p.torus_dims},
                        {"collective_model", hardware::collective_model_name(hardware::default_collective_model(p))},
-                       {"sources", std::move(sources)}});
+                       {"sources", tagged_sources(p.sources)}});
+    }
+  } else if (what == "networks") {
+    for (const auto& n : hardware::builtin_network_names()) {
+      const auto net = hardware::load_network_preset(n);
+      items.push_back({{"name", n},
+                       {"description", net.description},
+                       {"gpus_per_nic", net.gpus_per_nic},
+                       {"nic_bandwidth_bytes_per_s", net.nic_bandwidth_bytes_per_s},
+                       {"fabric_latency_per_log2_nodes_s", net.fabric_latency_per_log2_nodes_s},
+                       {"fabric_bandwidth_efficiency", net.fabric_bandwidth_efficiency},
+                       {"sources", tagged_sources(net.sources)}});
     }
   } else if (what == "models") {
     for (const auto& n : builtin_model_names()) {
@@ -55,7 +78,7 @@ nlohmann::ordered_json list_json(const std::string& what) {
   } else if (what == "fields") {
     items = field_reference_json();
   } else {
-    const std::vector<std::string> kinds = {"profiles", "models", "strategies", "fields"};
+    const std::vector<std::string> kinds = {"profiles", "networks", "models", "strategies", "fields"};
     throw InputError("list", "", fmt::format("unknown list '{}'; expected one of: {}{}", excerpt(what),
                                              join_names(kinds), did_you_mean(what, kinds)));
   }

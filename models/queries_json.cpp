@@ -139,7 +139,13 @@ QueryAnswer collective_query(const CollectiveQuery& a) {
   if (!hardware::collective_algorithm_from(a.algorithm))
     throw InputError("algorithm", "", fmt::format("expected {}, got '{}'", join_names(hardware::collective_algorithm_names()),
                                                   a.algorithm));
-  const auto hw = hardware::load_profile(a.hardware, "--hardware");
+  auto hw = hardware::load_profile(a.hardware, "--hardware");
+  if (!a.network.empty()) {
+    if (!hw.nics_per_node)
+      throw InputError("--network", "", fmt::format("profile '{}' has no NICs (a torus); a network preset sets a GPU "
+                                                    "cluster's", hw.name));
+    hardware::apply_network_preset(hw, hardware::load_network_preset(a.network, "--network"), "--network");
+  }
   double bytes = 0;
   try {
     bytes = parse_quantity(a.size, Dimension::Bytes);
@@ -200,6 +206,8 @@ QueryAnswer collective_query(const CollectiveQuery& a) {
   j["bottleneck"] = c.bottleneck;
   if (!c.torus_dims.empty()) j["torus_dims"] = c.torus_dims;
   j["calibration"] = overlay ? nlohmann::ordered_json(hardware::describe_overlay(*overlay)) : nlohmann::ordered_json(nullptr);
+  // The network the NICs came from, when a preset set them (hardware/networks/).
+  if (!hw.network_preset.empty()) j["network"] = hw.network_preset;
   if (overlay) {
     j["calibration_segment"] = c.calibration;
     j["calibration_extrapolated"] = c.calibration_extrapolated;
@@ -216,6 +224,9 @@ QueryAnswer collective_query(const CollectiveQuery& a) {
     text += (fmt::format("  algbw       {:.3g} GB/s   busbw {:.3g} GB/s (nccl-tests definitions)\n", algbw / 1e9,
                       algbw * bus / 1e9));
     text += (fmt::format("  bottleneck  {}\n", c.bottleneck));
+    if (!hw.network_preset.empty() && j["nodes"].get<int>() > 1)
+      text += fmt::format("  network     {}: +{:.3g} us per doubling of the node count, bandwidth efficiency {:.3g}\n",
+                          hw.network_preset, hw.fabric_latency_per_log2_nodes_s * 1e6, hw.fabric_bandwidth_efficiency);
     text += (fmt::format("  calibration {}\n", overlay ? hardware::describe_overlay(*overlay) : "none (nominal profile)"));
     if (overlay) text += (fmt::format("  segment     {}\n", c.calibration));
     if (c.calibration_extrapolated)

@@ -10,6 +10,7 @@
 #include "hardware/hardware_profile_json.hpp"
 #include "sim/support/atomic_file.hpp"
 #include "sim/support/error.hpp"
+#include "validate/fabric_fit.hpp"
 #include "validate/fit.hpp"
 #include "validate/kineto.hpp"
 #include "validate/nccl_tests.hpp"
@@ -213,6 +214,94 @@ int cmd_calibrate(const CalibrateArgs& a) {
   return 0;
 }
 
+struct FabricArgs {
+  std::vector<std::string> logs;
+  std::string hardware;
+  std::string network;
+  std::string format = "text";
+};
+
+// `stepsim calibrate fabric LOG... --hardware HW [--network NAME]`: the fabric terms of a
+// network preset fitted to its multi-node logs, with the holdout check (validate/fabric_fit.hpp).
+int cmd_calibrate_fabric(const FabricArgs& a) {
+  std::vector<validate::NcclTestsLog> logs;
+  std::vector<hardware::HardwareProfile> profiles;
+  for (const auto& path : a.logs) {
+    logs.push_back(validate::read_nccl_tests_file(path));
+    // Each log on its own GPU's profile unless --hardware names one for all.
+    std::string ref = a.hardware;
+    if (ref.empty()) {
+      for (const auto& run : logs.back().runs)
+        if (ref.empty()) ref = validate::builtin_profile_for_gpu(run.gpu);
+      if (ref.empty())
+        throw InputError(path, "", fmt::format("no built-in profile for the GPU this log names ('{}'); pass --hardware",
+                                               logs.back().runs.empty() ? "" : logs.back().runs.front().gpu));
+    }
+    auto hw = hardware::load_profile(ref, "--hardware");
+    if (!a.network.empty()) {
+      if (!hw.nics_per_node)
+        throw InputError("--network", "", fmt::format("profile '{}' has no NICs (a torus)", hw.name));
+      hardware::apply_network_preset(hw, hardware::load_network_preset(a.network, "--network"), "--network");
+    }
+    profiles.push_back(std::move(hw));
+  }
+  const auto r = validate::calibrate_fabric(logs, profiles);
+  if (a.format == "json") {
+    ordered j;
+    j["schema"] = "stepsim.calibrate-fabric/1";
+    j["hardware"] = r.hardware;
+    j["network"] = r.network.empty() ? ordered(nullptr) : ordered(r.network);
+    j["cost_model"] = r.cost_model;
+    j["min_bytes"] = r.min_bytes;
+    j["fabric_latency_per_log2_nodes_s"] = r.terms.latency_per_log2_nodes_s;
+    j["fabric_bandwidth_efficiency"] = r.terms.bandwidth_efficiency;
+    j["given_fabric_latency_per_log2_nodes_s"] = r.given.latency_per_log2_nodes_s;
+    j["given_fabric_bandwidth_efficiency"] = r.given.bandwidth_efficiency;
+    j["points"] = r.terms.points;
+    ordered tables = ordered::array();
+    for (const auto& t : r.tables)
+      tables.push_back({{"source", t.source}, {"op", t.op}, {"gpu", t.gpu}, {"ranks", t.ranks}, {"nodes", t.nodes},
+                        {"rows", t.rows}, {"nominal_median", t.nominal_median}, {"nominal_max", t.nominal_max},
+                        {"fitted_median", t.fitted_median}, {"fitted_max", t.fitted_max},
+                        {"held_out_median", t.held_out_median}, {"held_out_max", t.held_out_max},
+                        {"held_out_rule", t.held_out_rule}, {"hardware", t.hardware},
+                        {"given_median", t.given_median}, {"given_max", t.given_max},
+                        {"held_out_fabric_latency_per_log2_nodes_s", t.held_out_terms.latency_per_log2_nodes_s},
+                        {"held_out_fabric_bandwidth_efficiency", t.held_out_terms.bandwidth_efficiency}});
+    j["tables"] = std::move(tables);
+    j["warnings"] = r.warnings;
+    print(j.dump(2, ' ', false, ordered::error_handler_t::replace) + "\n");
+    return 0;
+  }
+  std::string out = fmt::format("calibrate fabric: {} multi-node table(s) over {}{} ({} model), sizes >= {:.0f} B\n",
+                                r.tables.size(), r.hardware, r.network.empty() ? "" : " on network " + r.network,
+                                r.cost_model, r.min_bytes);
+  out += fmt::format("fitted on every table ({} rows): fabric_latency_per_log2_nodes_s {:.4g} us, "
+                     "fabric_bandwidth_efficiency {:.4g}\n",
+                     r.terms.points, r.terms.latency_per_log2_nodes_s * 1e6, r.terms.bandwidth_efficiency);
+  out += fmt::format("the network's terms as given: {:.4g} us, {:.4g} (column 'given')\n",
+                     r.given.latency_per_log2_nodes_s * 1e6, r.given.bandwidth_efficiency);
+  out += "  t = nominal latency + a x log2(nodes) + nominal bandwidth time / efficiency\n";
+  std::size_t w = 5;
+  for (const auto& t : r.tables) w = std::max(w, t.source.size());
+  out += fmt::format("  {:<{}} {:<11} {:>5} {:>5} {:>4} | {:>15} | {:>15} | {:>15} | {:>16}  {}\n", "table", w, "profile",
+                     "ranks", "nodes", "rows", "nominal med/max", "given med/max", "fitted med/max", "held-out med/max",
+                     "held out by (its terms)");
+  for (const auto& t : r.tables)
+    out += fmt::format("  {:<{}} {:<11} {:>5} {:>5} {:>4} | {:>6.1f}% {:>6.1f}% | {:>6.1f}% {:>6.1f}% | {:>6.1f}% {:>6.1f}% | "
+                       "{:>7.1f}% {:>6.1f}%  {} ({:.3g} us, {:.3g})\n",
+                       t.source, w, t.hardware, t.ranks, t.nodes, t.rows, 100 * t.nominal_median, 100 * t.nominal_max,
+                       100 * t.given_median, 100 * t.given_max,
+                       100 * t.fitted_median, 100 * t.fitted_max, 100 * t.held_out_median, 100 * t.held_out_max,
+                       t.held_out_rule, t.held_out_terms.latency_per_log2_nodes_s * 1e6,
+                       t.held_out_terms.bandwidth_efficiency);
+  out += "  |error| = |predicted / measured - 1|; held out: each table predicted by the terms fitted on the other "
+         "tables (one table: its even sizes predict its odd ones)\n";
+  for (const auto& w : r.warnings) out += "warning: " + w + "\n";
+  print(out);
+  return 0;
+}
+
 }  // namespace
 
 namespace {
@@ -247,6 +336,18 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   nccl->callback([a, &action] { action = [a] { return cmd_calibrate(*a); }; });
   auto t = std::make_shared<CalibrateArgs>();
   t->traces = true;
+  auto f = std::make_shared<FabricArgs>();
+  auto* fabric = calibrate->add_subcommand(
+      "fabric", "fit a network's fabric terms (latency per doubling of the node count, bandwidth efficiency) to "
+                "multi-node nccl-tests logs, each log held out in turn");
+  fabric->add_option("logs", f->logs, "multi-node nccl-tests logs (raw stdout with '#  Rank' lines, or CSVs with their "
+                                      ".json sidecar)")->required();
+  fabric->add_option("--hardware", f->hardware, "profile whose nominal model the terms correct, for every log (name or JSON "
+                                                "file; default: each log's GPU's built-in profile)");
+  fabric->add_option("--network", f->network, "network preset giving the NICs the logs ran on (stepsim list networks)");
+  fabric->add_option("--format", f->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  fabric->callback([f, &action] { action = [f] { return cmd_calibrate_fabric(*f); }; });
+
   auto* trace = calibrate->add_subcommand("trace", "fit collectives to the NCCL calls of PyTorch profiler (Kineto) traces");
   trace->add_option("traces", t->logs, "torch.profiler traces (.json / .json.gz, one per rank) or folders of them")->required();
   trace->add_option("--hardware", t->hardware, "nominal profile the factors are relative to (name or JSON file)")->required();

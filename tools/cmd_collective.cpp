@@ -62,6 +62,9 @@ void add_collective_commands(CLI::App& app, Action& action) {
       ->check(CLI::IsMember(hardware::collective_algorithm_names()));
   collective->add_option("--format", coll->format, "output format")->check(CLI::IsMember({"text", "json"}));
   collective->add_option("--calibration", coll->calibration, "calibration overlay JSON (stepsim calibrate nccl-tests -o)");
+  collective->add_option("--network", coll->network,
+                         "network preset over the profile's NICs: NICs per GPU, their speed and the fabric terms fitted "
+                         "on its public nccl-tests logs (stepsim list networks)");
   collective->callback([coll, &action] { action = [coll] { return cmd_collective(*coll); }; });
 
   auto thr = std::make_shared<ThresholdArgs>();

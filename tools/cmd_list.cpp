@@ -85,7 +85,7 @@ std::string profiles_text(const nlohmann::ordered_json& items, const std::vector
     const auto& e = *found;
     text += fmt::format("{}: {}\n", e.at("name").get<std::string>(), e.at("description").get<std::string>());
     text += fmt::format("  BF16 {} TFLOP/s, FP8 {} TFLOP/s (dense); HBM {} GiB at {} TB/s; scale-up domain {}, {} GB/s one way "
-                        "per GPU{}; network {} Gb/s per GPU; collectives priced by the {} model\n",
+                        "per GPU{}; network {} Gb/s per GPU{}; collectives priced by the {} model\n",
                         num(e.at("peak_flops_per_s"), 1e12, "{:g}"), num(e.at("fp8_flops_per_s"), 1e12, "{:g}"),
                         num(e.at("hbm_bytes"), 1024.0 * 1024 * 1024, "{:.4g}"),
                         num(e.at("hbm_bandwidth_bytes_per_s"), 1e12, "{:g}"), domain(e),
@@ -94,6 +94,13 @@ std::string profiles_text(const nlohmann::ordered_json& items, const std::vector
                             ? std::string()
                             : num(e.at("intra_node_peer_bandwidth_bytes_per_s"), 1e9, " ({:g} to any one peer)"),
                         num(e.at("nic_bandwidth_bytes_per_s_per_gpu"), 1e9 / 8, "{:g}"),
+                        e.at("fabric_bandwidth_efficiency").get<double>() < 1 ||
+                                e.at("fabric_latency_per_log2_nodes_s").get<double>() > 0
+                            ? fmt::format(" ({}fabric +{:.3g} us per doubling of the node count, bandwidth efficiency {:.3g})",
+                                          e.at("network").is_null() ? "" : e.at("network").get<std::string>() + ": ",
+                                          e.at("fabric_latency_per_log2_nodes_s").get<double>() * 1e6,
+                                          e.at("fabric_bandwidth_efficiency").get<double>())
+                            : std::string(" (line rate, no fabric terms)"),
                         e.at("collective_model").get<std::string>());
     text += fmt::format("  sources ({}: datasheet/measured/derived/fitted/assumed):\n", kinds_of(e));
     for (const auto& src : e.at("sources")) text += fmt::format("  - {}\n", src.at("text").get<std::string>());
@@ -152,6 +159,17 @@ int cmd_list(const std::string& what, const std::vector<std::string>& names, con
                           m.at("kind").get<std::string>());
   } else if (j.at("what") == "profiles") {
     text = profiles_text(items, names);
+  } else if (j.at("what") == "networks") {
+    for (const auto& n : items) {
+      text += fmt::format("{:<16} {}\n", n.at("name").get<std::string>(), n.at("description").get<std::string>());
+      text += fmt::format("{:<16} NIC {:g} Gb/s per {}GPU{}; fabric: +{:.3g} us per doubling of the node count, bandwidth "
+                          "efficiency {:.3g}\n", "", n.at("nic_bandwidth_bytes_per_s").get<double>() * 8 / 1e9,
+                          n.at("gpus_per_nic").get<int>() == 1 ? std::string() : std::to_string(n.at("gpus_per_nic").get<int>()) + " ", n.at("gpus_per_nic").get<int>() == 1 ? "" : "s",
+                          n.at("fabric_latency_per_log2_nodes_s").get<double>() * 1e6,
+                          n.at("fabric_bandwidth_efficiency").get<double>());
+    }
+    text += "(a profile or scenario picks one with \"network\": NAME, stepsim collective with --network NAME; "
+            "--format json: each preset's sources)\n";
   } else {
     const std::size_t w = 8;
     for (const auto& e : items)
@@ -167,9 +185,9 @@ void add_list_command(CLI::App& app, Action& action) {
   auto what = std::make_shared<std::string>("strategies");
   auto names = std::make_shared<std::vector<std::string>>();
   auto format = std::make_shared<std::string>("text");
-  auto* list = app.add_subcommand("list", "list built-in profiles, models or strategies, or the scenario's fields");
-  list->add_option("what", *what, "profiles | models | strategies | fields")
-      ->check(CLI::IsMember({"profiles", "hardware", "models", "strategies", "fields"}));
+  auto* list = app.add_subcommand("list", "list built-in profiles, networks, models or strategies, or the scenario's fields");
+  list->add_option("what", *what, "profiles | networks | models | strategies | fields")
+      ->check(CLI::IsMember({"profiles", "hardware", "networks", "models", "strategies", "fields"}));
   list->add_option("names", *names, "profiles only: the built-in profiles to show in full, with every source");
   list->add_option("--format", *format, "text, json (schema stepsim.list/1) or markdown (fields only: docs/fields.md)")
       ->check(CLI::IsMember({"text", "json", "markdown"}));

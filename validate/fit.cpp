@@ -356,16 +356,41 @@ std::string segment_label(const hardware::CalibrationMatch& m) {
 
 }  // namespace
 
-std::optional<std::string> gpu_profile_mismatch(const std::string& gpu, const hardware::HardwareProfile& hw) {
+namespace {
+
+// The accelerator model a device or profile name names ("H100", "B200"), "" when none.
+std::string model_in(std::string text) {
   // Accelerator model names, longest first so "H200" is not read as "H20".
   static const char* const kModels[] = {"GB200", "GB300", "MI300X", "MI325X", "MI355X", "H100", "H200", "H800",
                                         "A100", "A800", "B200", "B300", "V100", "L40S", "H20", "L40", "L4"};
-  auto model_in = [](std::string text) -> std::string {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-    for (const char* m : kModels)
-      if (text.find(m) != std::string::npos) return m;
-    return "";
-  };
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  for (const char* m : kModels)
+    if (text.find(m) != std::string::npos) return m;
+  return "";
+}
+
+}  // namespace
+
+std::string builtin_profile_for_gpu(const std::string& gpu) {
+  const std::string m = model_in(gpu);
+  std::string upper = gpu;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (m == "A100") return upper.find("40GB") != std::string::npos ? "a100-40gb" : "a100-sxm";
+  if (m == "H100") return "h100-sxm";
+  if (m == "H200") return upper.find("NVL") != std::string::npos ? "h200-nvl" : "h200";
+  if (m == "GB200") return "gb200-nvl72";
+  if (m == "GB300") return "gb300-nvl72";
+  if (m == "V100") return "v100-sxm2";
+  for (const char* same : {"H800", "H20", "B200", "B300", "MI300X", "MI325X", "MI355X"})
+    if (m == same) {
+      std::string name = same;
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      return name;
+    }
+  return "";
+}
+
+std::optional<std::string> gpu_profile_mismatch(const std::string& gpu, const hardware::HardwareProfile& hw) {
   const std::string measured = model_in(gpu);
   const std::string profile = model_in(hw.name).empty() ? model_in(hw.description) : model_in(hw.name);
   if (measured.empty() || profile.empty() || measured == profile) return std::nullopt;

@@ -79,6 +79,11 @@ hardware::CalibrationTable fit_table(std::vector<Measurement> points, const Nomi
 
 /// A warning when the GPU a log names (e.g. "NVIDIA H200") is another model than the profile's
 /// (name, else description: "h100-sxm"), or nothing when they agree or either is unknown.
+/// The built-in profile of the GPU a log names ("NVIDIA H100 80GB HBM3" → "h100-sxm",
+/// "NVIDIA A100-SXM4-40GB" → "a100-40gb", "NVIDIA B200" → "b200"); "" when no profile is that
+/// GPU's (L40S, RTX 4090, an unnamed device).
+std::string builtin_profile_for_gpu(const std::string& gpu);
+
 std::optional<std::string> gpu_profile_mismatch(const std::string& gpu, const hardware::HardwareProfile& hw);
 
 /// Most distinct sizes one table is fitted on: beyond it calibrate() bins sizes (pool_sizes).
