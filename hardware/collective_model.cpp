@@ -260,9 +260,12 @@ CollectiveCost cost(const HardwareProfile& hw, CollectiveOp op, double bytes, co
 
 }  // namespace
 
+bool fabric_latency_applies(const CollectiveCost& cost) { return cost.protocol != "LL"; }
+
 void apply_fabric(const HardwareProfile& hw, int nodes, CollectiveCost& cost) {
   if (nodes <= 1) return;
-  cost.latency_s += hw.fabric_latency_per_log2_nodes_s * std::log2(static_cast<double>(nodes));
+  if (fabric_latency_applies(cost))
+    cost.latency_s += hw.fabric_latency_per_log2_nodes_s * std::log2(static_cast<double>(nodes));
   if (hw.fabric_bandwidth_efficiency > 0 && hw.fabric_bandwidth_efficiency < 1)
     cost.bandwidth_s /= hw.fabric_bandwidth_efficiency;
 }

@@ -19,7 +19,7 @@ FabricTerms solve(const std::vector<FabricPoint>& pts, bool free_a, bool free_k,
   double saa = 0, sak = 0, skk = 0, sa = 0, sk = 0;
   for (const auto& p : pts) {
     const double t = p.measured_s;
-    const double ra = std::log2(static_cast<double>(p.nodes)) / t, rk = p.bandwidth_s / t;
+    const double ra = p.latency_applies ? std::log2(static_cast<double>(p.nodes)) / t : 0.0, rk = p.bandwidth_s / t;
     double rhs = 1 - p.latency_s / t;
     if (!free_a) rhs -= fixed.latency_per_log2_nodes_s * ra;
     if (!free_k) rhs -= rk / fixed.bandwidth_efficiency;
@@ -54,7 +54,7 @@ std::pair<double, double> median_max(const std::vector<FabricPoint>& pts, const 
 }  // namespace
 
 double fabric_time_s(const FabricPoint& p, const FabricTerms& terms) {
-  return p.latency_s + terms.latency_per_log2_nodes_s * std::log2(static_cast<double>(p.nodes)) +
+  return p.latency_s + (p.latency_applies ? terms.latency_per_log2_nodes_s * std::log2(static_cast<double>(p.nodes)) : 0.0) +
          p.bandwidth_s / terms.bandwidth_efficiency;
 }
 
@@ -133,7 +133,8 @@ FabricReport calibrate_fabric(const std::vector<NcclTestsLog>& logs, const std::
       int index = 0;
       for (const auto* r : rows) {
         const auto c = hardware::model_collective_cost(model, hw, *op, r->size_bytes, group);
-        all.push_back({ti, index++, run.nodes, r->size_bytes, *r->time_us() * 1e-6, c.latency_s, c.bandwidth_s});
+        all.push_back({ti, index++, run.nodes, r->size_bytes, *r->time_us() * 1e-6, c.latency_s, c.bandwidth_s,
+                       hardware::fabric_latency_applies(c)});
       }
       t.rows = index;
       rep.tables.push_back(std::move(t));

@@ -3,7 +3,7 @@
 // 5): `stepsim calibrate fabric`. Over a profile's nominal collective model (NCCL's tuner on
 // NVIDIA profiles), a collective across N > 1 nodes takes
 //     t = L_nom + a · log2(N) + B_nom / η
-// (hardware::apply_fabric), L_nom and B_nom the nominal latency and bandwidth terms. (a, 1/η)
+// (hardware::apply_fabric; no a term where NCCL picks its LL protocol), L_nom and B_nom the nominal latency and bandwidth terms. (a, 1/η)
 // enter linearly, so they are the least squares of the rows' relative error (each row
 // weighted 1/t_measured², as validate/fit.cpp weighs rows), with a ≥ 0 and η ≤ 1 enforced.
 // The holdout rule (AGENTS.md "Truth first", issue 19 item 5): with two or more tables, each
@@ -29,6 +29,7 @@ struct FabricPoint {
   double measured_s = 0;
   double latency_s = 0;    ///< nominal latency term (NCCL: the chosen estimate's, with launch overhead)
   double bandwidth_s = 0;  ///< nominal bandwidth term
+  bool latency_applies = true;  ///< hardware::fabric_latency_applies() to the nominal choice
 };
 
 /// Fitted fabric terms.

@@ -96,6 +96,14 @@ TEST_CASE("fabric fit: the profile's fabric terms price every multi-node collect
     CHECK(with.latency_s == Approx(bare.latency_s + 30e-6 * 2));  // 4 nodes: log2 = 2
     CHECK(with.bandwidth_s == Approx(bare.bandwidth_s / 0.8));
     CHECK(with.algorithm == bare.algorithm);  // after NCCL's choice, not in it
+    // NCCL's LL protocol (the smallest messages) takes no fabric latency, only the efficiency.
+    if (model == hardware::CollectiveModel::Nccl) {
+      const auto tiny = hardware::model_collective_cost(model, hw, hardware::CollectiveOp::AllReduce, 8192, {32, 8});
+      const auto tiny_net = hardware::model_collective_cost(model, net, hardware::CollectiveOp::AllReduce, 8192, {32, 8});
+      REQUIRE(tiny.protocol == "LL");
+      CHECK(tiny_net.latency_s == tiny.latency_s);
+      CHECK(tiny_net.bandwidth_s == Approx(tiny.bandwidth_s / 0.8));
+    }
     // One node: no network, no fabric terms.
     const auto inside = hardware::model_collective_cost(model, net, hardware::CollectiveOp::AllReduce, bytes, {8, 8});
     CHECK(inside.time_s() == one_node.time_s());
