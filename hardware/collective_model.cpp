@@ -209,7 +209,6 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
     c.inter_share = w / w_node;
     c.latency_s = hw.inter_node.base_latency_s +
                   m * (n_ranks - 1) * std::max(hw.intra_node.step_latency_s, hw.inter_node.step_latency_s);
-    apply_fabric(hw, nodes, c);
     return c;
   }
   // Hierarchical: intra-node ring and inter-node ring pipeline; the slower sets the time
@@ -225,7 +224,6 @@ CollectiveCost gpu_cost(const HardwareProfile& hw, CollectiveOp op, double bytes
   }
   c.latency_s = hw.inter_node.base_latency_s + m * (g - 1) * hw.intra_node.step_latency_s +
                 m * (nodes - 1) * hw.inter_node.step_latency_s;
-  apply_fabric(hw, nodes, c);
   return c;
 }
 

@@ -116,17 +116,18 @@ CollectiveCost collective_cost(const HardwareProfile& hw, CollectiveOp op, doubl
                                const GroupShape& group,
                                CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto);
 
-/// Whether the fabric latency term applies to `cost`: every choice but NCCL's LL protocol. LL
-/// carries the smallest messages, and there the public logs show no added latency (the NDR
-/// InfiniBand logs at 64-256 KiB, tree/LL: within 3-9 µs of the tuner's estimate); adding the
-/// term there took the Lambda B200 log's median error below 1 MiB from 9.7 % to 67 %. The
-/// α-β model (no protocol) takes it.
+/// Whether the fabric latency term applies to an NCCL-model `cost`: every choice but NCCL's LL
+/// protocol. LL carries the smallest messages, and there the public logs show no added latency
+/// (the NDR InfiniBand logs at 64-256 KiB, tree/LL: within 3-9 µs of the tuner's estimate);
+/// adding the term there took the Lambda B200 log's median error below 1 MiB from 9.7 % to 67 %.
 bool fabric_latency_applies(const CollectiveCost& cost);
 
 /// Adds the profile's fabric terms (HardwareProfile::fabric_latency_per_log2_nodes_s,
-/// fabric_bandwidth_efficiency) to `cost` of a group spanning `nodes` nodes: latency_s +=
-/// a · log2(nodes) where fabric_latency_applies(), bandwidth_s /= η. Nothing for nodes ≤ 1 or
-/// a profile without them.
+/// fabric_bandwidth_efficiency) to the NCCL model's `cost` of a group spanning `nodes` nodes:
+/// latency_s += a · log2(nodes) where fabric_latency_applies(), bandwidth_s /= η. Nothing for
+/// nodes ≤ 1 or a profile without them. The terms were fitted over the NCCL model
+/// (validate/fabric_fit.hpp), so only it applies them: the α-β model stays the seeds'
+/// datasheet arithmetic, and calibration overlays (fitted over α-β) are unaffected.
 void apply_fabric(const HardwareProfile& hw, int nodes, CollectiveCost& cost);
 
 /// Time (s) below which no algorithm can move the bytes `op` must move over `bytes` on

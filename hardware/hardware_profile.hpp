@@ -205,7 +205,8 @@ struct HardwareProfile {
   /// latency (tree depth: the public logs' effective latency grows with log2 of the node count,
   /// 87 / 133 / 160 / 184 µs at 2 / 4 / 8 / 16 Azure A100 nodes) and its bandwidth term is divided
   /// by `inter_node.fabric_bandwidth_efficiency` (transport and congestion losses), both applied
-  /// to the nominal model's cost after NCCL's choice (hardware::apply_fabric). 0 and 1 (the
+  /// to the NCCL cost model's estimate after its choice (hardware::apply_fabric; the α-β model,
+  /// the seeds' datasheet arithmetic, does not use them). 0 and 1 (the
   /// defaults): the NICs' line rate, no fabric losses. Network presets
   /// (`inter_node.preset`, hardware/networks/) carry values fitted on the public nccl-tests
   /// logs of their fabric (`stepsim calibrate fabric`, docs/calibration.md).

@@ -90,6 +90,10 @@ FabricReport calibrate_fabric(const std::vector<NcclTestsLog>& logs, const std::
     hw.fabric_latency_per_log2_nodes_s = 0;
     hw.fabric_bandwidth_efficiency = 1;
     const auto model = hardware::default_collective_model(hw);
+    if (model != hardware::CollectiveModel::Nccl)
+      throw InputError(log.source, "",
+                       fmt::format("profile '{}' has no \"nccl\" object: fabric terms correct the NCCL cost model, "
+                                   "which it cannot use (pass --hardware with an NVIDIA profile)", hw.name));
     if (rep.cost_model.find(hardware::collective_model_name(model)) == std::string::npos)
       rep.cost_model += (rep.cost_model.empty() ? "" : ", ") + hardware::collective_model_name(model);
     for (const auto& run : log.runs) {
