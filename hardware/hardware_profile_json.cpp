@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <optional>
 
 namespace stepsim::hardware {
 
@@ -84,11 +85,21 @@ void read_fabric_terms(const JsonReader& r, double& latency_s, double& efficienc
 
 }  // namespace
 
+namespace {
+
+// The preset file of `name`, unparsed; nullptr text when there is none.
+const EmbeddedFile* network_file(const std::string& name) {
+  for (const auto& f : detail::builtin_networks())
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
 NetworkPreset load_network_preset(const std::string& name, const std::string& source, const std::string& pointer) {
-  for (const auto& f : detail::builtin_networks()) {
-    if (name != f.name) continue;
+  if (const EmbeddedFile* f = network_file(name)) {
     const std::string file = "hardware/networks/" + name + ".json";
-    const nlohmann::json doc = parse_json_text(f.text, file);
+    const nlohmann::json doc = parse_json_text(f->text, file);
     const JsonReader root(doc, file, "");
     NetworkPreset n;
     n.name = root.string("name");
@@ -262,34 +273,67 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
     torus->finish();
   }
 
-  if (const auto inter = root.optional_object("inter_node")) {
-    p.nics_per_node = static_cast<int>(inter->integer("nics_per_node", 1, 1024));
-    // Default: the node's GPUs spread evenly over its NICs.
+  // "network": a preset whose NICs and fabric terms are the defaults of inter_node's (a field
+  // written in inter_node wins over the preset's).
+  std::optional<NetworkPreset> preset;
+  if (root.has("network")) {
+    if (p.is_torus())
+      root.fail("network", "a network preset sets a GPU cluster's NICs; a torus profile has none (its chips talk over ICI)");
+    preset = load_network_preset(root.string("network"), source, root.path("network"));
+    if (preset->gpus_per_nic > p.gpus_per_node)
+      root.fail("network", fmt::format("network '{}' puts {} GPUs on each NIC, but the node has {} GPUs", preset->name,
+                                       preset->gpus_per_nic, p.gpus_per_node));
+    p.network_preset = preset->name;
+  }
+  const auto inter = root.optional_object("inter_node");
+  if (inter || preset) {
+    const auto has = [&](const char* key) { return inter && inter->has(key); };
+    const bool nics_given = has("nics_per_node") || !preset;
+    if (nics_given) p.nics_per_node = static_cast<int>(inter->integer("nics_per_node", 1, 1024));
+    if (has("gpus_per_nic") || !preset) {
+      // Default: the node's GPUs spread evenly over its NICs (the preset's share when only it
+      // gives the NIC count).
+      const int even = nics_given ? (p.gpus_per_node + p.nics_per_node - 1) / p.nics_per_node : preset->gpus_per_nic;
+      p.gpus_per_nic = static_cast<int>(inter->integer_or("gpus_per_nic", even, 1, 1 << 20));
+    } else {
+      p.gpus_per_nic = preset->gpus_per_nic;
+    }
+    // A preset gives NICs per GPU: the node has one per gpus_per_nic of its GPUs.
+    if (!nics_given) p.nics_per_node = (p.gpus_per_node + p.gpus_per_nic - 1) / p.gpus_per_nic;
+    const auto fail = [&](const char* key, const std::string& why) {
+      if (inter) inter->fail(key, why);
+      root.fail("network", why);
+    };
     const int even = (p.gpus_per_node + p.nics_per_node - 1) / p.nics_per_node;
-    p.gpus_per_nic = static_cast<int>(inter->integer_or("gpus_per_nic", even, 1, 1 << 20));
     if (static_cast<long long>(p.gpus_per_nic) * p.nics_per_node < p.gpus_per_node)
-      inter->fail("gpus_per_nic",
-                  fmt::format("{} NICs serving {} GPU{} each leave GPUs of the {}-GPU node without a NIC; "
-                              "expected gpus_per_nic ≥ {}", p.nics_per_node, p.gpus_per_nic,
-                              p.gpus_per_nic == 1 ? "" : "s", p.gpus_per_node, even));
+      fail("gpus_per_nic", fmt::format("{} NICs serving {} GPU{} each leave GPUs of the {}-GPU node without a NIC; "
+                                       "expected gpus_per_nic ≥ {}", p.nics_per_node, p.gpus_per_nic,
+                                       p.gpus_per_nic == 1 ? "" : "s", p.gpus_per_node, even));
     if (p.gpus_per_nic > p.gpus_per_node)
-      inter->fail("gpus_per_nic", fmt::format("expected at most gpus_per_node ({}), got {}", p.gpus_per_node,
-                                              p.gpus_per_nic));
+      fail("gpus_per_nic", fmt::format("expected at most gpus_per_node ({}), got {}", p.gpus_per_node, p.gpus_per_nic));
     // NICs no GPU drives would be egress the collectives never use (HardwareProfile::group_nics).
     const int used = (p.gpus_per_node + p.gpus_per_nic - 1) / p.gpus_per_nic;
     if (p.nics_per_node > used)
-      inter->fail("nics_per_node", fmt::format("{} NICs, but {} GPUs at {} per NIC drive only {}; expected "
-                                               "nics_per_node x gpus_per_nic = gpus_per_node ({})",
-                                               p.nics_per_node, p.gpus_per_node, p.gpus_per_nic, used, p.gpus_per_node));
-    p.nic_bandwidth_bytes_per_s =
-        inter->number("nic_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
-    p.inter_node = read_scope(*inter, false);
+      fail("nics_per_node", fmt::format("{} NICs, but {} GPUs at {} per NIC drive only {}; expected "
+                                        "nics_per_node x gpus_per_nic = gpus_per_node ({})",
+                                        p.nics_per_node, p.gpus_per_node, p.gpus_per_nic, used, p.gpus_per_node));
+    if (has("nic_bandwidth_bytes_per_s") || !preset)
+      p.nic_bandwidth_bytes_per_s = inter->number("nic_bandwidth_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
+    else
+      p.nic_bandwidth_bytes_per_s = preset->nic_bandwidth_bytes_per_s;
+    if (preset) {
+      p.fabric_latency_per_log2_nodes_s = preset->fabric_latency_per_log2_nodes_s;
+      p.fabric_bandwidth_efficiency = preset->fabric_bandwidth_efficiency;
+    }
+    if (inter) {
+      p.inter_node = read_scope(*inter, false);
+      read_fabric_terms(*inter, p.fabric_latency_per_log2_nodes_s, p.fabric_bandwidth_efficiency);
+      inter->finish();
+    }
     p.inter_node.bandwidth_bytes_per_s = p.node_egress_bytes_per_s();
-    read_fabric_terms(*inter, p.fabric_latency_per_log2_nodes_s, p.fabric_bandwidth_efficiency);
-    inter->finish();
   } else if (!p.is_torus()) {
-    root.fail("inter_node", "required field is missing (NICs per node and per-NIC bandwidth; "
-                            "only torus profiles may omit it)");
+    root.fail("inter_node", "required field is missing (NICs per node and per-NIC bandwidth, or a \"network\" "
+                            "preset; only torus profiles may omit it)");
   }
   if (const auto nccl = root.optional_object("nccl")) {
     if (!nccl->has("arch"))
@@ -313,12 +357,6 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
                  fmt::format("expected a per-channel bandwidth in [1e6, 1e13] bytes/s (NCCL's are 3-90 GB/s), got {:g}",
                              p.nccl.channel_bandwidth_bytes_per_s));
     nccl->finish();
-  }
-  if (root.has("network")) {
-    if (!p.nics_per_node)
-      root.fail("network", "a network preset sets a GPU cluster's NICs; a torus profile has none (its chips talk over ICI)");
-    apply_network_preset(p, load_network_preset(root.string("network"), source, root.path("network")), source,
-                         root.path("network"));
   }
   root.finish();
   // Physically meaningless magnitudes (denormals, 1e300) would print inf or 300-digit numbers.
@@ -347,8 +385,8 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   in_range(memory, "hbm_bytes", p.hbm_bytes, 1e6, 1e18, "bytes");
   in_range(memory, "hbm_bandwidth_bytes_per_s", p.hbm_bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");
   in_range(intra, "bandwidth_bytes_per_s", p.intra_node.bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");
-  if (p.nics_per_node > 0)
-    in_range(*root.optional_object("inter_node"), "nic_bandwidth_bytes_per_s", p.nic_bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");
+  if (p.nics_per_node > 0 && inter && inter->has("nic_bandwidth_bytes_per_s"))
+    in_range(*inter, "nic_bandwidth_bytes_per_s", p.nic_bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");
   if (p.is_torus())
     in_range(*root.optional_object("torus"), "axis_bandwidth_bytes_per_s", p.torus_axis.bandwidth_bytes_per_s, 1e3, 1e18, "bytes/s");
   for (const LinkScope* l : {&p.intra_node, &p.inter_node, &p.torus_axis})
@@ -406,11 +444,28 @@ HardwareProfile parse_profile_over_base(const nlohmann::json& doc, const std::st
   const HardwareProfile whole = parse_profile(base, base_ref);
   nlohmann::json patch = doc;
   patch.erase("base");
+  // A patch naming a network puts its NICs and fabric terms in place of the base's (a field the
+  // patch itself writes in inter_node still wins over the preset's).
+  if (patch.contains("network") && base.contains("inter_node") && base["inter_node"].is_object())
+    for (const char* key : {"nics_per_node", "gpus_per_nic", "nic_bandwidth_bytes_per_s", "fabric_latency_per_log2_nodes_s",
+                            "fabric_bandwidth_efficiency"})
+      base["inter_node"].erase(key);
   nlohmann::json merged = base;
   merged.merge_patch(patch);
   HardwareProfile p = parse_profile(merged, source, pointer);
   p.base = whole.name;
   for (const char* meta : {"name", "description", "sources"}) patch.erase(meta);  // not numbers
+  // What the base's preset fills in is the base's value too: a patch writing the same changes
+  // nothing (the NICs of a base on a network are its preset's).
+  if (!patch.contains("network") && base.contains("network") && base["network"].is_string())
+    if (const EmbeddedFile* f = network_file(base["network"].get<std::string>())) {
+      const nlohmann::json preset = parse_json_text(f->text, "hardware/networks/" + base["network"].get<std::string>() + ".json");
+      nlohmann::json& inter = base["inter_node"];
+      for (auto it = preset["inter_node"].begin(); it != preset["inter_node"].end(); ++it)
+        if (!inter.contains(it.key())) inter[it.key()] = *it;
+      if (!inter.contains("nics_per_node"))
+        inter["nics_per_node"] = (whole.gpus_per_node + whole.gpus_per_nic - 1) / whole.gpus_per_nic;
+    }
   changed_paths(patch, &base, "", p.overridden);
   return p;
 }

@@ -25,6 +25,15 @@ const NcclEstimate& cell(const std::vector<NcclEstimate>& t, NcclAlgo a, NcclPro
   return t.front();
 }
 
+// `name` at its NICs' line rate: the NCCL tuner mirror alone, without the fabric terms its
+// network preset adds (those are fitted and checked in tests/validate/fabric_fit_test.cpp).
+HardwareProfile line_rate(const std::string& name) {
+  auto hw = load_profile(name);
+  hw.fabric_latency_per_log2_nodes_s = 0;
+  hw.fabric_bandwidth_efficiency = 1;
+  return hw;
+}
+
 bool has_cell(const std::vector<NcclEstimate>& t, NcclAlgo a, NcclProto p) {
   for (const auto& e : t)
     if (e.algo == a && e.proto == p) return true;
@@ -125,7 +134,7 @@ TEST_CASE("nccl model: large-message busbw near the measured tables") {
   CHECK(std::fabs(allreduce_busbw_gbs(v, ca.time_s(), 8) / 235.14 - 1) < 0.05);
   // h100_aws_p5_1n_allreduce: 480.43 GB/s at 8 GiB (NVLS). NCCL's nominal NVLS bus bandwidth
   // (561 GB/s) is optimistic by ~17 %.
-  const auto h100 = load_profile("h100-sxm");
+  const auto h100 = line_rate("h100-sxm");
   const auto ch = nccl_collective_cost(h100, CollectiveOp::AllReduce, v, {8, 8, 0});
   CHECK(ch.algorithm == "nvls");
   CHECK(std::fabs(allreduce_busbw_gbs(v, ch.time_s(), 8) / 480.43 - 1) < 0.20);
@@ -220,7 +229,7 @@ TEST_CASE("nccl model: no multi-node AllReduce outruns the nodes' NICs (NVLS_TRE
     }
   }
   // The measured 2 x 8 H100 table (468 GB/s busBw at 8 GiB) stays reachable: its bound is 750.
-  const auto h100 = load_profile("h100-sxm");
+  const auto h100 = line_rate("h100-sxm");
   const double v = 8589934592.0;
   const auto two = nccl_collective_cost(h100, CollectiveOp::AllReduce, v, {16, 8, 0});
   CHECK(allreduce_busbw_gbs(v, two.time_s(), 16) > 440);

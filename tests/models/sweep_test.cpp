@@ -246,9 +246,12 @@ TEST_CASE("sweep: bucket summary shows the seed's three regimes near the thresho
 
 TEST_CASE("sweep: issue 4 Done-when bucket sweep at seq_len 2048 names all three regimes", "[sweep]") {
   // The issue's command: 0.01..10000 MiB x40 at seq_len 2048, default cost model (nccl, with
-  // its per-collective launch overhead). One AllReduce per gradient tensor doubles comm time
-  // and shows in step time (+17 %); the sweet spot is 35-143 MiB; from ~840 MiB the last
-  // bucket is exposed (+8 % to +21 %). Figures from this build, tolerances a few %.
+  // its per-collective launch overhead and h100-sxm's network, infiniband-ndr: +31.8 us per
+  // doubling of the node count on each AllReduce that is not LL). Small buckets up to ~49 MiB
+  // multiply comm time (up to 2.7x) and show in step time (+40 %); the sweet spot is
+  // 70-203 MiB; from ~840 MiB the last bucket is exposed (+8 % to +22 %). Figures from this
+  // build, tolerances a few %. (At the NICs' line rate, before the network presets: latency-
+  // bound below 30 MiB, 2.06x comm, +17 % step; sweet spot 35-143 MiB.)
   // Perfect overlap as in seed 000 §4 (sim.overlap_model off): the default 1.19 compute
   // slowdown lengthens backward, which then hides more of the tiny buckets' communication.
   // Compute as the seed counts it, matmul FLOPs at one efficiency (framework.implementation
@@ -265,17 +268,17 @@ TEST_CASE("sweep: issue 4 Done-when bucket sweep at seq_len 2048 names all three
   const BucketCurve& c = s.bucket_curves[0];
   REQUIRE(c.latency_bound);
   CHECK(c.latency_bound->lo_mb == Approx(0.01));
-  CHECK(c.latency_bound->hi_mb < 30);
-  CHECK(c.latency_bound->comm_max_s / c.min_comm_time_s == Approx(2.06).margin(0.05));
-  CHECK(c.latency_bound->exposed_max_s / c.min_exposed_comm_s == Approx(3.64).margin(0.1));
-  CHECK(c.latency_bound->step_max_s / c.best_step_time_s == Approx(1.168).margin(0.02));
+  CHECK(c.latency_bound->hi_mb < 60);
+  CHECK(c.latency_bound->comm_max_s / c.min_comm_time_s == Approx(2.68).margin(0.05));
+  CHECK(c.latency_bound->exposed_max_s / c.min_exposed_comm_s == Approx(6.07).margin(0.15));
+  CHECK(c.latency_bound->step_max_s / c.best_step_time_s == Approx(1.396).margin(0.02));
   CHECK(c.sweet_spot.lo_mb > 30);
   CHECK(c.sweet_spot.hi_mb > 100);
   CHECK(c.sweet_spot.hi_mb < 1000);
   REQUIRE(c.last_bucket_exposed);
   CHECK(c.last_bucket_exposed->lo_mb > 500);
   CHECK(c.last_bucket_exposed->step_min_s / c.best_step_time_s > 1.05);
-  CHECK(c.last_bucket_exposed->step_max_s / c.best_step_time_s == Approx(1.21).margin(0.02));
+  CHECK(c.last_bucket_exposed->step_max_s / c.best_step_time_s == Approx(1.217).margin(0.02));
   CHECK(c.last_bucket_exposed->buckets_hi <= 2);
 }
 

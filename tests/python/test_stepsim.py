@@ -26,7 +26,7 @@ def test_run_from_a_path_is_the_cli_report():
     report = stepsim.run(DEFAULT)
     assert report == cli_json("run", DEFAULT)
     assert report["schema"] == "stepsim.report/1"
-    assert report["step_time_s"] == pytest.approx(0.233811, rel=1e-5)  # README: 233.811 ms
+    assert report["step_time_s"] == pytest.approx(0.235045, rel=1e-5)  # tests/golden/default.txt: 235.045 ms
 
 
 def test_run_from_a_dict_with_overrides():

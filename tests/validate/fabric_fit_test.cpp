@@ -84,6 +84,8 @@ TEST_CASE("fabric fit: no negative latency, no efficiency above the line rate") 
 
 TEST_CASE("fabric fit: the profile's fabric terms price every multi-node collective of the nccl model") {
   auto hw = hardware::load_profile("h100-sxm");
+  hw.fabric_latency_per_log2_nodes_s = 0;  // the line rate, then the terms below
+  hw.fabric_bandwidth_efficiency = 1;
   const double bytes = 256.0 * (1 << 20);
   {
     const auto model = hardware::CollectiveModel::Nccl;
@@ -125,7 +127,9 @@ TEST_CASE("fabric fit: presets set the NICs and the fabric terms; profiles name 
   CHECK(hw.network_preset == "gcp-tcpx");
   CHECK(hw.fabric_bandwidth_efficiency < 1);
   CHECK(hardware::load_profile("b200").network_preset == "infiniband-ndr");
-  CHECK(hardware::load_profile("h100-sxm").fabric_bandwidth_efficiency == 1);  // line rate: unchanged
+  CHECK(hardware::load_profile("h100-sxm").network_preset == "infiniband-ndr");
+  CHECK(hardware::load_profile("a100-sxm").network_preset == "azure-ndv4-ib");
+  CHECK(hardware::load_profile("v100-sxm2").fabric_bandwidth_efficiency == 1);  // EDR: no fit, line rate
   CHECK_THROWS_WITH(hardware::load_network_preset("efa", "--network"), Contains("--network") && Contains("aws-efa-p5"));
   for (const auto& n : hardware::builtin_network_names()) {
     CAPTURE(n);
