@@ -21,6 +21,15 @@ std::string gpus_per_node_problem(std::int64_t gpus_per_node) {
                      kMaxGpusPerNode, kMaxGpusPerNode, gpus_per_node);
 }
 
+void apply_network_flag(HardwareProfile& hw, const std::string& name, const std::string& flag) {
+  if (name.empty())
+    throw InputError(flag, "", fmt::format("expected a network preset name ({}), got ''", join_names(builtin_network_names())));
+  if (hw.is_torus())
+    throw InputError(flag, "", fmt::format("profile '{}' is a torus: its chips talk over ICI and it has no NICs for a "
+                                           "network preset to set", hw.name));
+  apply_network_preset(hw, load_network_preset(name, flag), flag);
+}
+
 void apply_network_preset(HardwareProfile& hw, const NetworkPreset& preset, const std::string& source,
                           const std::string& pointer) {
   if (preset.gpus_per_nic > hw.gpus_per_node)
@@ -255,6 +264,9 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   p.intra_node = read_scope(intra, true);
   p.intra_peer_bandwidth_bytes_per_s =
       intra.number_or("peer_bandwidth_bytes_per_s", 0.0, Check::Positive, Dimension::BytesPerSecond);
+  if (intra.has("peer_bandwidth_bytes_per_s") && p.intra_node_fabric == "ici")
+    intra.fail("peer_bandwidth_bytes_per_s", "a per-peer bandwidth describes a switchless GPU mesh (xGMI, NVLink "
+                                             "bridges); an ICI torus prices its axes (torus.axis_bandwidth_bytes_per_s)");
   if (p.intra_peer_bandwidth_bytes_per_s > p.intra_node.bandwidth_bytes_per_s)
     intra.fail("peer_bandwidth_bytes_per_s",
                fmt::format("{:g} bytes/s to one peer is more than the GPU's whole intra-node bandwidth ({:g}); "
@@ -335,6 +347,9 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
     root.fail("inter_node", "required field is missing (NICs per node and per-NIC bandwidth, or a \"network\" "
                             "preset; only torus profiles may omit it)");
   }
+  if (inter && p.is_torus())
+    root.fail("inter_node", "a torus profile's chips talk over ICI: NICs would price nothing (multi-slice DCN data "
+                            "parallelism is not modelled); drop inter_node");
   if (const auto nccl = root.optional_object("nccl")) {
     if (!nccl->has("arch"))
       nccl->fail("arch", "required field is missing (GPU generation for NCCL's tuning tables: volta, ampere, hopper or blackwell)");
@@ -356,6 +371,9 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
       nccl->fail("channel_bandwidth_bytes_per_s",
                  fmt::format("expected a per-channel bandwidth in [1e6, 1e13] bytes/s (NCCL's are 3-90 GB/s), got {:g}",
                              p.nccl.channel_bandwidth_bytes_per_s));
+    if (p.nccl.nvls && p.intra_peer_bandwidth_bytes_per_s > 0)
+      nccl->fail("nvls", "NVLS needs an NVSwitch, and intra_node.peer_bandwidth_bytes_per_s says the GPUs are joined "
+                         "point to point without one; drop one of them");
     nccl->finish();
   }
   root.finish();

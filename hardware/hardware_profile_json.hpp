@@ -26,6 +26,11 @@ std::vector<std::string> builtin_network_names();
 NetworkPreset load_network_preset(const std::string& name, const std::string& source = "",
                                   const std::string& pointer = "");
 
+/// `hw` on the built-in network preset `name` given by a flag (`--network`): as
+/// apply_network_preset(hw, load_network_preset(name)).
+/// @throws InputError naming `flag` when `name` is empty or unknown, or `hw` is a torus (no NICs).
+void apply_network_flag(HardwareProfile& hw, const std::string& name, const std::string& flag);
+
 /// Resolves `ref`: a built-in profile name, or a path to a JSON file (anything containing
 /// '/' or ending in ".json").
 /// @param source, pointer  where `ref` was written, for messages

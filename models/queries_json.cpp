@@ -140,12 +140,7 @@ QueryAnswer collective_query(const CollectiveQuery& a) {
     throw InputError("algorithm", "", fmt::format("expected {}, got '{}'", join_names(hardware::collective_algorithm_names()),
                                                   a.algorithm));
   auto hw = hardware::load_profile(a.hardware, "--hardware");
-  if (!a.network.empty()) {
-    if (!hw.nics_per_node)
-      throw InputError("--network", "", fmt::format("profile '{}' has no NICs (a torus); a network preset sets a GPU "
-                                                    "cluster's", hw.name));
-    hardware::apply_network_preset(hw, hardware::load_network_preset(a.network, "--network"), "--network");
-  }
+  if (a.network) hardware::apply_network_flag(hw, *a.network, "--network");
   double bytes = 0;
   try {
     bytes = parse_quantity(a.size, Dimension::Bytes);
@@ -225,8 +220,11 @@ QueryAnswer collective_query(const CollectiveQuery& a) {
                       algbw * bus / 1e9));
     text += (fmt::format("  bottleneck  {}\n", c.bottleneck));
     if (!hw.network_preset.empty() && j["nodes"].get<int>() > 1)
-      text += fmt::format("  network     {}: +{:.3g} us per doubling of the node count, bandwidth efficiency {:.3g}\n",
-                          hw.network_preset, hw.fabric_latency_per_log2_nodes_s * 1e6, hw.fabric_bandwidth_efficiency);
+      text += model == hardware::CollectiveModel::Nccl
+                  ? fmt::format("  network     {}: +{:.3g} us per doubling of the node count, bandwidth efficiency {:.3g}\n",
+                                hw.network_preset, hw.fabric_latency_per_log2_nodes_s * 1e6, hw.fabric_bandwidth_efficiency)
+                  : fmt::format("  network     {}: its NICs; its fabric terms correct the nccl cost model, not {}\n",
+                                hw.network_preset, model_name);
     text += (fmt::format("  calibration {}\n", overlay ? hardware::describe_overlay(*overlay) : "none (nominal profile)"));
     if (overlay) text += (fmt::format("  segment     {}\n", c.calibration));
     if (c.calibration_extrapolated)

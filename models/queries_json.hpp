@@ -50,7 +50,7 @@ struct CollectiveQuery {
   std::string cost_model;     ///< "" = the profile's default (alpha-beta with a calibration)
   std::string algorithm = "auto";  ///< "auto" | "ring" | "hierarchical" (alpha-beta)
   std::string calibration;    ///< overlay JSON ("" = nominal)
-  std::string network;        ///< network preset over the profile's NICs ("" = the profile's; hardware/networks/)
+  std::optional<std::string> network;  ///< network preset over the profile's NICs (none = the profile's; hardware/networks/)
 };
 /// @throws InputError naming the flag of a bad input ("op" or "algorithm" for a name outside
 ///         hardware::collective_ops() / collective_algorithm_names()).

@@ -258,11 +258,11 @@ py::object memory(const py::handle& scenario, const py::handle& set, double para
 
 py::object collective(const std::string& op, const std::string& hardware, long long ranks, const py::handle& size,
                       long long gpus_per_node, int axes, const std::string& cost_model, const std::string& algorithm,
-                      const std::string& calibration) {
+                      const std::string& calibration, const std::optional<std::string>& network) {
   // A byte count as an int, or a size with a unit as a str ("16GB").
   const std::string size_text = py::isinstance<py::str>(size) ? size.cast<std::string>() : py::str(size).cast<std::string>();
   return answer(stepsim::models::collective_query(
-      {op, hardware, ranks, size_text, gpus_per_node, axes, cost_model, algorithm, calibration}));
+      {op, hardware, ranks, size_text, gpus_per_node, axes, cost_model, algorithm, calibration, network}));
 }
 
 py::object threshold(const std::string& hardware, long long ranks, long long gpus_per_node, int axes,
@@ -321,9 +321,10 @@ PYBIND11_MODULE(stepsim, m) {
         "stepsim.memory/1): from a scenario (dict or path, with set) or from params and dp (and hardware).");
   m.def("collective", &collective, py::arg("op"), py::arg("hardware"), py::arg("ranks"), py::arg("size"),
         py::arg("gpus_per_node") = 0, py::arg("axes") = 0, py::arg("cost_model") = "", py::arg("algorithm") = "auto",
-        py::arg("calibration") = "",
+        py::arg("calibration") = "", py::arg("network") = py::none(),
         "Closed-form time of one collective, as `stepsim collective --format json` (schema stepsim.collective/1). "
-        "op: allreduce | reducescatter | allgather; size: bytes (int) or with a unit ('16GB').");
+        "op: allreduce | reducescatter | allgather; size: bytes (int) or with a unit ('16GB'); network: a network "
+        "preset over the profile's NICs (stepsim list networks).");
   m.def("threshold", &threshold, py::arg("hardware"), py::arg("ranks"), py::arg("gpus_per_node") = 0,
         py::arg("axes") = 0, py::arg("moe_experts") = 0, py::arg("moe_topk") = 0,
         "Tokens per GPU below which pure DP is communication-bound, as `stepsim threshold --format json` "

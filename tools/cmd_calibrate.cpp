@@ -217,7 +217,7 @@ int cmd_calibrate(const CalibrateArgs& a) {
 struct FabricArgs {
   std::vector<std::string> logs;
   std::string hardware;
-  std::string network;
+  std::optional<std::string> network;
   std::string format = "text";
 };
 
@@ -231,18 +231,18 @@ int cmd_calibrate_fabric(const FabricArgs& a) {
     // Each log on its own GPU's profile unless --hardware names one for all.
     std::string ref = a.hardware;
     if (ref.empty()) {
+      std::string gpu;
       for (const auto& run : logs.back().runs)
-        if (ref.empty()) ref = validate::builtin_profile_for_gpu(run.gpu);
+        if (gpu.empty()) gpu = run.gpu;
+      if (gpu.empty())
+        throw InputError(path, "", "the log names no GPU (a raw log's device lines, or a CSV's .json sidecar with \"gpu\"); "
+                                   "pass --hardware");
+      ref = validate::builtin_profile_for_gpu(gpu);
       if (ref.empty())
-        throw InputError(path, "", fmt::format("no built-in profile for the GPU this log names ('{}'); pass --hardware",
-                                               logs.back().runs.empty() ? "" : logs.back().runs.front().gpu));
+        throw InputError(path, "", fmt::format("no built-in profile for the GPU this log names ('{}'); pass --hardware", gpu));
     }
     auto hw = hardware::load_profile(ref, "--hardware");
-    if (!a.network.empty()) {
-      if (!hw.nics_per_node)
-        throw InputError("--network", "", fmt::format("profile '{}' has no NICs (a torus)", hw.name));
-      hardware::apply_network_preset(hw, hardware::load_network_preset(a.network, "--network"), "--network");
-    }
+    if (a.network) hardware::apply_network_flag(hw, *a.network, "--network");
     profiles.push_back(std::move(hw));
   }
   const auto r = validate::calibrate_fabric(logs, profiles);
@@ -297,7 +297,7 @@ int cmd_calibrate_fabric(const FabricArgs& a) {
                        t.held_out_terms.bandwidth_efficiency);
   out += "  |error| = |predicted / measured - 1|; held out: each table predicted by the terms fitted on the other "
          "tables (one table: its even sizes predict its odd ones)\n";
-  for (const auto& w : r.warnings) out += "warning: " + w + "\n";
+  for (const auto& warning : r.warnings) out += "warning: " + warning + "\n";
   print(out);
   return 0;
 }

@@ -108,7 +108,10 @@ std::string profiles_text(const nlohmann::ordered_json& items, const std::vector
   return text;
 }
 
-int cmd_list(const std::string& what, const std::vector<std::string>& names, const std::string& format) {
+int cmd_list(const std::string& what, const std::vector<std::string>& asked, const std::string& format) {
+  std::vector<std::string> names;  // each asked-for profile once, in the order asked
+  for (const auto& n : asked)
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   if (!names.empty() && what != "profiles" && what != "hardware")
     throw InputError("list", "", fmt::format("names ('{}') go with 'list profiles' only; 'list {}' takes none",
                                              excerpt(names.front()), what));
@@ -168,8 +171,9 @@ int cmd_list(const std::string& what, const std::vector<std::string>& names, con
                           n.at("fabric_latency_per_log2_nodes_s").get<double>() * 1e6,
                           n.at("fabric_bandwidth_efficiency").get<double>());
     }
-    text += "(a profile or scenario picks one with \"network\": NAME, stepsim collective with --network NAME; "
-            "--format json: each preset's sources)\n";
+    text += "(a profile picks one with \"network\": NAME; a scenario with --set hardware.network=NAME or \"hardware\": "
+            "{\"base\": PROFILE, \"network\": NAME}; stepsim collective with --network NAME; --format json: each "
+            "preset's sources)\n";
   } else {
     const std::size_t w = 8;
     for (const auto& e : items)

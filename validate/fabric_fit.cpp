@@ -76,6 +76,24 @@ FabricTerms fit_fabric_terms(const std::vector<FabricPoint>& points) {
 FabricReport calibrate_fabric(const std::vector<NcclTestsLog>& logs, const std::vector<hardware::HardwareProfile>& profiles,
                               double min_bytes) {
   STEPSIM_ASSERT(profiles.size() == logs.size(), "{} profiles for {} logs", profiles.size(), logs.size());
+  // One network: the logs' profiles must agree on it (else the fit would mix fabrics).
+  for (std::size_t li = 1; li < logs.size(); ++li)
+    if (profiles[li].network_preset != profiles[0].network_preset ||
+        profiles[li].fabric_latency_per_log2_nodes_s != profiles[0].fabric_latency_per_log2_nodes_s ||
+        profiles[li].fabric_bandwidth_efficiency != profiles[0].fabric_bandwidth_efficiency)
+      throw InputError(logs[li].source, "",
+                       fmt::format("its profile '{}' is on network '{}', {}'s profile '{}' on '{}': one fit is one network; "
+                                   "pass --network NAME (the network the logs ran on) or fit them apart",
+                                   profiles[li].name, profiles[li].network_preset.empty() ? "none" : profiles[li].network_preset,
+                                   logs[0].source, profiles[0].name,
+                                   profiles[0].network_preset.empty() ? "none" : profiles[0].network_preset));
+  // The same measurements twice would count in the fit and in their own held-out check.
+  for (std::size_t li = 0; li < logs.size(); ++li)
+    for (std::size_t lj = 0; lj < li; ++lj)
+      if (!logs[li].sha256.empty() && logs[li].sha256 == logs[lj].sha256)
+        throw InputError(logs[li].source, "",
+                         fmt::format("the same bytes as {}: each log once (a copy would count twice in the fit and in "
+                                     "its own held-out check)", logs[lj].source));
   FabricReport rep;
   rep.min_bytes = min_bytes;
   std::vector<FabricPoint> all;
@@ -116,6 +134,11 @@ FabricReport calibrate_fabric(const std::vector<NcclTestsLog>& logs, const std::
       if (run.ranks % run.nodes != 0)
         throw InputError(log.source, where, fmt::format("{} ranks on {} hosts is not a whole number of GPUs per node",
                                                         run.ranks, run.nodes));
+      if (run.ranks / run.nodes > hw.gpus_per_node)
+        throw InputError(log.source, where,
+                         fmt::format("{} ranks on {} hosts is {} per node, more than profile '{}' has ({}); pass --hardware "
+                                     "with the log's machine", run.ranks, run.nodes, run.ranks / run.nodes, hw.name,
+                                     hw.gpus_per_node));
       const hardware::GroupShape group{run.ranks, run.ranks / run.nodes, 0};
       FabricTableReport t;
       t.source = log.source;
@@ -149,6 +172,14 @@ FabricReport calibrate_fabric(const std::vector<NcclTestsLog>& logs, const std::
                      "no multi-node table with 2 or more rows of at least 1 MiB: a fabric is fitted on logs of "
                      "collectives across several nodes");
   rep.terms = fit_fabric_terms(all);
+  // A term at its bound is no measurement of it: say so (the logs are faster than the model
+  // allows in that term, or the wrong network or profile was given).
+  if (rep.terms.latency_per_log2_nodes_s == 0)
+    rep.warnings.push_back("the fitted latency per doubling of the node count is at its bound, 0: the logs are no slower "
+                           "than the nominal latency; check --network and the profile");
+  if (rep.terms.bandwidth_efficiency == 1)
+    rep.warnings.push_back("the fitted bandwidth efficiency is at its bound, 1: the logs are as fast as the NICs' line rate "
+                           "or faster; check --network (its NIC speed) and the profile");
   const FabricTerms nominal{0, 1, 0};
   for (std::size_t ti = 0; ti < rep.tables.size(); ++ti) {
     auto& t = rep.tables[ti];

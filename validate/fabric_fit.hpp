@@ -76,8 +76,11 @@ struct FabricReport {
 /// of different GPUs on one kind of network fit together). The profiles' fabric terms are what
 /// FabricReport::given reports; the fit runs the nominal model with them at 0 and 1.
 /// Preconditions: profiles.size() == logs.size(), every profile on the same network.
+/// FabricReport::warnings also says when a fitted term sits at its bound (a = 0, η = 1).
 /// @throws InputError naming the log when a multi-node table's rank or node count is unknown
-///         (raw logs without '#  Rank' lines and CSVs without their .json sidecar), or when no
+///         (raw logs without '#  Rank' lines and CSVs without their .json sidecar), has more
+///         ranks per node than its profile has GPUs, when two logs are the same bytes, when the
+///         profiles are on different networks, when a profile has no "nccl" object, or when no
 ///         table spans several nodes.
 FabricReport calibrate_fabric(const std::vector<NcclTestsLog>& logs, const std::vector<hardware::HardwareProfile>& profiles,
                               double min_bytes = 1 << 20);

@@ -35,6 +35,15 @@ void apply_sidecar(NcclTestsLog& log, const std::string& sidecar) {
   };
   const int ranks = integer("total_ranks");
   const int nodes = integer("nodes");
+  // gpus_per_node, when given, must agree with the other two (a sidecar that contradicts
+  // itself would price the log on the wrong node shape).
+  if (const int gpn = integer("gpus_per_node"); gpn > 0 && ranks > 0 && nodes > 0 &&
+                                                static_cast<long long>(gpn) * nodes != ranks)
+    throw InputError(sidecar, "/gpus_per_node",
+                     fmt::format("{} GPUs per node on {} nodes is {} ranks, but total_ranks says {}", gpn, nodes,
+                                 static_cast<long long>(gpn) * nodes, ranks));
+  if (const auto it = doc.find("gpu"); it != doc.end() && !it->is_string() && !it->is_null())
+    throw InputError(sidecar, "/gpu", "expected the device name as a string, got " + json_excerpt(*it));
   const std::string gpu = text("gpu");
   std::string version = text("nccl_version");
   // Only a version number is a version ("not stated ..." is not).
