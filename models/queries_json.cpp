@@ -219,6 +219,9 @@ QueryAnswer collective_query(const CollectiveQuery& a) {
     text += (fmt::format("  algbw       {:.3g} GB/s   busbw {:.3g} GB/s (nccl-tests definitions)\n", algbw / 1e9,
                       algbw * bus / 1e9));
     text += (fmt::format("  bottleneck  {}\n", c.bottleneck));
+    if (c.algorithm == "nvls" || c.algorithm == "nvls_tree")
+      text += "  (NVLS: the NVSwitch reduces in the switch, so AllReduce busbw can exceed the GPU's one-way NVLink "
+              "bandwidth; it is NCCL's formula unless the profile gives nccl.nvls_bus_bandwidth_bytes_per_s, measured)\n";
     if (!hw.network_preset.empty() && j["nodes"].get<int>() > 1)
       text += model == hardware::CollectiveModel::Nccl
                   ? fmt::format("  network     {}: +{:.3g} us per doubling of the node count, bandwidth efficiency {:.3g}\n",

@@ -28,7 +28,13 @@ std::string report_json(const Report& r) {
                    {"gpus_per_node", r.scenario.cluster.gpus_per_node},
                    {"nodes", r.scenario.cluster.nodes},
                    {"base", r.scenario.hardware.base.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.scenario.hardware.base)},
-                   {"overridden", r.scenario.hardware.overridden}};
+                   {"overridden", r.scenario.hardware.overridden},
+                   {"network", r.scenario.hardware.network_preset.empty() ? nlohmann::json(nullptr)
+                                                                           : nlohmann::json(r.scenario.hardware.network_preset)},
+                   {"nic_bandwidth_bytes_per_s", r.scenario.hardware.nic_bandwidth_bytes_per_s},
+                   {"gpus_per_nic", r.scenario.hardware.gpus_per_nic},
+                   {"fabric_latency_per_log2_nodes_s", r.scenario.hardware.fabric_latency_per_log2_nodes_s},
+                   {"fabric_bandwidth_efficiency", r.scenario.hardware.fabric_bandwidth_efficiency}};
   j["cost_model"] = hardware::collective_model_name(r.scenario.collective_model);  // always (issue 13 item 10)
   j["calibration"] = r.scenario.calibration ? ordered(hardware::describe_overlay(*r.scenario.calibration)) : ordered(nullptr);
   const hardware::GemmCurve& curve = hardware::effective_gemm_curve(r.scenario.hardware, r.scenario.calibration.get());

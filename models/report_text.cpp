@@ -50,6 +50,22 @@ std::string report_text(const Report& r) {
                      fields));
   }
   if (s.calibration) line("  calibration " + hardware::describe_overlay(*s.calibration));
+  // The network across nodes, when the collectives cross one (hardware/networks/, docs/calibration.md).
+  if (s.cluster.nodes > 1 && s.hardware.nics_per_node > 0) {
+    const bool fabric = s.hardware.fabric_latency_per_log2_nodes_s > 0 || s.hardware.fabric_bandwidth_efficiency < 1;
+    const std::string nics = fmt::format("{:g} Gb/s per {}GPU", s.hardware.nic_bandwidth_bytes_per_s * 8 / 1e9,
+                                         s.hardware.gpus_per_nic == 1 ? "" : std::to_string(s.hardware.gpus_per_nic) + " ");
+    std::string terms = "the NICs' line rate (no fabric terms)";
+    if (fabric)
+      terms = s.collective_model == hardware::CollectiveModel::Nccl
+                  ? fmt::format("+{:.3g} us per doubling of the node count, bandwidth efficiency {:.3g} (fitted on public "
+                                "nccl-tests logs)", s.hardware.fabric_latency_per_log2_nodes_s * 1e6,
+                                s.hardware.fabric_bandwidth_efficiency)
+                  : "its fabric terms correct the nccl cost model, not this run's " +
+                        hardware::collective_model_name(s.collective_model) + ": the NICs' line rate";
+    line(fmt::format("  network     {}{}; {}", s.hardware.network_preset.empty() ? "" : s.hardware.network_preset + ": ",
+                     nics, terms));
+  }
   {
     const hardware::GemmCurve& c = hardware::effective_gemm_curve(s.hardware, s.calibration.get());
     if (c.present())

@@ -297,6 +297,10 @@ int cmd_calibrate_fabric(const FabricArgs& a) {
                        t.held_out_terms.bandwidth_efficiency);
   out += "  |error| = |predicted / measured - 1|; held out: each table predicted by the terms fitted on the other "
          "tables (one table: its even sizes predict its odd ones)\n";
+  out += fmt::format("use: --set hardware.inter_node.fabric_latency_per_log2_nodes_s={:.4g}us --set "
+                     "hardware.inter_node.fabric_bandwidth_efficiency={:.4g} (or those two fields in a profile's "
+                     "inter_node; docs/calibration.md)\n",
+                     r.terms.latency_per_log2_nodes_s * 1e6, r.terms.bandwidth_efficiency);
   for (const auto& warning : r.warnings) out += "warning: " + warning + "\n";
   print(out);
   return 0;
