@@ -196,6 +196,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     embed.params.push_back(tensor(root + (gpt2 ? "wpe" : "embed_positions") + ".weight", s.max_positions * s.hidden));
   embed.fwd_streaming_bytes_per_token = 2 * act * h;  // gather a row, write it
   embed.root = true;
+  embed.vocab_parallel = LayerSpec::VocabParallel::Embedding;
   embed.fwd_streaming_kernels = s.max_positions > 0 ? 3 : 1;  // gather, [position gather + add]
   if (s.scaled_embeddings) {  // Gemma: hidden_states * sqrt(hidden)
     embed.fwd_streaming_bytes_per_token += 2 * act * h;
@@ -216,6 +217,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   for (std::int64_t i = 0; i < s.layers; ++i) {
     LayerSpec b;
     b.name = fmt::format("layers.{}", i);
+    b.tp_linear_pairs = 2;  // attention qkv → proj, MLP fc1 → fc2
     const std::string p = root + fmt::format("{}.{}.", gpt2 ? "h" : "layers", i);
     // Registration order; each module's weight, then its bias.
     std::vector<std::vector<std::size_t>> module_params(modules.size());
@@ -323,6 +325,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   head.fwd_streaming_bytes_per_token = 2 * 4.0 * static_cast<double>(s.vocab);  // softmax / loss
   head.input_bytes_per_token = head.activation_bytes_per_token;  // logits are needed for the loss anyway
   head.root = true;
+  head.vocab_parallel = LayerSpec::VocabParallel::Head;
   head.fwd_streaming_kernels = 2;  // log-softmax and the loss
   if (s.logit_softcap) {  // Gemma 2: cap·tanh(logits / cap) over the logits (TransformerShape::logit_softcap)
     const double v = static_cast<double>(s.vocab);
@@ -335,6 +338,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   if (act < 4) head.logits_upcast_bytes_per_token = (act + 4) * static_cast<double>(s.vocab);  // eager: cast, then the loss
   head.fused_loss_bytes_per_token = act * static_cast<double>(s.vocab);
   m.layers.push_back(head);
+  m.transformer_shape = std::make_shared<const TransformerShape>(s);
   return m;
 }
 
@@ -497,8 +501,10 @@ ModelSpec make_mlp(const std::string& name, std::int64_t layers, std::int64_t hi
     l.input_bytes_per_token = act * static_cast<double>(hidden);
     l.fwd_streaming_bytes_per_token = 2 * act * static_cast<double>(ffn);  // activation function
     l.fwd_streaming_kernels = 1;
+    l.tp_linear_pairs = 1;  // w_in column-parallel, w_out row-parallel
     m.layers.push_back(l);
   }
+  m.mlp_shape = std::make_shared<const MlpShape>(MlpShape{layers, hidden, ffn, dtype});
   return m;
 }
 

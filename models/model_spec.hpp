@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -105,6 +106,14 @@ struct LayerSpec {
   /// 0: the layer computes no loss.
   double fused_loss_bytes_per_token = 0;
   bool root = false;  ///< owned by FSDP's root unit (embeddings, final norm, LM head), not a block
+  /// Megatron-LM's tensor parallelism of the layer (shared/reference/semantics-parallel.md
+  /// §A1–A5, A12–A13; models/tensor_parallel.hpp): how many ColumnParallelLinear →
+  /// RowParallelLinear pairs it holds (a transformer block 2: attention qkv → proj and the MLP
+  /// fc1 → fc2; a seed MLP layer 1), and whether it is the vocab-parallel embedding or the
+  /// vocab-parallel LM head with its cross-entropy.
+  int tp_linear_pairs = 0;
+  enum class VocabParallel { None, Embedding, Head };
+  VocabParallel vocab_parallel = VocabParallel::None;
   /// Keys per query that the attention FLOPs count (× fwd_attn_flops_per_token_per_seq): the
   /// sequence, or under a causal sliding window w < seq_len (LayerGemm::window) 2w − w²/seq_len,
   /// the windowed share of the causal work (s·w − w²/2 against s²/2) on the convention's full s².
@@ -114,6 +123,9 @@ struct LayerSpec {
 };
 
 /// A model: ordered layers. `kind` is how it was described ("mlp", "transformer", "resnet", "layers").
+struct TransformerShape;
+struct MlpShape;
+
 struct ModelSpec {
   std::string name;
   std::string kind;
@@ -133,6 +145,11 @@ struct ModelSpec {
   /// The composites eager PyTorch runs op by op in this model ("RMSNorm", "rotary",
   /// "repeat_kv", "SwiGLU"; LayerSpec::eager_extra_*), for reports; empty when it has none.
   std::vector<std::string> eager_composites;
+  /// The shape the layers were built from (make_transformer, make_mlp), so tensor parallelism
+  /// can build one rank's share of it (models/tensor_parallel.hpp); null for the other kinds,
+  /// which cannot be split.
+  std::shared_ptr<const TransformerShape> transformer_shape;
+  std::shared_ptr<const MlpShape> mlp_shape;
   /// A layer computes the loss over logits (LayerSpec::fused_loss_bytes_per_token > 0), so
   /// framework.cross_entropy applies.
   bool has_logits_loss() const;
@@ -288,6 +305,12 @@ struct ResNetShape {
 ///    the logits (fp32) for the loss.
 /// Precondition: shape validated (depths has 4 stages, every size ≥ 1, image_size ≥ 32).
 ModelSpec make_resnet(const std::string& name, const ResNetShape& shape);
+
+/// The seed MLP's shape (make_mlp).
+struct MlpShape {
+  std::int64_t layers = 0, hidden = 0, ffn = 0;
+  DType dtype = DType::BF16;
+};
 
 /// The seed's MLP model (seed 000 §2.3): L layers of W_in[D,F], W_out[F,D], no biases.
 /// Forward 2·2·D·F FLOPs per token per layer; activations 2·(D + 2F) bytes per token.

@@ -25,6 +25,7 @@ struct CollectiveSummary {
   std::string protocol;      ///< NCCL cost model: "LL" | "LL128" | "Simple"; "" for alpha-beta
   int ranks = 0;             ///< communicator size
   bool spans_nodes = false;  ///< the communicator crosses the node network
+  std::string group = "dp";  ///< the mesh dimension of its communicator: "dp" (DP-side groups) or "tp"
 };
 
 /// One task on the critical path (name, start, end) — the tail shown in reports.
@@ -66,6 +67,11 @@ struct Report {
   double overhead_time_s = 0;    ///< framework kernels (bucket copy-back)
   double comm_time_s = 0;        ///< communication stream busy
   double exposed_comm_s = 0;     ///< communication not overlapped by compute
+  /// With tensor parallelism: the TP collectives' busy time and the part of it no compute
+  /// overlaps (all of it: they are synchronous on the compute stream); the rest of
+  /// exposed_comm_s is the DP groups'. 0 without.
+  double tp_comm_time_s = 0;
+  double tp_exposed_comm_s = 0;
   /// per_rank mode: time rank 0 is idle waiting for other ranks (at collectives whose last
   /// member arrives later, and after its last task until the slowest rank ends the step):
   /// step_time_s − compute_time_s − exposed_comm_s. 0 in symmetric mode, where compute and

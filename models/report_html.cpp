@@ -573,10 +573,10 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
   if (r.per_rank.present && r.per_rank.slowest_rank != 0) ranks.push_back(static_cast<std::uint32_t>(r.per_rank.slowest_rank));
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   h += fmt::format("<title>stepsim: {} step of {} on {} x {}</title>\n", esc(s.parallelism.strategy), esc(s.model.name),
-                   s.parallelism.dp, esc(s.hardware.name));
+                   s.world_size(), esc(s.hardware.name));
   h += std::string("<style>") + kStyle + "</style></head>\n<body>\n";
   h += fmt::format("<h1>stepsim: {} step of {} on {} &#215; {}</h1>\n", esc(s.parallelism.strategy), esc(s.model.name),
-                   s.parallelism.dp, esc(s.hardware.name));
+                   s.world_size(), esc(s.hardware.name));
   h += fmt::format("<p class=\"sub\">{}{} nodes &#215; {} GPUs; micro_batch_size {} &#215; seq_len {} &#215; grad_accum {}; {}</p>\n",
                    s.name.empty() ? "" : esc(s.name) + " &#8212; ", s.cluster.nodes, s.cluster.gpus_per_node,
                    s.batch.micro_batch_size, s.batch.seq_len, s.batch.grad_accum,
@@ -585,7 +585,7 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
   h += fmt::format("<p class=\"headline\">step time <b id=\"step-time\">{}</b>{} &#183; {:.0f} tokens/s ({:.0f} per GPU) &#183; MFU "
                    "{:.1f} % &#183; communication {} ({:.1f} % hidden behind compute)</p>\n",
                    ms(r.step_time_s), r.per_rank.present ? " (the slowest rank)" : "", r.tokens_per_s,
-                   r.tokens_per_s / static_cast<double>(s.parallelism.dp), 100 * r.mfu, ms(r.comm_time_s),
+                   r.tokens_per_s / static_cast<double>(s.world_size()), 100 * r.mfu, ms(r.comm_time_s),
                    100 * r.overlap_fraction);
   h += fmt::format("<p class=\"band\" id=\"error-band\">accuracy: {}</p>\n", band_line(r));
   if (r.per_rank.present) {

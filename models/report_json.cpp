@@ -18,9 +18,10 @@ std::string report_json(const Report& r) {
                 {"kind", r.scenario.model.kind},
                 {"hf_model_type", r.scenario.model.hf_model_type.empty() ? ordered(nullptr)
                                                                           : ordered(r.scenario.model.hf_model_type)},
-                {"parameters", r.scenario.model.parameter_count()},
-                {"trainable_parameters", r.scenario.model.trainable_parameter_count()},
+                {"parameters", r.scenario.model_parameters},
+                {"trainable_parameters", r.scenario.model_trainable_parameters},
                 {"layers", r.scenario.model.layers.size()}};
+  if (r.scenario.parallelism.tp > 1) j["model"]["parameters_per_tp_rank"] = r.scenario.model.parameter_count();
   j["hardware"] = {{"name", r.scenario.hardware.name},
                    {"peak_flops_per_s", r.scenario.hardware.peak_flops_per_s},
                    {"sustained_flops_per_s", r.scenario.hardware.sustained_flops_per_s()},
@@ -93,6 +94,10 @@ std::string report_json(const Report& r) {
   j["overhead_time_s"] = r.overhead_time_s;
   j["comm_time_s"] = r.comm_time_s;
   j["exposed_comm_s"] = r.exposed_comm_s;
+  if (r.scenario.parallelism.tp > 1)
+    j["comm_by_group"] = {{"tp", {{"comm_time_s", r.tp_comm_time_s}, {"exposed_comm_s", r.tp_exposed_comm_s}}},
+                          {"dp", {{"comm_time_s", r.comm_time_s - r.tp_comm_time_s},
+                                  {"exposed_comm_s", r.exposed_comm_s - r.tp_exposed_comm_s}}}};
   j["wait_time_s"] = r.wait_time_s;
   j["overlap_slowdown_s"] = r.overlap_slowdown_s;
   j["link_sharing_stretch_s"] = r.link_sharing_stretch_s;
@@ -101,7 +106,7 @@ std::string report_json(const Report& r) {
   j["sample_unit"] = r.scenario.model.sample_unit();
   j["tokens_per_step"] = r.tokens_per_step;
   j["tokens_per_s"] = r.tokens_per_s;
-  j["tokens_per_s_per_gpu"] = r.tokens_per_s / static_cast<double>(r.scenario.parallelism.dp);
+  j["tokens_per_s_per_gpu"] = r.tokens_per_s / static_cast<double>(r.scenario.world_size());
   j["model_flops_per_gpu"] = r.model_flops_per_gpu;
   j["mfu"] = r.mfu;
   j["comm_bound_threshold_tokens_per_gpu"] = r.comm_bound_threshold_tokens_per_gpu;
@@ -122,6 +127,7 @@ std::string report_json(const Report& r) {
                      {"ranks", c.ranks},
                      {"spans_nodes", c.spans_nodes}});
     if (!c.protocol.empty()) colls.back()["protocol"] = c.protocol;  // NCCL cost model only
+    if (r.scenario.parallelism.tp > 1) colls.back()["group"] = c.group;
   }
   j["collectives"] = colls;
   j["comm_bytes_per_rank"] = r.comm_bytes_per_rank;

@@ -38,9 +38,14 @@ std::string report_text(const Report& r) {
   std::string o;
   auto line = [&o](const std::string& text) { o += text + "\n"; };
   line(fmt::format("stepsim: {} step of {} on {} x {} ({} node{} x {} per node){}",
-                   s.parallelism.strategy, s.model.name, s.parallelism.dp, s.hardware.name,
-                   s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.ranks_per_node(),
+                   s.parallelism.strategy, s.model.name, s.world_size(), s.hardware.name,
+                   s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.gpus_used_per_node(),
                    s.name.empty() ? "" : "  [" + s.name + "]"));
+  if (s.parallelism.tp > 1)
+    line(fmt::format("  mesh      dp {} x tp {}{}: each TP group of {} GPUs inside a node (Megatron-LM's column/row-parallel "
+                     "linears), the DP groups of {} ranks across them",
+                     s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
+                     s.parallelism.tp, s.parallelism.dp));
   if (!s.hardware.overridden.empty()) {
     std::string fields;
     for (const auto& f : s.hardware.overridden) fields += (fields.empty() ? "" : ", ") + f;
@@ -144,8 +149,11 @@ std::string report_text(const Report& r) {
     line(fmt::format("  torus     DP rings over {} of the {} torus axes (parallelism.torus_axes): {} chips",
                      s.parallelism.torus_axes, s.hardware.torus_dims.size(), rings));
   }
-  line(fmt::format("  model     {} parameters ({} trainable), {} layers, {}", count(static_cast<double>(s.model.parameter_count())),
-                   count(static_cast<double>(s.model.trainable_parameter_count())), s.model.layers.size(),
+  line(fmt::format("  model     {} parameters ({} trainable{}), {} layers, {}", count(static_cast<double>(s.model_parameters)),
+                   count(static_cast<double>(s.model_trainable_parameters)),
+                   s.parallelism.tp > 1 ? fmt::format("; {} per TP rank", count(static_cast<double>(s.model.parameter_count())))
+                                        : std::string(),
+                   s.model.layers.size(),
                    s.model.hf_model_type.empty() ? s.model.kind
                                                  : fmt::format("{} from a Hugging Face config.json (model_type {})",
                                                                s.model.kind, s.model.hf_model_type)));
@@ -173,6 +181,9 @@ std::string report_text(const Report& r) {
   line(fmt::format("  framework ops  {}   ({})", ms(r.overhead_time_s), strategy_of(s).framework_ops_label));
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
+  if (s.parallelism.tp > 1)
+    line(fmt::format("    TP / DP      {} / {} exposed   (TP collectives are synchronous on the compute stream)",
+                     ms(r.tp_exposed_comm_s), ms(r.exposed_comm_s - r.tp_exposed_comm_s)));
   if (r.per_rank.present)  // the rows above add up to the step time (issue 13 item 20)
     line(fmt::format("  waiting        {}   (rank 0 idle: other ranks late to its collectives, then the slowest "
                      "rank's end)", ms(r.wait_time_s)));
@@ -215,7 +226,7 @@ std::string report_text(const Report& r) {
                          : s.contention.overlap_model,
                      r.overlap_slowdown_s * 1e3, r.link_sharing_stretch_s * 1e3));
   line(fmt::format("throughput       {} {}/s ({} per GPU), MFU {:.1f} % (model FLOPs / BF16 peak {:.0f} TFLOP/s)",
-                   count(r.tokens_per_s), unit, count(r.tokens_per_s / static_cast<double>(s.parallelism.dp)), 100 * r.mfu,
+                   count(r.tokens_per_s), unit, count(r.tokens_per_s / static_cast<double>(s.world_size())), 100 * r.mfu,
                    s.hardware.peak_flops_per_s / 1e12));
   if (r.comm_bound_threshold_tokens_per_gpu > 0) {
     const double tokens = static_cast<double>(s.tokens_per_micro_batch());
@@ -229,7 +240,13 @@ std::string report_text(const Report& r) {
   if (!r.collectives.empty()) {
     line("");
     line("collectives per step per rank (sizes as nccl-tests counts them)");
-    line(fmt::format("  {:<14}{:>12}{:>7}{:>13}{:>13}{:>12}{:>12}  {}", "op", "size", "count", "time each",
+    // With tensor parallelism each op names its mesh dimension ("TP AllReduce").
+    const bool mesh = s.parallelism.tp > 1;
+    const std::size_t op_width = mesh ? 19 : 14;
+    const auto op_label = [mesh](const CollectiveSummary& c) {
+      return mesh ? (c.group == "tp" ? "TP " : "DP ") + c.op : c.op;
+    };
+    line(fmt::format("  {:<{}}{:>12}{:>7}{:>13}{:>13}{:>12}{:>12}  {}", "op", op_width, "size", "count", "time each",
                      "total", "algbw", "busbw", "algorithm"));
     std::vector<CollectiveSummary> rows = r.collectives;
     std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
@@ -238,7 +255,8 @@ std::string report_text(const Report& r) {
     const std::size_t shown = std::min<std::size_t>(rows.size(), 6);
     for (std::size_t i = 0; i < shown; ++i) {
       const auto& c = rows[i];
-      line(fmt::format("  {:<14}{:>12}{:>7}{:>10.3f} ms{:>10.3f} ms{:>7.1f} GB/s{:>7.1f} GB/s  {}", c.op, size(c.bytes),
+      line(fmt::format("  {:<{}}{:>12}{:>7}{:>10.3f} ms{:>10.3f} ms{:>7.1f} GB/s{:>7.1f} GB/s  {}", op_label(c), op_width,
+                       size(c.bytes),
                        c.count, c.time_s * 1e3, c.time_s * 1e3 * static_cast<double>(c.count),
                        c.algbw_bytes_per_s / 1e9, c.busbw_bytes_per_s / 1e9,
                        c.protocol.empty() ? c.algorithm : c.algorithm + "/" + c.protocol));

@@ -124,7 +124,7 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
                                 const sim::RunOptions& symmetric_options, const sim::Timeline& sym, Report& r,
                                 bool keep_all, std::optional<sim::Timeline>& all, const RunProgress& progress) {
   const sim::TaskGraph& g = step.graph;
-  const auto copies = static_cast<std::uint32_t>(s.parallelism.dp);
+  const auto copies = static_cast<std::uint32_t>(s.world_size());
   const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
   if (tasks > kMaxPerRankTasks)
     throw InputError(s.source, "/sim/rank_mode",
@@ -133,8 +133,10 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   check_memory_need(tasks * (keep_all ? kPerRankTraceBytesPerTask : kPerRankBytesPerTask), s.source, "/sim/rank_mode",
                     fmt::format("per_rank{}: {} ranks × {} tasks", keep_all ? " with a trace" : "", copies, g.size()),
                     keep_all ? "drop --trace, or use \"symmetric\" or fewer ranks" : "use \"symmetric\" or fewer ranks");
-  // A collective meets the ranks of its communicator: consecutive blocks, or every
-  // (dp / ranks)-th rank for groups that run side by side on each node (HSDP's replicas).
+  // A collective meets the ranks of its communicator. Ranks are numbered TP innermost (rank =
+  // dp index × tp + tp index, Megatron-LM's order): a TP group is a block of tp consecutive
+  // ranks; a DP-side group takes every tp-th rank, in consecutive blocks of its size, or every
+  // (world / ranks)-th rank for groups that run side by side on each node (HSDP's replicas).
   std::vector<sim::RendezvousSpan> spans;
   for (sim::TaskId v = 0; v < g.size(); ++v) {
     const sim::Task& t = g.task(v);
@@ -142,7 +144,9 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
     if (t.rendezvous >= spans.size()) spans.resize(t.rendezvous + 1);
     const hardware::GroupShape& shape = step.groups.at(t.group);
     const auto size = static_cast<std::uint32_t>(shape.ranks);
-    spans[t.rendezvous] = {size, shape.concurrent_groups_per_node > 1 ? copies / size : 1u};
+    const bool tp_group = static_cast<std::int32_t>(t.group) == step.tp_group;
+    const auto tp = static_cast<std::uint32_t>(s.parallelism.tp);
+    spans[t.rendezvous] = {size, shape.concurrent_groups_per_node > 1 ? copies / size : tp_group ? 1u : tp};
   }
   sim::RankVariation var;
   const RankVariationConfig& cfg = s.variation;
@@ -158,7 +162,7 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   if (!cfg.degraded_links.empty()) {
     // Ranks fill nodes in order; only collectives that cross the network stretch, and only
     // their bandwidth part (the variable part of their work: sharing then stretches it further).
-    const auto per_node = static_cast<std::uint32_t>(s.ranks_per_node());
+    const auto per_node = static_cast<std::uint32_t>(s.gpus_used_per_node());
     var.link_factor.assign(copies, 1.0);
     for (const auto& [node, factor] : cfg.degraded_links)
       for (std::uint32_t k = 0; k < per_node; ++k) var.link_factor[static_cast<std::size_t>(node) * per_node + k] = factor;
@@ -288,6 +292,14 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   r.comm_time_s = sim::total_length(comm).seconds();
   r.exposed_comm_s = sim::uncovered_length(comm, compute).seconds();
   r.overlap_fraction = r.comm_time_s > 0 ? 1.0 - r.exposed_comm_s / r.comm_time_s : 1.0;
+  if (step.tp_group >= 0) {
+    const auto tp_group = static_cast<std::uint32_t>(step.tp_group);
+    const auto tp_comm = sim::busy_intervals(g, tl, [tp_group](const sim::Task& t) {
+      return t.kind == sim::TaskKind::Transfer && t.rank == 0 && t.group == tp_group;
+    });
+    r.tp_comm_time_s = sim::total_length(tp_comm).seconds();
+    r.tp_exposed_comm_s = sim::uncovered_length(tp_comm, compute).seconds();
+  }
   // per_rank: rank 0 is idle while it waits at a collective for ranks that reach it later, and
   // from its last task until the slowest rank ends the step; that wait is the rest of the step
   // (issue 13 item 20). Symmetric mode: every rank is rank 0, the step is compute ∪ comm.
@@ -310,12 +322,15 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     const hardware::CollectiveOp cop = hardware::collective_of(static_cast<hardware::OpCode>(t.op));
     const std::string op = hardware::collective_op_label(cop);
     const auto& shape = step.groups[t.group];
+    const std::string group = static_cast<std::int32_t>(t.group) == step.tp_group ? "tp" : "dp";
     auto it = std::find_if(r.collectives.begin(), r.collectives.end(), [&](const CollectiveSummary& x) {
-      return x.op == op && x.bytes == t.bytes && x.ranks == shape.ranks && x.algorithm == c.algorithm;
+      return x.op == op && x.bytes == t.bytes && x.ranks == shape.ranks && x.algorithm == c.algorithm &&
+             x.group == group;
     });
     if (it == r.collectives.end()) {
       CollectiveSummary cs;
       cs.op = op;
+      cs.group = group;
       cs.bytes = t.bytes;
       cs.time_s = c.time_s();
       cs.latency_s = c.latency_s;
@@ -424,6 +439,11 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   if (!r.memory.fits && r.error_band.present()) {
     r.error_band.set.clear();
     r.error_band_withheld = "the step does not fit in memory";
+  } else if (s.parallelism.tp > 1 && r.error_band.present()) {
+    // The bands were earned by data-parallel runs; none of the sets has a TP run yet.
+    r.error_band.set.clear();
+    r.error_band_withheld = "the measured sets behind the bands are data-parallel runs, and this step has tensor "
+                            "parallelism (no TP run is in stepsim accuracy yet)";
   }
   if (!calibrated_any) r.calibration_band = CalibrationBand{};
   if (!s.variation.degraded_links.empty() && r.inter_node_collective_bytes == 0)
@@ -439,7 +459,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
         tokens_mb, r.comm_bound_tokens_per_gpu_effective, r.comm_bound_threshold_tokens_per_gpu));
   r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (keep != nullptr) {
-    keep->copies = all ? static_cast<std::uint32_t>(s.parallelism.dp) : 1;
+    keep->copies = all ? static_cast<std::uint32_t>(s.world_size()) : 1;
     keep->timeline.emplace(all ? std::move(*all) : std::move(tl));
     keep->step = std::move(step);
   }

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,7 +30,14 @@ struct ClusterConfig {
 /// Data-parallel strategy and its knobs (PyTorch DDP names, semantics.md §A).
 struct ParallelismConfig {
   std::string strategy = "ddp";
-  std::int64_t dp = 1;               ///< DP degree (world size)
+  std::int64_t dp = 1;               ///< DP degree (the world size divided by tp)
+  /// Tensor-parallel degree (Megatron-LM's tensor_model_parallel_size; models/tensor_parallel.hpp):
+  /// the world is dp × tp ranks, TP innermost (consecutive ranks, inside one node).
+  std::int64_t tp = 1;
+  /// Megatron-LM's sequence_parallel (default False; torchtitan's enable_sequence_parallel
+  /// defaults to True): norms and dropout on s/tp tokens, AllGather + ReduceScatter in place
+  /// of each AllReduce. Needs tp > 1.
+  bool sequence_parallel = false;
   double bucket_cap_mb = 25;         ///< MiB; reducer.hpp kDefaultBucketBytesCap (25 MiB)
   double first_bucket_mb = 1;        ///< MiB; reducer.hpp kDefaultFirstBucketBytes (1 MiB)
   bool sync_every_micro_batch = false;  ///< false = no_sync() on all but the last micro-batch
@@ -226,8 +234,18 @@ struct Scenario {
   ContentionConfig contention;          ///< sim.link_sharing, sim.overlap_*, sim.cuda_device_max_connections
   std::shared_ptr<const nlohmann::json> resolved;  ///< the input with every default filled in
 
-  /// GPUs per node actually used by the DP group: min(gpus_per_node, dp).
+  /// DP ranks of one DP group per node: min(gpus_per_node / tp, dp).
   int ranks_per_node() const;
+  /// DP ranks one node holds when full: cluster.gpus_per_node / parallelism.tp.
+  int dp_slots_per_node() const { return static_cast<int>(cluster.gpus_per_node / parallelism.tp); }
+  /// Ranks (GPUs) of the job: dp × tp.
+  std::int64_t world_size() const { return parallelism.dp * parallelism.tp; }
+  /// GPUs of one node the job uses: gpus_per_node, or the world when it is smaller.
+  int gpus_used_per_node() const { return static_cast<int>(std::min<std::int64_t>(cluster.gpus_per_node, world_size())); }
+  /// Parameters of the whole model (every TP rank's share together), and its trainable ones:
+  /// `model` is one rank's share when parallelism.tp > 1.
+  std::int64_t model_parameters = 0;
+  std::int64_t model_trainable_parameters = 0;
   /// Ranks one parameter is sharded over: dp for zero*/fsdp, the shard group for hsdp, 1 for ddp.
   std::int64_t shard_ranks() const;
   /// True for the ZeRO stages and FSDP/HSDP (StrategyEntry::zero_stage > 0).

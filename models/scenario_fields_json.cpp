@@ -271,8 +271,27 @@ std::vector<ScenarioField> core_fields() {
       {.object = "parallelism", .key = "strategy", .type = T::Choice,
        .doc = "the DP strategy (`stepsim list strategies`; README \"Strategies\")", .choices = strategy_names,
        STEPSIM_FIELD_ACCESS(std::string, parallelism.strategy)},
-      {.object = "parallelism", .key = "dp", .type = T::Integer, .doc = "DP degree: the world size (ranks)",
+      {.object = "parallelism", .key = "dp", .type = T::Integer,
+       .doc = "DP degree: the ranks that hold replicas (or shards) of the model; the world size is dp × tp",
        .required = true, .min = 1, .max = kMaxRanks, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.dp)},
+      {.object = "parallelism", .key = "tp", .type = T::Integer,
+       .doc = "tensor-parallel degree (Megatron-LM's tensor_model_parallel_size): each transformer block's linears "
+              "split tp ways (column-parallel qkv and fc1, row-parallel proj and fc2), the embedding and LM head over "
+              "the vocabulary; TP AllReduces of the [s, b, h] activations in every block; the TP group sits inside "
+              "one node, so tp divides gpus_per_node. Transformers and the seed MLP only",
+       .min = 1, .max = hardware::kMaxGpusPerNode, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.tp),
+       .echo = [](const Scenario& s) -> Value {
+         if (s.parallelism.tp <= 1) return std::nullopt;
+         return std::int64_t{s.parallelism.tp};
+       }},
+      {.object = "parallelism", .key = "sequence_parallel", .type = T::Boolean,
+       .doc = "Megatron-LM's sequence parallelism (needs tp > 1): norms and dropout on seq_len / tp tokens, an "
+              "AllGather before and a ReduceScatter after each TP region in place of the AllReduce; activations and "
+              "their HBM traffic 1/tp outside the vocabulary layers",
+       STEPSIM_FIELD_ACCESS(bool, parallelism.sequence_parallel), .echo = [](const Scenario& s) -> Value {
+         if (!s.parallelism.sequence_parallel) return std::nullopt;
+         return true;
+       }},
   };
   // torus_axes after the strategy knobs
   const ScenarioField torus_axes =
@@ -299,11 +318,11 @@ std::vector<ScenarioField> core_fields() {
          s.cluster.gpus_per_node = static_cast<int>(g);
        }},
       {.object = "cluster", .key = "nodes", .type = T::Integer,
-       .doc = "nodes; nodes × gpus_per_node must equal dp (stepsim simulates pure data parallelism)",
-       .default_doc = "dp / gpus_per_node, rounded up", .min = 1, .max = kMaxRanks,
+       .doc = "nodes; nodes × gpus_per_node must equal the world size dp × tp",
+       .default_doc = "dp × tp / gpus_per_node, rounded up", .min = 1, .max = kMaxRanks,
        STEPSIM_FIELD_ACCESS(std::int64_t, cluster.nodes), .fallback = [](const Scenario& s) -> FieldValue {
          const std::int64_t gpn = s.cluster.gpus_per_node;
-         return (s.parallelism.dp + gpn - 1) / gpn;
+         return (s.world_size() + gpn - 1) / gpn;
        }},
 
       // ---- batch ----
@@ -622,7 +641,7 @@ std::vector<ScenarioField> core_fields() {
          if (!s.variation.slow_ranks.empty()) out["slow_ranks"] = rank_list_json(s.variation.slow_ranks, "rank", "compute_factor");
        }},
       {.object = "sim.slow_ranks[]", .key = "rank", .type = T::Integer, .doc = "the slow rank", .required = true,
-       .min = 0, .max_of = [](const Scenario& s) { return s.parallelism.dp - 1; }, .range_doc = "[0, dp − 1]"},
+       .min = 0, .max_of = [](const Scenario& s) { return s.world_size() - 1; }, .range_doc = "[0, dp × tp − 1]"},
       {.object = "sim.slow_ranks[]", .key = "compute_factor", .type = T::Number,
        .doc = "how many times longer its compute tasks last", .required = true, .range_doc = "(0, 1000]",
        .check = Check::Positive},

@@ -9,6 +9,7 @@
 #include "models/recompute.hpp"
 #include "models/scenario_fields.hpp"
 #include "models/strategy/strategy.hpp"
+#include "models/tensor_parallel.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"
 #include "sim/support/names.hpp"
@@ -21,7 +22,7 @@
 namespace stepsim::models {
 
 int Scenario::ranks_per_node() const {
-  return static_cast<int>(std::min<std::int64_t>(cluster.gpus_per_node, parallelism.dp));
+  return static_cast<int>(std::min<std::int64_t>(dp_slots_per_node(), parallelism.dp));
 }
 
 std::int64_t Scenario::shard_ranks() const {
@@ -60,25 +61,50 @@ JsonReader read_object(const JsonReader& root, const char* key, Scenario& s) {
   return r;
 }
 
-// The cluster's shape against dp, and the rules of the sharded strategies that need it.
+// Tensor parallelism: the model splits tp ways (then `model` becomes one rank's share), and
+// sequence parallelism needs it.
+void apply_tensor_parallel(const JsonReader& par, Scenario& s) {
+  const auto& p = s.parallelism;
+  s.model_parameters = s.model.parameter_count();
+  s.model_trainable_parameters = s.model.trainable_parameter_count();
+  if (p.sequence_parallel && p.tp == 1)
+    par.fail("sequence_parallel", "needs tp > 1 (sequence parallelism splits the TP group's activations; Megatron-LM "
+                                  "switches it off with a warning at tp 1)");
+  if (p.tp == 1) return;
+  if (const std::string why = tensor_parallel_problem(s.model, p.tp); !why.empty())
+    par.fail("tp", fmt::format("{}: {}", p.tp, why));
+  s.model = tensor_parallel_model(s.model, p.tp, p.sequence_parallel);
+}
+
+// The cluster's shape against dp × tp, and the rules of the sharded strategies that need it.
 void check_cluster(const JsonReader& par, const Scenario& s) {
   const auto& p = s.parallelism;
   const std::int64_t gpn = s.cluster.gpus_per_node;
-  if (p.dp > gpn && p.dp % gpn != 0)
+  const std::int64_t world = s.world_size();
+  if (p.tp > 1 && s.hardware.is_torus())
+    par.fail("tp", fmt::format("{} on the {} torus: stepsim models tensor parallelism on a GPU node's scale-up domain "
+                               "(NVLink), not over ICI; expected tp 1 on a torus profile", p.tp, s.hardware.name));
+  if (p.tp > 1 && gpn % p.tp != 0)
+    par.fail("tp", fmt::format("{} does not divide /cluster/gpus_per_node ({}): stepsim places each TP group inside "
+                               "one node (Megatron-LM's default order tp-cp-ep-dp-pp, TP innermost); expected a "
+                               "divisor of {}", p.tp, gpn, gpn));
+  const std::string world_doc =
+      p.tp > 1 ? fmt::format("dp × tp ({} × {} = {})", p.dp, p.tp, world) : fmt::format("dp ({})", p.dp);
+  if (world > gpn && world % gpn != 0)
     throw InputError(s.source, "/parallelism/dp",
-                     fmt::format("dp ({}) must be a multiple of /cluster/gpus_per_node ({}) when the "
+                     fmt::format("{} must be a multiple of /cluster/gpus_per_node ({}) when the "
                                  "group spans several nodes",
-                                 p.dp, gpn));
-  if (p.dp > gpn && s.cluster.nodes * gpn != p.dp)
+                                 world_doc, gpn));
+  if (world > gpn && s.cluster.nodes * gpn != world)
     throw InputError(s.source, "/cluster/nodes",
                      fmt::format("/cluster/nodes ({}) × /cluster/gpus_per_node ({}) = {} ≠ "
-                                 "/parallelism/dp ({}); stepsim simulates pure data parallelism, "
-                                 "so the world size must equal dp",
-                                 s.cluster.nodes, gpn, s.cluster.nodes * gpn, p.dp));
-  if (p.dp <= gpn && s.cluster.nodes != 1)
+                                 "/parallelism/{}; the world size must equal {}",
+                                 s.cluster.nodes, gpn, s.cluster.nodes * gpn, world_doc,
+                                 p.tp > 1 ? "dp × tp" : "dp"));
+  if (world <= gpn && s.cluster.nodes != 1)
     throw InputError(s.source, "/cluster/nodes",
-                     fmt::format("dp ({}) fits in one node of {} GPUs, but /cluster/nodes is {}",
-                                 p.dp, gpn, s.cluster.nodes));
+                     fmt::format("{} fits in one node of {} GPUs, but /cluster/nodes is {}",
+                                 world_doc, gpn, s.cluster.nodes));
   const auto& z = s.sharding;
   if (strategy_of(s).hybrid) {
     const std::int64_t g = s.shard_ranks();
@@ -262,6 +288,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   if (!par) root.fail("parallelism", "required field is missing (at least {\"dp\": N})");
   read_fields(*par, "parallelism", s);
   par->finish();
+  apply_tensor_parallel(*par, s);
   if (s.model.trainable_parameter_count() == 0)
     throw InputError(source, "/model",
                      fmt::format("model '{}' has no trainable parameter (every tensor is \"trainable\": false): "

@@ -98,7 +98,7 @@ int cmd_run(const RunArgs& a) {
     print_report(a, models::run(s, nullptr, progress));
     return 0;
   }
-  const std::int64_t world = s.rank_mode == "per_rank" ? s.parallelism.dp : 1;
+  const std::int64_t world = s.rank_mode == "per_rank" ? s.world_size() : 1;
   std::vector<std::uint32_t> ranks;
   if (!a.trace_ranks.empty()) ranks = parse_rank_list(a.trace_ranks, world);
   models::SimulatedStep kept;

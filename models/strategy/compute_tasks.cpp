@@ -7,6 +7,7 @@
 #include "models/model_spec.hpp"
 #include "models/recompute.hpp"
 #include "models/scenario.hpp"
+#include "models/tensor_parallel.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
 
@@ -210,6 +211,28 @@ sim::Task collective_task(std::string name, hardware::CollectiveOp op, double by
   t.phase = static_cast<std::uint32_t>(Phase::Communication);
   t.bytes = bytes;
   return t;
+}
+
+std::uint32_t add_tensor_parallel_group(LoweredStep& out, const Scenario& s) {
+  if (s.parallelism.tp <= 1) return kNoTpGroup;
+  const int tp = static_cast<int>(s.parallelism.tp);
+  out.groups.push_back(group_shape(s, tp, tp));
+  out.tp_group = static_cast<std::int32_t>(out.groups.size() - 1);
+  return static_cast<std::uint32_t>(out.groups.size() - 1);
+}
+
+void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t layer,
+                                     const std::string& prefix, bool backward, std::uint32_t group,
+                                     sim::RendezvousId& next_rendezvous) {
+  if (group == kNoTpGroup) return;
+  const auto collectives = tensor_parallel_collectives(s, layer, backward);
+  for (std::size_t i = 0; i < collectives.size(); ++i) {
+    const auto& c = collectives[i];
+    sim::Task t = collective_task(fmt::format("{}tp.{}.{}.{}{}", prefix, backward ? "bwd" : "fwd",
+                                              s.model.layers[layer].name, c.what, i),
+                                  c.op, c.bytes, group, kComputeStream, next_rendezvous);
+    g.add_task(std::move(t));
+  }
 }
 
 std::string micro_batch_prefix(std::int64_t mb, std::int64_t micro_batches) {

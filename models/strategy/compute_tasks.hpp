@@ -98,6 +98,20 @@ bool optimizer_step(const Scenario& s, double shard_ranks, sim::Task& out);
 sim::Task collective_task(std::string name, hardware::CollectiveOp op, double bytes, std::uint32_t group,
                           std::uint32_t stream, sim::RendezvousId& next_rendezvous);
 
+/// The communicator of the rank's tensor-parallel group (parallelism.tp ranks inside one node,
+/// TP innermost as Megatron-LM places it), appended to `out.groups`; its index. kNoTpGroup when
+/// parallelism.tp is 1.
+inline constexpr std::uint32_t kNoTpGroup = 0xffffffffu;
+std::uint32_t add_tensor_parallel_group(LoweredStep& out, const Scenario& s);
+
+/// Adds the TP collectives of one micro-batch of `layer` (models/tensor_parallel.hpp) after
+/// what the compute stream holds so far, on the compute stream: Megatron-LM's forward
+/// reductions are synchronous, and the layer before needs the backward's input gradient (its
+/// overlap with the weight-gradient GEMM is not modelled). Nothing when `group` is kNoTpGroup.
+void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t layer,
+                                     const std::string& prefix, bool backward, std::uint32_t group,
+                                     sim::RendezvousId& next_rendezvous);
+
 /// A zero-duration task on the compute stream: a CUDA event wait (stream waits on an event
 /// recorded elsewhere); give it dependencies on what it waits for.
 sim::Task wait_task(std::string name, Phase phase);

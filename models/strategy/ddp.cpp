@@ -39,6 +39,7 @@ struct GradRef {
 LoweredStep lower_ddp(const Scenario& s) {
   LoweredStep out;
   out.groups.push_back(group_shape(s, static_cast<int>(s.parallelism.dp), s.ranks_per_node()));
+  const std::uint32_t tp_group = add_tensor_parallel_group(out, s);
   const ModelSpec& m = s.model;
 
   // Gradient-ready order of the trainable tensors: layers in reverse, tensors in each
@@ -71,7 +72,10 @@ LoweredStep lower_ddp(const Scenario& s) {
   for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
     const std::string prefix = micro_batch_prefix(mb, micro_batches);
     const bool sync = mb == micro_batches - 1 || s.parallelism.sync_every_micro_batch;
-    for (std::size_t l = 0; l < m.layers.size(); ++l) g.add_task(forward_task(s, l, prefix));
+    for (std::size_t l = 0; l < m.layers.size(); ++l) {
+      g.add_task(forward_task(s, l, prefix));
+      add_tensor_parallel_collectives(g, s, l, prefix, false, tp_group, next_rendezvous);
+    }
 
     // The bucket copy (or in-place div_ with gradient_as_bucket_view) reads and writes each
     // gradient once, only when hooks are armed (not under no_sync).
@@ -103,6 +107,7 @@ LoweredStep lower_ddp(const Scenario& s) {
           g.add_dependency(last_grad_task[next_bucket], last_collective);
         }
       }
+      add_tensor_parallel_collectives(g, s, l, prefix, true, tp_group, next_rendezvous);
     }
     if (!sync) continue;
     // finalize_backward: wait only when .grad already views the buckets, else copy back.

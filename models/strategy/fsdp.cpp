@@ -112,7 +112,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
   const auto& z = s.sharding;
   const bool hsdp = strategy_of(s).hybrid;
   const bool fsdp2 = z.fsdp_version == "fsdp2";
-  const int gpn = s.cluster.gpus_per_node;
+  const int gpn = s.dp_slots_per_node();  // DP ranks per node: the TP ranks fill the rest
   const int shard = static_cast<int>(s.shard_ranks());
   out.groups.push_back(group_shape(s, shard, std::min(shard, gpn)));
   const int k = z.reshard_after_forward == ReshardMode::Group ? static_cast<int>(z.reshard_group) : 1;
@@ -124,9 +124,10 @@ LoweredStep lower_fsdp(const Scenario& s) {
     const int shard_ranks_per_node = std::min(shard, gpn);
     const int replica_ranks_per_node = shard < gpn ? gpn / shard : 1;
     hardware::GroupShape replica = group_shape(s, replicas, replica_ranks_per_node);
-    replica.concurrent_groups_per_node = shard_ranks_per_node;
+    replica.concurrent_groups_per_node = shard_ranks_per_node * static_cast<int>(s.parallelism.tp);
     out.groups.push_back(replica);
   }
+  const std::uint32_t tp_group = add_tensor_parallel_group(out, s);
 
   const std::vector<Unit> units = make_units(s);
   const ModelSpec& m = s.model;
@@ -190,6 +191,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
         t.free_bytes[kBufferCounter] = units[static_cast<std::size_t>(u)].param_bytes;
       const sim::TaskId id = g.add_task(std::move(t));
       if (u >= 0 && l == last_layer(static_cast<std::size_t>(u))) fwd_free[static_cast<std::size_t>(u)] = id;
+      add_tensor_parallel_collectives(g, s, l, prefix, false, tp_group, next_rendezvous);
     }
 
     // ---- backward ----
@@ -242,6 +244,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
           seg.task.free_bytes[kBufferCounter] = units[u].param_bytes;  // reshard_after_backward (default True)
         last_segment = g.add_task(std::move(seg.task));
       }
+      add_tensor_parallel_collectives(g, s, l, prefix, true, tp_group, next_rendezvous);
       if (!unit_end) continue;
       // BACKWARD_POST: the next AllGather is issued after this unit's compute.
       if (!fsdp2 && z.backward_prefetch == BackwardPrefetch::BackwardPost) {

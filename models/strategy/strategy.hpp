@@ -33,6 +33,9 @@ struct LoweredStep {
   sim::TaskGraph graph;
   std::vector<hardware::GroupShape> groups;
   std::vector<BucketInfo> buckets;
+  /// Index in `groups` of the tensor-parallel communicator (add_tensor_parallel_group); -1
+  /// without tensor parallelism. Every other group is a DP-side one.
+  std::int32_t tp_group = -1;
 };
 
 /// The communicator shape of `ranks` ranks, `ranks_per_node` of them per node, for `scenario`:

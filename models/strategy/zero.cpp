@@ -103,6 +103,7 @@ LoweredStep lower_zero12(const Scenario& s) {
   const int stage = s.zero_stage();
   LoweredStep out;
   out.groups.push_back(group_shape(s, static_cast<int>(s.parallelism.dp), s.ranks_per_node()));
+  const std::uint32_t tp_group = add_tensor_parallel_group(out, s);
   sim::TaskGraph& g = out.graph;
   const ModelSpec& m = s.model;
   const bool overlap = s.sharding.overlap_comm;
@@ -121,7 +122,10 @@ LoweredStep lower_zero12(const Scenario& s) {
   for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
     const std::string prefix = micro_batch_prefix(mb, micro_batches);
     const bool reduce = stage == 2 || mb == micro_batches - 1;
-    for (std::size_t l = 0; l < m.layers.size(); ++l) g.add_task(forward_task(s, l, prefix));
+    for (std::size_t l = 0; l < m.layers.size(); ++l) {
+      g.add_task(forward_task(s, l, prefix));
+      add_tensor_parallel_collectives(g, s, l, prefix, false, tp_group, next_rendezvous);
+    }
 
     std::size_t bucket = 0, next_grad = 0;
     double bucket_bytes = 0;
@@ -156,6 +160,7 @@ LoweredStep lower_zero12(const Scenario& s) {
         last_compute = id;
         if (grad && reduce && hooks) on_grad(id);
       }
+      add_tensor_parallel_collectives(g, s, l, prefix, true, tp_group, next_rendezvous);
     }
     if (!reduce) continue;
     if (!hooks) {  // stage 1 without overlap_comm: reduce everything after backward, model order
@@ -185,6 +190,7 @@ LoweredStep lower_zero12(const Scenario& s) {
 LoweredStep lower_zero3(const Scenario& s) {
   LoweredStep out;
   out.groups.push_back(group_shape(s, static_cast<int>(s.parallelism.dp), s.ranks_per_node()));
+  const std::uint32_t tp_group = add_tensor_parallel_group(out, s);
   sim::TaskGraph& g = out.graph;
   const ModelSpec& m = s.model;
   const auto& z = s.sharding;
@@ -277,6 +283,7 @@ LoweredStep lower_zero3(const Scenario& s) {
       const sim::TaskId id = g.add_task(std::move(t));
       if (fetch_of[pos] != sim::kNoTask) g.add_dependency(fetch_of[pos], id);
       if (needs_fetch(trace[pos]) && !kept[pos]) live -= gather_elems[pos];
+      add_tensor_parallel_collectives(g, s, pos, prefix, false, tp_group, next_rendezvous);
     }
     // Backward with ready-order ReduceScatter buckets.
     std::size_t next_grad = 0, bucket = 0;
@@ -321,6 +328,7 @@ LoweredStep lower_zero3(const Scenario& s) {
         }
       }
       if (gather_elems[l] > 0) live -= gather_elems[l];
+      add_tensor_parallel_collectives(g, s, l, prefix, true, tp_group, next_rendezvous);
     }
     flush();
     const sim::TaskId sync = g.add_task(wait_task(prefix + "zero3.reduce_epilogue", Phase::Overhead));

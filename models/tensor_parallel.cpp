@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tensor parallelism: one rank's share of a model and its TP collectives (tensor_parallel.hpp).
+#include "models/tensor_parallel.hpp"
+
+#include "models/recompute.hpp"
+#include "models/scenario.hpp"
+#include "sim/support/error.hpp"
+
+#include <fmt/format.h>
+
+namespace stepsim::models {
+
+std::string tensor_parallel_problem(const ModelSpec& full, std::int64_t tp) {
+  if (tp <= 1) return "";
+  const auto indivisible = [tp](const char* what, std::int64_t n) {
+    return n % tp == 0 ? std::string()
+                       : fmt::format("its {} ({}) do not divide by tp {} (Megatron-LM splits them evenly across the "
+                                     "TP ranks)", what, n, tp);
+  };
+  if (const auto& t = full.transformer_shape) {
+    for (const std::string& why : {indivisible("attention heads", t->heads), indivisible("KV heads", t->kv_heads),
+                                   indivisible("MLP width (ffn)", t->ffn)})
+      if (!why.empty()) return fmt::format("model '{}': {}", full.name, why);
+    return "";
+  }
+  if (const auto& m = full.mlp_shape) {
+    const std::string why = indivisible("ffn features", m->ffn);
+    return why.empty() ? "" : fmt::format("model '{}': {}", full.name, why);
+  }
+  return fmt::format("model '{}' is of kind '{}': tensor parallelism splits a transformer's (or the seed MLP's) "
+                     "linears as Megatron-LM does, and this kind has no such layout",
+                     full.name, full.kind);
+}
+
+ModelSpec tensor_parallel_model(const ModelSpec& full, std::int64_t tp, bool sequence_parallel) {
+  if (tp <= 1) return full;
+  const std::string why = tensor_parallel_problem(full, tp);
+  STEPSIM_ASSERT(why.empty(), "tensor_parallel_model: {}", why);
+  ModelSpec local;
+  if (const auto& t = full.transformer_shape) {
+    TransformerShape shape = *t;
+    shape.head_dim = t->q_dim() / t->heads;
+    shape.heads = t->heads / tp;
+    shape.kv_heads = t->kv_heads / tp;
+    shape.ffn = t->ffn / tp;
+    shape.vocab = (t->vocab + tp - 1) / tp;
+    local = make_transformer(full.name, shape);
+  } else {
+    const MlpShape& m = *full.mlp_shape;
+    local = make_mlp(full.name, m.layers, m.hidden, m.ffn / tp, m.dtype);
+  }
+  STEPSIM_ASSERT(local.layers.size() == full.layers.size(), "tensor_parallel_model: {} layers rebuilt as {}",
+                 full.layers.size(), local.layers.size());
+  // What the description set beyond the shape: names and provenance, each tensor's dtype and
+  // trainable flag (model.dtype, "trainable": false).
+  local.name = full.name;
+  local.source = full.source;
+  local.hf_model_type = full.hf_model_type;
+  local.not_modelled = full.not_modelled;
+  local.context_length = full.context_length;
+  for (std::size_t i = 0; i < full.layers.size(); ++i) {
+    LayerSpec& l = local.layers[i];
+    const LayerSpec& f = full.layers[i];
+    STEPSIM_ASSERT(l.params.size() == f.params.size(), "tensor_parallel_model: layer {} has {} tensors, rebuilt {}",
+                   f.name, f.params.size(), l.params.size());
+    for (std::size_t k = 0; k < l.params.size(); ++k) {
+      l.params[k].dtype = f.params[k].dtype;
+      l.params[k].trainable = f.params[k].trainable;
+    }
+    if (!sequence_parallel || l.vocab_parallel != LayerSpec::VocabParallel::None) continue;
+    const double t = static_cast<double>(tp);
+    l.fwd_streaming_bytes_per_token = f.fwd_streaming_bytes_per_token / t;
+    l.activation_bytes_per_token = f.activation_bytes_per_token / t;
+    l.input_bytes_per_token = f.input_bytes_per_token / t;
+    l.eager_extra_streaming_bytes_per_token = f.eager_extra_streaming_bytes_per_token / t;
+    l.eager_extra_activation_bytes_per_token = f.eager_extra_activation_bytes_per_token / t;
+  }
+  return local;
+}
+
+std::vector<TensorParallelCollective> tensor_parallel_collectives(const Scenario& s, std::size_t layer, bool backward) {
+  std::vector<TensorParallelCollective> out;
+  const auto& par = s.parallelism;
+  if (par.tp <= 1) return out;
+  const ModelSpec& m = s.model;
+  const LayerSpec& l = m.layers.at(layer);
+  const std::int64_t hidden = m.transformer_shape ? m.transformer_shape->hidden : m.mlp_shape->hidden;
+  const DType act = m.transformer_shape ? m.transformer_shape->dtype : m.mlp_shape->dtype;
+  const double tokens = static_cast<double>(s.tokens_per_micro_batch());
+  const double n = tokens * static_cast<double>(hidden) * dtype_bytes(act);  // the [s, b, h] activations
+  using Op = hardware::CollectiveOp;
+  const auto add = [&](Op op, double bytes, const char* what) { out.push_back({op, bytes, what}); };
+  const bool sp = par.sequence_parallel;
+  // Full recomputation re-runs the layer's forward, its TP collectives with it, before the
+  // backward (Megatron-LM's CheckpointFunction over the whole block).
+  if (backward && recompute_work(s, layer).policy == LayerRecompute::Full)
+    for (auto c : tensor_parallel_collectives(s, layer, false)) out.push_back({c.op, c.bytes, "recompute_" + c.what});
+  for (int pair = 0; pair < l.tp_linear_pairs; ++pair) {
+    if (!sp) {
+      add(Op::AllReduce, n, "allreduce");  // forward: after the row-parallel linear; backward: the input gradient
+    } else if (!backward) {
+      add(Op::AllGather, n, "allgather");          // into the column-parallel linear
+      add(Op::ReduceScatter, n, "reducescatter");  // out of the row-parallel linear
+    } else {
+      add(Op::AllGather, n, "allgather");          // backward of the forward's ReduceScatter
+      add(Op::AllGather, n, "allgather");          // the column-parallel input re-gathered for its wgrad
+      add(Op::ReduceScatter, n, "reducescatter");  // the column-parallel input gradient
+    }
+  }
+  switch (l.vocab_parallel) {
+    case LayerSpec::VocabParallel::Embedding:
+      if (!backward) add(sp && m.learned_positions == 0 ? Op::ReduceScatter : Op::AllReduce, n,
+                         sp && m.learned_positions == 0 ? "reducescatter" : "allreduce");
+      else if (sp) add(Op::AllGather, n, "allgather");
+      break;
+    case LayerSpec::VocabParallel::Head:
+      if (!backward) {
+        if (sp) add(Op::AllGather, n, "allgather");
+        for (int k = 0; k < 3; ++k) add(Op::AllReduce, 4.0 * tokens, "loss_allreduce");  // max, target, sum of exp
+      } else if (sp) {
+        add(Op::AllGather, n, "allgather");
+        add(Op::ReduceScatter, n, "reducescatter");
+      } else {
+        add(Op::AllReduce, n, "allreduce");
+      }
+      break;
+    case LayerSpec::VocabParallel::None: break;
+  }
+  return out;
+}
+
+}  // namespace stepsim::models
