@@ -18,6 +18,9 @@ struct RunKind {
   /// (torchao Float8Linear, precision.float8), "fp8_tensors" (parameters held in fp8): a band
   /// earned in one says little about another.
   std::string math = "bf16";
+  /// parallelism.tp > 1: a band earned by data-parallel runs says nothing of a TP step's TP
+  /// collectives; no kind with TP has the 5 runs a band needs yet.
+  bool tensor_parallel = false;
   bool operator==(const RunKind&) const = default;
 };
 

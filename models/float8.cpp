@@ -55,11 +55,26 @@ Float8Casts float8_casts(const Scenario& s, std::size_t layer) {
   const bool eager = s.framework.eager();
   const double cast = eager ? 17 : 5, cast_kernels = eager ? 5 : 2;
   const double rescale = eager ? 11 : 3, rescale_kernels = eager ? 3 : 1;
+  // Tensor parallelism (torchtitan's apply_tp under float8 tensorwise: PrepareFloat8ModuleInput
+  // on the attention and feed-forward modules, Float8ColwiseParallel on their linears; torchao
+  // float8_tensor_parallel.py): the input of each TP region is cast once, on the rank's
+  // sequence shard, and all-gathered in float8; its column-parallel linears (input width =
+  // hidden) cast nothing more in forward.
+  const std::int64_t tp = s.parallelism.tp;
+  const double hidden = s.model.transformer_shape ? static_cast<double>(s.model.transformer_shape->hidden)
+                        : s.model.mlp_shape        ? static_cast<double>(s.model.mlp_shape->hidden)
+                                                   : 0.0;
+  const bool tp_regions = tp > 1 && l.tp_linear_pairs > 0 && float8_linear_count(s, layer) > 0;
+  if (tp_regions) {
+    c.fwd_bytes += l.tp_linear_pairs * cast * (tokens / static_cast<double>(tp)) * hidden;
+    c.fwd_kernels += l.tp_linear_pairs * cast_kernels;
+  }
   for (const auto& g : l.gemms) {
     if (!float8_gemm(s, l, g)) continue;
     const double x = tokens * g.k, w = g.k * g.n, dy = tokens * g.n;
-    c.fwd_bytes += cast * x + (gathered ? 0.0 : cast * w);
-    c.fwd_kernels += cast_kernels * (gathered ? 1 : 2);
+    const bool input_cast = !(tp_regions && g.k == hidden);
+    c.fwd_bytes += (input_cast ? cast * x : 0.0) + (gathered ? 0.0 : cast * w);
+    c.fwd_kernels += cast_kernels * ((input_cast ? 1 : 0) + (gathered ? 0 : 1));
     c.bwd_bytes += cast * dy + 2 * dy + rescale * x + (gathered ? 2.0 : rescale) * w;
     c.bwd_kernels += cast_kernels + 1 + rescale_kernels + (gathered ? 1 : rescale_kernels);
   }

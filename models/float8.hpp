@@ -35,6 +35,11 @@
 // h100-sxm's curve give 1.4× (tests/models/float8_test.cpp); (1024, 2048, 1024) measured 0.80×,
 // which they miss (1.3×): at that size the cast kernels' launch and tail costs, not their
 // bytes, decide, and only a per-op host cost (framework.host_op_s) prices those.
+// With tensor parallelism (parallelism.tp > 1; torchtitan's apply_tp under float8 tensorwise:
+// PrepareFloat8ModuleInput on the attention and feed-forward modules and Float8ColwiseParallel
+// on their column-parallel linears, torchao float8_tensor_parallel.py) each TP region's input is
+// cast once on the rank's T/tp sequence shard, 5·(T/tp)·hidden, 2 kernels, and gathered in
+// float8 (models/tensor_parallel.hpp); its column-parallel linears cast no input of their own.
 // Not modelled: under float8 all-gather each rank's cast of its own shard before each gather
 // (3 B per shard element: for Llama 3.1 8B on 8 GPUs about 2 ms of a 2 s step) and the amax
 // all-reduce of precompute_float8_dynamic_scale_for_fsdp (one small collective per step).

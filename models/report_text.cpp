@@ -210,7 +210,8 @@ std::string report_text(const Report& r) {
                      "{}, {} DP{}; stepsim accuracy)", b.real_over_predicted_low(), b.real_over_predicted_high(), b.rows,
                      b.set, family(b.kind.family), b.kind.sharded ? "sharded" : "replicated", math(b.kind)));
   else if (!r.error_band_withheld.empty())
-    line("accuracy         no error band: " + r.error_band_withheld + " (a band describes measured runs that ran)");
+    line("accuracy         no error band: " + r.error_band_withheld +
+         (r.memory.fits ? "" : " (a band describes measured runs that ran)"));
   else
     line(fmt::format("accuracy         no error band: no public measured set has 5 runs or more on {} with {} DP{} yet (stepsim "
                      "accuracy)", family(r.error_band.kind.family), r.error_band.kind.sharded ? "sharded" : "replicated",

@@ -4,6 +4,7 @@
 
 #include "models/recompute.hpp"
 #include "models/scenario.hpp"
+#include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
 
 #include <fmt/format.h>
@@ -80,6 +81,7 @@ ModelSpec tensor_parallel_model(const ModelSpec& full, std::int64_t tp, bool seq
 
 std::vector<TensorParallelCollective> tensor_parallel_collectives(const Scenario& s, std::size_t layer, bool backward) {
   std::vector<TensorParallelCollective> out;
+  using Op = hardware::CollectiveOp;
   const auto& par = s.parallelism;
   if (par.tp <= 1) return out;
   const ModelSpec& m = s.model;
@@ -88,22 +90,35 @@ std::vector<TensorParallelCollective> tensor_parallel_collectives(const Scenario
   const DType act = m.transformer_shape ? m.transformer_shape->dtype : m.mlp_shape->dtype;
   const double tokens = static_cast<double>(s.tokens_per_micro_batch());
   const double n = tokens * static_cast<double>(hidden) * dtype_bytes(act);  // the [s, b, h] activations
-  using Op = hardware::CollectiveOp;
   const auto add = [&](Op op, double bytes, const char* what) { out.push_back({op, bytes, what}); };
   const bool sp = par.sequence_parallel;
+  // PyTorch's DTensor TP (torchtitan, with FSDP2): autograd keeps the all-gathered input of the
+  // column-parallel linears, so the backward gathers nothing again (§A15–A16).
+  const bool dtensor = strategy_of(s).family == StrategyFamily::FSDP;
+  // torchtitan's float8 tensorwise TP (torchao Float8ColwiseParallel / PrepareFloat8ModuleInput):
+  // the column-parallel input is cast to float8 before its AllGather, 1 byte per element.
+  const bool fp8_gather = dtensor && s.precision.float8 == PrecisionConfig::Float8::Tensorwise;
   // Full recomputation re-runs the layer's forward, its TP collectives with it, before the
   // backward (Megatron-LM's CheckpointFunction over the whole block).
-  if (backward && recompute_work(s, layer).policy == LayerRecompute::Full)
-    for (auto c : tensor_parallel_collectives(s, layer, false)) out.push_back({c.op, c.bytes, "recompute_" + c.what});
+  // torchtitan's op-level policy keeps what reduce_scatter_tensor returns (its save list:
+  // torchtitan/distributed/activation_checkpoint.py, comm_ops) and recomputes the rest, so the
+  // forward's AllGathers and AllReduces run again.
+  if (backward) {
+    const LayerRecompute policy = recompute_work(s, layer).policy;
+    if (policy == LayerRecompute::Full || policy == LayerRecompute::SelectiveOp)
+      for (auto c : tensor_parallel_collectives(s, layer, false))
+        if (policy == LayerRecompute::Full || c.op != Op::ReduceScatter)
+          out.push_back({c.op, c.bytes, "recompute_" + c.what});
+  }
   for (int pair = 0; pair < l.tp_linear_pairs; ++pair) {
     if (!sp) {
       add(Op::AllReduce, n, "allreduce");  // forward: after the row-parallel linear; backward: the input gradient
     } else if (!backward) {
-      add(Op::AllGather, n, "allgather");          // into the column-parallel linear
+      add(Op::AllGather, fp8_gather ? n / dtype_bytes(act) : n, "allgather");  // into the column-parallel linear
       add(Op::ReduceScatter, n, "reducescatter");  // out of the row-parallel linear
     } else {
       add(Op::AllGather, n, "allgather");          // backward of the forward's ReduceScatter
-      add(Op::AllGather, n, "allgather");          // the column-parallel input re-gathered for its wgrad
+      if (!dtensor) add(Op::AllGather, n, "allgather");  // Megatron: the saved input shard re-gathered for wgrad
       add(Op::ReduceScatter, n, "reducescatter");  // the column-parallel input gradient
     }
   }

@@ -16,7 +16,11 @@
 //    AllGather before the column-parallel linear and a ReduceScatter after the row-parallel
 //    one, backward an AllGather (the ReduceScatter's backward), a ReduceScatter of the input
 //    gradient and an AllGather that re-gathers the saved input shard for the weight gradient
-//    (A5);
+//    (A5); under the FSDP strategies, whose TP is PyTorch's DTensor TP as torchtitan applies it
+//    (A15–A16: the same forward collectives), autograd keeps the all-gathered input, so the
+//    backward has no re-gather (its activations keep that input whole; not modelled in memory);
+//    with float8 tensorwise it all-gathers that input in float8, 1 byte per element (torchao's
+//    Float8ColwiseParallel, which torchtitan's apply_tp takes under enable_float8_tensorwise_tp);
 //  - the embedding reduces its output over TP (AllReduce; ReduceScatter into the sequence
 //    shards under sequence parallelism when the model has no learned position table, A12),
 //    the LM head's column-parallel input is all-gathered under sequence parallelism and its
@@ -24,8 +28,11 @@
 //    and the vocab-parallel cross-entropy runs three AllReduces of an fp32 [s, b] tensor in
 //    forward (max, target logit, sum of exponentials, A13);
 //  - full recomputation (activations.recompute "full", and the blocks "selective_layer"
-//    checkpoints) re-runs the forward's TP collectives before the backward's; the op-level
-//    policies keep the matmul outputs the collectives produce, so nothing re-runs;
+//    checkpoints) re-runs the forward's TP collectives before the backward's; torchtitan's
+//    op-level policy ("selective_op") saves the outputs of reduce_scatter_tensor and recomputes
+//    the rest, so its AllGathers and AllReduces run again (torchtitan/distributed/
+//    activation_checkpoint.py, the comm_ops save list); Megatron's selective recompute of core
+//    attention re-runs none;
 //  - with sequence parallelism everything outside the TP regions (norms, dropout, residual
 //    adds) runs on s/tp tokens, so every per-token HBM and activation term of a layer other
 //    than the vocabulary's is 1/tp of the whole model's (Korthikanti et al. 2022 §4.2.2:

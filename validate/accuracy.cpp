@@ -44,7 +44,9 @@ double work_per_step(AccuracyMetric m, const models::Scenario& s) {
     case AccuracyMetric::SamplesPerS:
       return static_cast<double>(s.parallelism.dp) * static_cast<double>(s.batch.micro_batch_size) *
              static_cast<double>(s.batch.grad_accum);
-    case AccuracyMetric::TokensPerSPerGpu: return static_cast<double>(s.tokens_per_gpu_step());
+    // Tokens per GPU: a TP group of tp GPUs shares its DP rank's tokens.
+    case AccuracyMetric::TokensPerSPerGpu:
+      return static_cast<double>(s.tokens_per_gpu_step()) / static_cast<double>(s.parallelism.tp);
   }
   return 1.0;
 }

@@ -2,6 +2,7 @@
 // Tensor parallelism (issue 15 item 5): one rank's share of a model, the TP collectives of
 // each layer (shared/reference/semantics-parallel.md §A4, A5, A12, A13), the mesh's groups
 // and the rules a scenario with parallelism.tp must obey.
+#include "models/float8.hpp"
 #include "models/model_spec_json.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
@@ -26,11 +27,12 @@ Scenario scenario(const std::string& text) { return parse_scenario(nlohmann::jso
 // heads, intermediate 14336, vocab 128256, untied.
 constexpr std::int64_t kHidden = 4096, kLayers = 32, kKvDim = 8 * 128, kFfn = 14336, kVocab = 128256;
 
-Scenario llama8b(std::int64_t dp, std::int64_t tp, bool sp, const std::string& extra = "") {
+Scenario llama8b(std::int64_t dp, std::int64_t tp, bool sp, const std::string& extra = "",
+                 const std::string& strategy = "fsdp") {
   return scenario(fmt::format(R"({{"model": "llama3-8b", "hardware": "h100-sxm",
-    "parallelism": {{"strategy": "fsdp", "dp": {}, "tp": {}{}}},
+    "parallelism": {{"strategy": "{}", "dp": {}, "tp": {}{}}},
     "batch": {{"micro_batch_size": 1, "seq_len": 4096}}{}}})",
-                              dp, tp, sp ? R"(, "sequence_parallel": true)" : "", extra));
+                              strategy, dp, tp, sp ? R"(, "sequence_parallel": true)" : "", extra));
 }
 
 }  // namespace
@@ -105,7 +107,7 @@ TEST_CASE("tensor parallel: the collectives of each layer follow Megatron-LM", "
     CHECK(tensor_parallel_collectives(s, s.model.layers.size() - 2, false).empty());
   }
   SECTION("with sequence parallelism: forward 2 AG + 2 RS, backward 4 AG + 2 RS per block (§A5)") {
-    const Scenario s = llama8b(2, 4, true);
+    const Scenario s = llama8b(2, 4, true, "", "zero1");  // Megatron-LM's TP
     const auto fwd = ops(tensor_parallel_collectives(s, 1, false));
     const auto bwd = ops(tensor_parallel_collectives(s, 1, true));
     CHECK(std::count(fwd.begin(), fwd.end(), Op::AllGather) == 2);
@@ -116,9 +118,24 @@ TEST_CASE("tensor parallel: the collectives of each layer follow Megatron-LM", "
     CHECK(ops(tensor_parallel_collectives(s, 0, false)) == std::vector<Op>{Op::ReduceScatter});
     CHECK(ops(tensor_parallel_collectives(s, 0, true)) == std::vector<Op>{Op::AllGather});
   }
+  SECTION("DTensor TP under FSDP (torchtitan): the backward keeps the gathered input, no re-gather (§A15-A16)") {
+    const auto bwd = ops(tensor_parallel_collectives(llama8b(2, 4, true), 1, true));
+    CHECK(std::count(bwd.begin(), bwd.end(), Op::AllGather) == 2);
+    CHECK(std::count(bwd.begin(), bwd.end(), Op::ReduceScatter) == 2);
+  }
   SECTION("full recomputation runs the forward's collectives again in backward") {
     const Scenario s = llama8b(2, 4, false, R"(, "activations": {"recompute": "full"})");
     CHECK(tensor_parallel_collectives(s, 1, true).size() == 4);
+  }
+  SECTION("torchtitan's op-level SAC re-runs the AllGathers, keeps the ReduceScatters (activation_checkpoint.py)") {
+    const auto bwd = ops(tensor_parallel_collectives(llama8b(2, 4, true, R"(, "activations": {"recompute": "selective_op"})"), 1, true));
+    CHECK(std::count(bwd.begin(), bwd.end(), Op::AllGather) == 4);  // 2 re-run + 2 of backward
+    CHECK(std::count(bwd.begin(), bwd.end(), Op::ReduceScatter) == 2);
+  }
+  SECTION("float8 tensorwise under DTensor TP gathers the column-parallel inputs in float8 (torchao Float8ColwiseParallel)") {
+    const Scenario s = llama8b(2, 4, true, R"(, "precision": {"float8": "tensorwise"})");
+    const auto fwd = tensor_parallel_collectives(s, 1, false);
+    for (const auto& c : fwd) CHECK(c.bytes == (c.op == Op::AllGather ? n / 2 : n));
   }
   SECTION("no TP, no collectives") {
     const Scenario s = llama8b(8, 1, false);
@@ -208,4 +225,15 @@ TEST_CASE("tensor parallel: rules of the mesh", "[models][tp]") {
   const Scenario mlp = scenario(R"({"model": "seed-mlp", "hardware": "h100-sxm", "parallelism": {"dp": 2, "tp": 4}})");
   CHECK(mlp.model.parameter_count() * 4 == mlp.model_parameters);
   CHECK(tensor_parallel_collectives(mlp, 0, false).size() == 1);
+}
+
+TEST_CASE("tensor parallel: float8 casts each TP region's input once, on the sequence shard", "[models][tp]") {
+  // models/float8.hpp: 5 bytes per element per cast (compile); with float8 all-gather no weight
+  // cast. tp 8, T = 4096 tokens: the two regions' inputs cast on T/8 tokens × hidden; the
+  // row-parallel o_proj (k = 4096/8) and down_proj (k = 14336/8) cast their own inputs.
+  const Scenario s = llama8b(1, 8, true, R"(, "precision": {"float8": "tensorwise", "float8_all_gather": true},
+    "framework": {"implementation": "compile"})");
+  const double t = 4096;
+  const double expected = 2 * 5 * (t / 8) * kHidden + 5 * t * (kHidden / 8) + 5 * t * (kFfn / 8);
+  CHECK(float8_casts(s, 1).fwd_bytes == Approx(expected));
 }
