@@ -464,7 +464,8 @@ std::string more(std::size_t left, const char* kind) {
 
 std::string sweep_html(const SweepResult& r, const SweepSummary& s) {
   std::string shape;
-  for (const auto& a : r.axes) shape += fmt::format("{}{} ({} values)", shape.empty() ? "" : " &#215; ", esc(a.path), a.values.size());
+  for (const auto& [name, values] : grid_dimensions(r.axes))
+    shape += fmt::format("{}{} ({} values)", shape.empty() ? "" : " &#215; ", esc(name), values);
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   h += fmt::format("<title>stepsim sweep of {}</title>\n<style>{}</style></head>\n<body>\n", esc(r.source), kStyle);
   h += fmt::format("<h1>stepsim sweep of {}</h1>\n<p class=\"sub\">{} points over {}: {} ran, {} failed, {} do not fit in "

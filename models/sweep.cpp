@@ -51,16 +51,16 @@ bool is_integer_text(const std::string& text) {
                      [](char c) { return c >= '0' && c <= '9'; });
 }
 
-/// Splits a value list on commas that are not inside [], {} or a JSON string.
-std::vector<std::string> split_list(const std::string& spec, const std::string& list) {
+/// Splits `text` on `sep` where it is not inside [], {} or a JSON string.
+std::vector<std::string> split_top_level(const std::string& text, char sep) {
   std::vector<std::string> out;
   std::string cur;
   int depth = 0;
   bool in_string = false;
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const char c = list[i];
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (in_string) {
-      if (c == '\\' && i + 1 < list.size()) cur += list[i++];
+      if (c == '\\' && i + 1 < text.size()) cur += text[i++];
       else if (c == '"') in_string = false;
     } else if (c == '"') {
       in_string = true;
@@ -68,7 +68,7 @@ std::vector<std::string> split_list(const std::string& spec, const std::string& 
       ++depth;
     } else if (c == ']' || c == '}') {
       --depth;
-    } else if (c == ',' && depth == 0) {
+    } else if (c == sep && depth == 0) {
       out.push_back(cur);
       cur.clear();
       continue;
@@ -76,6 +76,12 @@ std::vector<std::string> split_list(const std::string& spec, const std::string& 
     cur += c;
   }
   out.push_back(cur);
+  return out;
+}
+
+/// Splits a value list on commas that are not inside [], {} or a JSON string.
+std::vector<std::string> split_list(const std::string& spec, const std::string& list) {
+  std::vector<std::string> out = split_top_level(list, ',');
   for (const auto& v : out)
     if (v.empty()) vary_error(spec, "empty value in the list");
   return out;
@@ -234,12 +240,13 @@ std::vector<std::pair<std::string, std::vector<std::size_t>>> curves_along(const
   std::vector<std::pair<std::string, std::vector<std::size_t>>> out;
   for (std::size_t i = 0; i < r.points.size(); ++i) {
     auto idx = grid_indices(r.axes, i);
-    idx[a] = 0;
+    for (std::size_t b = 0; b < r.axes.size(); ++b)
+      if (moves_with(r.axes, a, b)) idx[b] = 0;
     auto [it, fresh] = slot.emplace(idx, out.size());
     if (fresh) {
       std::string label;
       for (std::size_t b = 0; b < r.axes.size(); ++b)
-        if (b != a) label += (label.empty() ? "" : ", ") + r.axes[b].path + "=" + r.points[i].values[b];
+        if (!moves_with(r.axes, a, b)) label += (label.empty() ? "" : ", ") + r.axes[b].path + "=" + r.points[i].values[b];
       out.push_back({label, {}});
     }
     out[it->second].second.push_back(i);
@@ -269,9 +276,30 @@ SweepAxis parse_vary(const std::string& spec) {
   return axis;
 }
 
+void append_vary(std::vector<SweepAxis>& axes, const std::string& spec) {
+  // Groups: split on spaces outside [], {} and JSON strings.
+  std::vector<std::string> groups;
+  for (auto& g : split_top_level(spec, ' '))
+    if (!g.empty()) groups.push_back(std::move(g));
+  if (groups.empty()) vary_error(spec, "no PATH= part");
+  const auto leader = static_cast<int>(axes.size());
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    SweepAxis axis = parse_vary(groups[g]);
+    if (g > 0) {
+      const SweepAxis& lead = axes[static_cast<std::size_t>(leader)];
+      if (axis.values.size() != lead.values.size())
+        vary_error(spec, fmt::format("'{}' has {} values and '{}' {}; paths varied together need as many values each",
+                                     lead.path, lead.values.size(), axis.path, axis.values.size()));
+      axis.tied_to = leader;
+    }
+    axes.push_back(std::move(axis));
+  }
+}
+
 std::size_t grid_size(const std::vector<SweepAxis>& axes) {
   std::size_t n = 1;
   for (const auto& a : axes) {
+    if (a.tied_to >= 0) continue;
     if (a.values.empty()) throw InputError("--vary", "", fmt::format("'{}' has no values", a.path));
     if (n > kMaxGridPoints / a.values.size())
       throw InputError("--vary", "", fmt::format("the grid has more than {} points; sweep fewer values", kMaxGridPoints));
@@ -283,10 +311,38 @@ std::size_t grid_size(const std::vector<SweepAxis>& axes) {
 std::vector<std::size_t> grid_indices(const std::vector<SweepAxis>& axes, std::size_t point) {
   std::vector<std::size_t> idx(axes.size());
   for (std::size_t a = 0; a < axes.size(); ++a) {
+    if (axes[a].tied_to >= 0) continue;
     idx[a] = point % axes[a].values.size();
     point /= axes[a].values.size();
   }
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    if (axes[a].tied_to >= 0) idx[a] = idx[static_cast<std::size_t>(axes[a].tied_to)];
   return idx;
+}
+
+bool moves_with(const std::vector<SweepAxis>& axes, std::size_t a, std::size_t b) {
+  const auto leader = [&axes](std::size_t i) {
+    return axes[i].tied_to >= 0 ? static_cast<std::size_t>(axes[i].tied_to) : i;
+  };
+  return leader(a) == leader(b);
+}
+
+bool moves_with_another(const std::vector<SweepAxis>& axes, std::size_t a) {
+  for (std::size_t b = 0; b < axes.size(); ++b)
+    if (b != a && moves_with(axes, a, b)) return true;
+  return false;
+}
+
+std::vector<std::pair<std::string, std::size_t>> grid_dimensions(const std::vector<SweepAxis>& axes) {
+  std::vector<std::pair<std::string, std::size_t>> out;
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    if (axes[a].tied_to >= 0) continue;
+    std::string name = axes[a].path;
+    for (std::size_t b = a + 1; b < axes.size(); ++b)
+      if (axes[b].tied_to == static_cast<int>(a)) name += " + " + axes[b].path;
+    out.emplace_back(name, axes[a].values.size());
+  }
+  return out;
 }
 
 std::optional<std::size_t> SweepResult::column(const std::string& name) const {
@@ -631,7 +687,8 @@ SweepSummary summarize_sweep(const SweepResult& r, const std::string& metric, do
     if (!s.best || (s.minimize ? *v < *r.number(*s.best, metric) : *v > *r.number(*s.best, metric))) s.best = i;
   }
 
-  if (const auto a = axis_named(r, "parallelism.bucket_cap_mb")) {
+  // Bucket and DP curves hold everything else fixed: not along an axis tied to others.
+  if (const auto a = axis_named(r, "parallelism.bucket_cap_mb"); a && !moves_with_another(r.axes, *a)) {
     for (const auto& [series, members] : curves_along(r, *a)) {
       std::vector<std::pair<double, std::size_t>> pts;  // (bucket_cap_mb, point)
       for (std::size_t i : members)
@@ -690,7 +747,7 @@ SweepSummary summarize_sweep(const SweepResult& r, const std::string& metric, do
     }
   }
 
-  if (const auto a = axis_named(r, "parallelism.dp")) {
+  if (const auto a = axis_named(r, "parallelism.dp"); a && !moves_with_another(r.axes, *a)) {
     for (const auto& [series, members] : curves_along(r, *a)) {
       DpCurve c{series, {}, std::nullopt};
       for (std::size_t i : members) {

@@ -191,7 +191,7 @@ py::object run_sweep_for_python(const py::handle& scenario, const py::dict& vary
       for (const auto& x : v) values += (values.empty() ? "" : ",") + dumps(x, "vary");
       spec += values;
     }
-    axes.push_back(stepsim::models::parse_vary(spec));
+    stepsim::models::append_vary(axes, spec);
   }
   stepsim::models::SweepOptions options;
   options.sets = overrides(set);

@@ -114,7 +114,8 @@ std::string gnuplot_script(const models::SweepResult& r, const models::SweepSumm
   for (std::size_t c = 0; c < curves; ++c) {
     std::string title;
     for (std::size_t a = 1; a < r.axes.size(); ++a)
-      title += (title.empty() ? "" : ", ") + r.axes[a].path + "=" + r.points[c * per_curve].values[a];
+      if (!models::moves_with(r.axes, 0, a))
+        title += (title.empty() ? "" : ", ") + r.axes[a].path + "=" + r.points[c * per_curve].values[a];
     titles.push_back(title.empty() ? "step" : title);
     s += fmt::format("$curve{} << EOD\n", c);
     double best_step = 0;
@@ -267,8 +268,8 @@ std::string summary_text(const models::SweepResult& r, const models::SweepSummar
                          double wall_s) {
   std::string out;
   std::string shape;
-  for (const auto& a : r.axes)
-    shape += fmt::format("{}{} ({})", shape.empty() ? "" : " x ", a.path, count_of(a.values.size(), "value"));
+  for (const auto& [name, values] : models::grid_dimensions(r.axes))
+    shape += fmt::format("{}{} ({})", shape.empty() ? "" : " x ", name, count_of(values, "value"));
   out += fmt::format("sweep of {}: {} over {}\n", r.source, count_of(s.points, "point"), shape);
   out += fmt::format("  {} ran, {} failed (see the error column), {} do not fit in memory; {}, {:.2f} s ({:.0f} points/s)\n",
                      s.points - s.failed, s.failed, s.not_fitting, workers, wall_s, wall_s > 0 ? s.points / wall_s : 0.0);
@@ -368,7 +369,7 @@ std::string summary_text(const models::SweepResult& r, const models::SweepSummar
 std::vector<models::SweepAxis> checked_axes(const SweepArgs& a) {
   if (a.varies.empty()) throw InputError("--vary", "", "expected at least one --vary PATH=VALUES");
   std::vector<models::SweepAxis> axes;
-  for (const auto& v : a.varies) axes.push_back(models::parse_vary(v));
+  for (const auto& v : a.varies) models::append_vary(axes, v);
   if (!a.plot.empty()) {
     const std::string ext = extension_of(a.plot);
     if (ext != ".svg" && ext != ".png")
@@ -519,7 +520,9 @@ void add_sweep_command(CLI::App& app, Action& action) {
   sweep->add_option("scenario", a->scenario, "scenario JSON file")->required();
   sweep->add_option("--vary", a->varies,
                     "PATH=V1,V2,... | PATH=LO:HI:xN (N log-spaced) | PATH=LO:HI:+STEP; repeat for a Cartesian "
-                    "grid (the first --vary changes fastest and is the plot's x axis). For a DP sweep of a "
+                    "grid (the first --vary changes fastest and is the plot's x axis). Several PATH=VALUES in one "
+                    "--vary, separated by spaces, vary together (value i of each at one point, as many values "
+                    "each): 'parallelism.tp=1,2,4,8 parallelism.dp=64,32,16,8'. For a DP sweep of a "
                     "scenario that fixes cluster.nodes, add --set cluster.nodes=null");
   sweep->add_option("--set", a->sets, "override applied to every point before the --vary values: PATH=VALUE (repeatable)");
   sweep->add_flag("--quiet", a->quiet, "no progress line on stderr (there is none either when stderr is not a terminal)");

@@ -360,3 +360,41 @@ TEST_CASE("batch: most GPUs a batch keeps compute-bound (seed 000 §7.5)", "[bat
   CHECK(c.tokens_per_gpu_at_ranks >= c.threshold_at_ranks);
   CHECK(max_ranks_for_batch(h100, (c.ranks + 8) * 2472.5 * 1.0, 0, 0).ranks > c.ranks);
 }
+
+TEST_CASE("sweep: paths in one --vary move together (a mesh at a fixed GPU count)", "[sweep]") {
+  std::vector<SweepAxis> axes;
+  append_vary(axes, "parallelism.tp=1,2,4 parallelism.dp=64,32,16");
+  append_vary(axes, "batch.seq_len=2048,8192");
+  REQUIRE(axes.size() == 3);
+  CHECK(axes[0].tied_to == -1);
+  CHECK(axes[1].tied_to == 0);
+  CHECK(axes[2].tied_to == -1);
+  CHECK(grid_size(axes) == 6);  // 3 mesh points x 2 lengths, not 3 x 3 x 2
+  CHECK(grid_indices(axes, 4) == std::vector<std::size_t>{1, 1, 1});
+  CHECK(moves_with(axes, 0, 1));
+  CHECK_FALSE(moves_with(axes, 1, 2));
+  CHECK(grid_dimensions(axes) ==
+        std::vector<std::pair<std::string, std::size_t>>{{"parallelism.tp + parallelism.dp", 3}, {"batch.seq_len", 2}});
+  // JSON values keep their spaces; value counts must agree.
+  std::vector<SweepAxis> json;
+  append_vary(json, R"(sim.slow_ranks=[{"rank": 1, "compute_factor": 2}])");
+  CHECK(json.size() == 1);
+  std::vector<SweepAxis> bad;
+  CHECK_THROWS_WITH(append_vary(bad, "parallelism.tp=1,2 parallelism.dp=64,32,16"),
+                    Contains("'parallelism.tp' has 2 values and 'parallelism.dp' 3"));
+
+  // Run: every point holds dp x tp = 64 GPUs, and the DP-scaling analysis (everything else
+  // fixed) is not drawn along an axis that moves with tp.
+  std::vector<SweepAxis> mesh;
+  append_vary(mesh, "parallelism.tp=1,2,8 parallelism.dp=64,32,8");
+  SweepOptions opt;
+  opt.threads = 1;
+  const SweepResult r = run_sweep(kDefault, mesh, opt);
+  REQUIRE(r.points.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    INFO(r.label(i));
+    REQUIRE(r.points[i].ok());
+    CHECK(std::stoi(r.points[i].values[0]) * std::stoi(r.points[i].values[1]) == 64);
+  }
+  CHECK(summarize_sweep(r, "tokens_per_s").dp_curves.empty());
+}
