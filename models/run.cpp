@@ -135,8 +135,8 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
                     keep_all ? "drop --trace, or use \"symmetric\" or fewer ranks" : "use \"symmetric\" or fewer ranks");
   // A collective meets the ranks of its communicator. Ranks are numbered TP innermost (rank =
   // dp index × tp + tp index, Megatron-LM's order): a TP group is a block of tp consecutive
-  // ranks; a DP-side group takes every tp-th rank, in consecutive blocks of its size, or every
-  // (world / ranks)-th rank for groups that run side by side on each node (HSDP's replicas).
+  // ranks; a DP-side group takes every tp-th rank, in consecutive blocks of its size; HSDP's
+  // replica group every (world / ranks)-th rank.
   std::vector<sim::RendezvousSpan> spans;
   for (sim::TaskId v = 0; v < g.size(); ++v) {
     const sim::Task& t = g.task(v);
@@ -144,9 +144,9 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
     if (t.rendezvous >= spans.size()) spans.resize(t.rendezvous + 1);
     const hardware::GroupShape& shape = step.groups.at(t.group);
     const auto size = static_cast<std::uint32_t>(shape.ranks);
-    const bool tp_group = static_cast<std::int32_t>(t.group) == step.tp_group;
+    const auto group = static_cast<std::int32_t>(t.group);
     const auto tp = static_cast<std::uint32_t>(s.parallelism.tp);
-    spans[t.rendezvous] = {size, shape.concurrent_groups_per_node > 1 ? copies / size : tp_group ? 1u : tp};
+    spans[t.rendezvous] = {size, group == step.tp_group ? 1u : group == step.replica_group ? copies / size : tp};
   }
   sim::RankVariation var;
   const RankVariationConfig& cfg = s.variation;

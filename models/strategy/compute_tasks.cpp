@@ -216,7 +216,9 @@ sim::Task collective_task(std::string name, hardware::CollectiveOp op, double by
 std::uint32_t add_tensor_parallel_group(LoweredStep& out, const Scenario& s) {
   if (s.parallelism.tp <= 1) return kNoTpGroup;
   const int tp = static_cast<int>(s.parallelism.tp);
-  out.groups.push_back(group_shape(s, tp, tp));
+  hardware::GroupShape shape = group_shape(s, tp, tp);
+  shape.concurrent_groups_per_node = 1;  // inside the node: no NIC to share
+  out.groups.push_back(shape);
   out.tp_group = static_cast<std::int32_t>(out.groups.size() - 1);
   return static_cast<std::uint32_t>(out.groups.size() - 1);
 }

@@ -126,6 +126,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
     hardware::GroupShape replica = group_shape(s, replicas, replica_ranks_per_node);
     replica.concurrent_groups_per_node = shard_ranks_per_node * static_cast<int>(s.parallelism.tp);
     out.groups.push_back(replica);
+    out.replica_group = static_cast<std::int32_t>(out.groups.size() - 1);
   }
   const std::uint32_t tp_group = add_tensor_parallel_group(out, s);
 

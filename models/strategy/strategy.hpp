@@ -36,11 +36,16 @@ struct LoweredStep {
   /// Index in `groups` of the tensor-parallel communicator (add_tensor_parallel_group); -1
   /// without tensor parallelism. Every other group is a DP-side one.
   std::int32_t tp_group = -1;
+  /// Index of HSDP's replica communicator (its members are every (shard × tp)-th rank); -1 when
+  /// none. The other DP-side groups take every tp-th rank.
+  std::int32_t replica_group = -1;
 };
 
 /// The communicator shape of `ranks` ranks, `ranks_per_node` of them per node, for `scenario`:
 /// on a torus its rings use parallelism.torus_axes axes (issue 13 item 21). Every strategy
 /// builds its LoweredStep::groups with it.
+/// Under tensor parallelism the shape counts parallelism.tp such groups per node sharing its
+/// NICs (GroupShape::concurrent_groups_per_node); the TP group itself resets it to 1.
 hardware::GroupShape group_shape(const Scenario& scenario, int ranks, int ranks_per_node);
 
 /// The framework whose rules and knobs a strategy follows.
