@@ -157,6 +157,8 @@ TEST_CASE("tensor parallel: a step prices its TP collectives on a TP group insid
   // The DP (shard) group: 16 ranks, one per node, 8 such groups sharing each node's NICs.
   CHECK(kept.step.groups[0].ranks == 16);
   CHECK(kept.step.groups[0].ranks_per_node == 1);
+  CHECK(kept.step.groups[0].concurrent_groups_per_node == 8);  // the node's 8 DP groups share its NICs
+  CHECK(tp.concurrent_groups_per_node == 1);
   // Every block: 2 forward + 2 backward AllReduces of the [s, b, h] activations, priced as the
   // NCCL model prices that AllReduce on 8 GPUs of one node.
   const double n = 4096.0 * kHidden * 2;
@@ -236,4 +238,24 @@ TEST_CASE("tensor parallel: float8 casts each TP region's input once, on the seq
   const double t = 4096;
   const double expected = 2 * 5 * (t / 8) * kHidden + 5 * t * (kHidden / 8) + 5 * t * (kFfn / 8);
   CHECK(float8_casts(s, 1).fwd_bytes == Approx(expected));
+}
+
+TEST_CASE("tensor parallel: a node's DP groups share its NICs", "[models][tp]") {
+  // DLPerf's cluster: one 100 Gb/s NIC for 8 GPUs. dp 2 x tp 8 on 2 nodes: each DP AllReduce
+  // has one rank per node, and the node's 8 (one per TP rank) run at once through the one NIC,
+  // so none can beat 12.5 GB/s / 8 of algorithm bandwidth on 2 ranks (a ring moves the whole
+  // buffer across the network once per rank pair).
+  const Scenario s = scenario(R"({"model": "llama3.2-1b", "parallelism": {"strategy": "ddp", "dp": 2, "tp": 8,
+    "bucket_cap_mb": 1e6, "first_bucket_mb": 1e6}, "batch": {"micro_batch_size": 1, "seq_len": 2048},
+    "hardware": {"base": "v100-sxm2", "inter_node": {"nics_per_node": 1, "gpus_per_nic": 8}}})");
+  const Report r = run(s);
+  bool found = false;
+  for (const auto& c : r.collectives)
+    if (c.group == "dp") {
+      found = true;
+      CHECK(c.spans_nodes);
+      CHECK(c.algbw_bytes_per_s <= 12.5e9 / 8 * 1.0001);
+      CHECK(c.algbw_bytes_per_s > 0.5 * 12.5e9 / 8);
+    }
+  CHECK(found);
 }
