@@ -37,12 +37,18 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   double activations = -1;
   std::optional<hardware::HardwareProfile> hw;
   std::int64_t group = a.shard_group_size;
+  // Under tensor parallelism a GPU holds one TP rank's share (the scenario's model); the
+  // largest model is tp times what that share's states allow.
+  std::int64_t tp = 1;
+  double model_params = 0;
   if (!a.scenario.empty() || a.scenario_doc) {
     if (a.params != 0 || a.dp != 0 || !a.hardware.empty())
       throw InputError("--params/--dp/--hardware", "", "give either a scenario or --params and --dp (and --hardware), not both");
     const Scenario s = a.scenario_doc ? load_scenario_doc(*a.scenario_doc, a.scenario, a.sets)
                                       : load_scenario(a.scenario, a.sets);
     psi = static_cast<double>(s.model.parameter_count());
+    tp = s.parallelism.tp;
+    model_params = static_cast<double>(s.model_parameters);
     // The scenario's parameter dtype and optimizer: Adam keeps m and v (8 bytes), SGD one momentum
     // buffer (4), none nothing, plus an fp32 master copy (4) of low-precision parameters
     // (static_memory), unless --optimizer-bytes-per-param says otherwise.
@@ -73,6 +79,10 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   nlohmann::ordered_json j;
   j["schema"] = "stepsim.memory/1";
   j["params"] = psi;
+  if (tp > 1) {
+    j["tp"] = tp;
+    j["model_params"] = model_params;
+  }
   j["dp"] = dp;
   j["shard_group_size"] = group;
   j["optimizer_bytes_per_param"] = k;
@@ -80,8 +90,11 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   j["formula"] = "ZeRO paper §3.1 (B bytes per param and per grad, 2 for bf16, 4 for fp32; K bytes/param of optimizer "
                  "state): ddp BΨ+BΨ+KΨ; zero1 BΨ+BΨ+KΨ/N; zero2 BΨ+(B+K)Ψ/N; zero3 and fsdp (FULL_SHARD) (B+B+K)Ψ/N; "
                  "hsdp (B+B+K)Ψ/G over a shard group of G ranks";
-  std::string text = fmt::format("model-state memory per GPU for {:.4g} parameters, N_d = {}, B = {:g}, K = {:g}, HSDP "
-                                 "shard group G = {} (GB = 1e9 bytes)\n", psi, dp, param_bytes, k, group);
+  const std::string subject =
+      tp > 1 ? fmt::format("{:.4g} parameters per TP rank (the model's {:.4g} over tp {})", psi, model_params, tp)
+             : fmt::format("{:.4g} parameters", psi);
+  std::string text = fmt::format("model-state memory per GPU for {}, N_d = {}, B = {:g}, K = {:g}, HSDP "
+                                 "shard group G = {} (GB = 1e9 bytes)\n", subject, dp, param_bytes, k, group);
   text += fmt::format("  {:<7}{:>12}{:>12}{:>12}{:>12}{}{}\n", "", "params", "grads", "optimizer", "total",
                       activations >= 0 ? "  + activations" : "", hw ? "   largest model" : "");
   for (const auto& row : strategy_model_states(psi, dp, group, k, param_bytes)) {
@@ -100,7 +113,7 @@ QueryAnswer memory_query(const MemoryQuery& a) {
     }
     if (hw) {
       // Model states scale with Ψ: the most parameters whose states (no activations) fit.
-      const double largest = capacity / (m.total_bytes() / psi);
+      const double largest = capacity / (m.total_bytes() / psi) * static_cast<double>(tp);
       e["largest_params"] = largest;
       extra += fmt::format("  {:>9.4g} params", largest);
     }
@@ -122,8 +135,9 @@ QueryAnswer memory_query(const MemoryQuery& a) {
     j["reserved_bytes"] = hw->hbm_reserved_bytes;
     const double seed_bound = hw->hbm_bytes / kSeedPureDpBytesPerParam;
     j["largest_pure_dp_params_seed"] = seed_bound;
-    text += fmt::format("  usable HBM of {}: {:.2f} GB = {:.2f} GB − {:.2f} GB reserved; largest model = usable / (total / Ψ)\n",
-                        hw->name, capacity / 1e9, hw->hbm_bytes / 1e9, hw->hbm_reserved_bytes / 1e9);
+    text += fmt::format("  usable HBM of {}: {:.2f} GB = {:.2f} GB − {:.2f} GB reserved; largest model = usable / (total / Ψ){}\n",
+                        hw->name, capacity / 1e9, hw->hbm_bytes / 1e9, hw->hbm_reserved_bytes / 1e9,
+                        tp > 1 ? fmt::format(" × tp {}", tp) : std::string());
     text += fmt::format("  pure-DP upper bound (seed 000 §8: bf16 params + fp32 Adam m, v = 10 bytes/param, no "
                         "gradients or activations): HBM / 10 = {:.3g} parameters\n", seed_bound);
   }

@@ -43,9 +43,10 @@ std::string report_text(const Report& r) {
                    s.name.empty() ? "" : "  [" + s.name + "]"));
   if (s.parallelism.tp > 1)
     line(fmt::format("  mesh      dp {} x tp {}{}: each TP group of {} GPUs inside a node (Megatron-LM's column/row-parallel "
-                     "linears), the DP groups of {} ranks across them",
+                     "linears), {} DP groups of {} across them",
                      s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
-                     s.parallelism.tp, s.parallelism.dp));
+                     s.parallelism.tp, s.parallelism.tp, s.parallelism.dp == 1 ? std::string("1 rank")
+                                                                              : fmt::format("{} ranks", s.parallelism.dp)));
   if (!s.hardware.overridden.empty()) {
     std::string fields;
     for (const auto& f : s.hardware.overridden) fields += (fields.empty() ? "" : ", ") + f;
@@ -163,9 +164,10 @@ std::string report_text(const Report& r) {
                      s.batch.micro_batch_size, s.batch.grad_accum, count(static_cast<double>(s.tokens_per_gpu_step())),
                      count(r.tokens_per_step)));
   else
-    line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/GPU/step, {} tokens/step in all",
+    line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/{}/step, {} tokens/step in all",
                      s.batch.micro_batch_size, s.batch.seq_len, s.batch.grad_accum,
-                     count(static_cast<double>(s.tokens_per_gpu_step())), count(r.tokens_per_step)));
+                     count(static_cast<double>(s.tokens_per_gpu_step())),
+                     s.parallelism.tp > 1 ? "DP rank (its TP group's GPUs share them)" : "GPU", count(r.tokens_per_step)));
   if (r.bucket_count > 0)  // DDP and ZeRO-1/2 buckets; FSDP and ZeRO-3 have none, so no line
     line(fmt::format("  buckets   {} (first_bucket_mb {:g}, bucket_cap_mb {:g}; largest {}), {} of gradients per sync",
                      r.bucket_count, s.parallelism.first_bucket_mb, s.parallelism.bucket_cap_mb,

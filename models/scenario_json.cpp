@@ -88,6 +88,9 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
     par.fail("tp", fmt::format("{} does not divide /cluster/gpus_per_node ({}): stepsim places each TP group inside "
                                "one node (Megatron-LM's default order tp-cp-ep-dp-pp, TP innermost); expected a "
                                "divisor of {}", p.tp, gpn, gpn));
+  constexpr std::int64_t kMaxWorld = 100'000'000;  // parallelism.dp's own bound
+  if (world > kMaxWorld)
+    par.fail("tp", fmt::format("dp × tp = {} × {} = {} ranks; expected at most {}", p.dp, p.tp, world, kMaxWorld));
   const std::string world_doc =
       p.tp > 1 ? fmt::format("dp × tp ({} × {} = {})", p.dp, p.tp, world) : fmt::format("dp ({})", p.dp);
   if (world > gpn && world % gpn != 0)
@@ -140,6 +143,17 @@ void check_torus(const JsonReader& par, Scenario& s) {
     par.fail("torus_axes", fmt::format("{} axes asked for, but the {} torus has {}: expected 1 to {}", p.torus_axes,
                                        s.hardware.name, profile_axes, profile_axes));
   if (!par.has("torus_axes")) p.torus_axes = profile_axes;
+}
+
+// Sequence parallelism splits each sequence tp ways (Megatron-LM's _split_along_first_dim
+// asserts the sequence divides by the TP size).
+void check_sequence_parallel(const JsonReader& root, const JsonReader& batch, const Scenario& s) {
+  const auto& p = s.parallelism;
+  if (!p.sequence_parallel || s.batch.seq_len % p.tp == 0) return;
+  const std::string why = fmt::format("{} does not divide by tp {}: sequence parallelism splits each sequence tp ways "
+                                      "(Megatron-LM asserts it); expected a multiple of {}", s.batch.seq_len, p.tp, p.tp);
+  if (batch.has("seq_len")) batch.fail("seq_len", why);
+  root.fail("batch", "seq_len " + why);
 }
 
 // A learned position table has a row per position: no longer sequence can run (GPT-2's wpe).
@@ -300,6 +314,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   check_torus(*par, s);
   const JsonReader batch = read_object(root, "batch", s);
   check_positions(root, batch, s);
+  check_sequence_parallel(root, batch, s);
   const JsonReader prec = read_object(root, "precision", s);
   check_float8(prec, s);
   resolve_gemm_math(root, prec, s);

@@ -51,7 +51,8 @@ bool is_integer_text(const std::string& text) {
                      [](char c) { return c >= '0' && c <= '9'; });
 }
 
-/// Splits `text` on `sep` where it is not inside [], {} or a JSON string.
+/// Splits `text` on `sep` (a space also splits on tabs) where it is not inside [], {} or a JSON
+/// string; empty when a ']' or '}' closes nothing.
 std::vector<std::string> split_top_level(const std::string& text, char sep) {
   std::vector<std::string> out;
   std::string cur;
@@ -67,8 +68,8 @@ std::vector<std::string> split_top_level(const std::string& text, char sep) {
     } else if (c == '[' || c == '{') {
       ++depth;
     } else if (c == ']' || c == '}') {
-      --depth;
-    } else if (c == sep && depth == 0) {
+      if (--depth < 0) return {};  // unbalanced: the caller reports it
+    } else if ((c == sep || (sep == ' ' && c == '\t')) && depth == 0) {
       out.push_back(cur);
       cur.clear();
       continue;
@@ -82,6 +83,7 @@ std::vector<std::string> split_top_level(const std::string& text, char sep) {
 /// Splits a value list on commas that are not inside [], {} or a JSON string.
 std::vector<std::string> split_list(const std::string& spec, const std::string& list) {
   std::vector<std::string> out = split_top_level(list, ',');
+  if (out.empty()) vary_error(spec, "a ']' or '}' closes nothing");
   for (const auto& v : out)
     if (v.empty()) vary_error(spec, "empty value in the list");
   return out;
@@ -279,8 +281,10 @@ SweepAxis parse_vary(const std::string& spec) {
 void append_vary(std::vector<SweepAxis>& axes, const std::string& spec) {
   // Groups: split on spaces outside [], {} and JSON strings.
   std::vector<std::string> groups;
-  for (auto& g : split_top_level(spec, ' '))
-    if (!g.empty()) groups.push_back(std::move(g));
+  const std::vector<std::string> parts = split_top_level(spec, ' ');
+  if (parts.empty()) vary_error(spec, "a ']' or '}' closes nothing");
+  for (const auto& g : parts)
+    if (!g.empty()) groups.push_back(g);
   if (groups.empty()) vary_error(spec, "no PATH= part");
   const auto leader = static_cast<int>(axes.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {

@@ -103,7 +103,9 @@ std::vector<TensorParallelCollective> tensor_parallel_collectives(const Scenario
   // torchtitan's op-level policy keeps what reduce_scatter_tensor returns (its save list:
   // torchtitan/distributed/activation_checkpoint.py, comm_ops) and recomputes the rest, so the
   // forward's AllGathers and AllReduces run again.
-  if (backward) {
+  // Both checkpoint the transformer blocks only (Megatron-LM's CheckpointFunction per layer,
+  // torchtitan's apply_ac per TransformerBlock): the embedding's and the LM head's run once.
+  if (backward && !l.root) {
     const LayerRecompute policy = recompute_work(s, layer).policy;
     if (policy == LayerRecompute::Full || policy == LayerRecompute::SelectiveOp)
       for (auto c : tensor_parallel_collectives(s, layer, false))

@@ -4,6 +4,7 @@
 // and the rules a scenario with parallelism.tp must obey.
 #include "models/float8.hpp"
 #include "models/model_spec_json.hpp"
+#include "models/queries_json.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
 #include "models/simulate.hpp"
@@ -126,6 +127,9 @@ TEST_CASE("tensor parallel: the collectives of each layer follow Megatron-LM", "
   SECTION("full recomputation runs the forward's collectives again in backward") {
     const Scenario s = llama8b(2, 4, false, R"(, "activations": {"recompute": "full"})");
     CHECK(tensor_parallel_collectives(s, 1, true).size() == 4);
+    // Only the blocks are checkpointed: the embedding and the LM head run theirs once.
+    CHECK(tensor_parallel_collectives(s, 0, true).empty());
+    CHECK(tensor_parallel_collectives(s, s.model.layers.size() - 1, true).size() == 1);
   }
   SECTION("torchtitan's op-level SAC re-runs the AllGathers, keeps the ReduceScatters (activation_checkpoint.py)") {
     const auto bwd = ops(tensor_parallel_collectives(llama8b(2, 4, true, R"(, "activations": {"recompute": "selective_op"})"), 1, true));
@@ -223,6 +227,12 @@ TEST_CASE("tensor parallel: rules of the mesh", "[models][tp]") {
   // The world is dp × tp.
   fails(R"({"model": "llama3-8b", "hardware": "h100-sxm", "parallelism": {"dp": 4, "tp": 4}, "cluster": {"nodes": 1}})",
         "/cluster/nodes (1) × /cluster/gpus_per_node (8) = 8 ≠ /parallelism/dp × tp (4 × 4 = 16)");
+  // Sequence parallelism splits each sequence tp ways.
+  fails(R"({"model": "llama3-8b", "hardware": "h100-sxm", "parallelism": {"dp": 1, "tp": 8, "sequence_parallel": true},
+    "batch": {"seq_len": 1001}})", "/batch/seq_len: 1001 does not divide by tp 8");
+  // The world stays within dp's own bound (per_rank counts ranks in 32 bits).
+  fails(R"({"model": "seed-mlp", "hardware": "h100-sxm", "cluster": {"gpus_per_node": 512},
+    "parallelism": {"dp": 8388608, "tp": 512}})", "dp × tp = 8388608 × 512 = 4294967296 ranks; expected at most 100000000");
   // The seed MLP splits too: w_in column-parallel, w_out row-parallel.
   const Scenario mlp = scenario(R"({"model": "seed-mlp", "hardware": "h100-sxm", "parallelism": {"dp": 2, "tp": 4}})");
   CHECK(mlp.model.parameter_count() * 4 == mlp.model_parameters);
@@ -258,4 +268,20 @@ TEST_CASE("tensor parallel: a node's DP groups share its NICs", "[models][tp]") 
       CHECK(c.algbw_bytes_per_s > 0.5 * 12.5e9 / 8);
     }
   CHECK(found);
+}
+
+TEST_CASE("tensor parallel: stepsim memory counts a TP rank's share and the whole model", "[models][tp]") {
+  MemoryQuery q;
+  q.scenario = std::string(STEPSIM_SOURCE_DIR) + "/configs/examples/default.json";
+  const QueryAnswer one = memory_query(q);
+  q.sets = {"parallelism.tp=8", "parallelism.dp=8"};
+  const QueryAnswer tp = memory_query(q);
+  CHECK(tp.json.at("tp") == 8);
+  CHECK(tp.json.at("model_params") == one.json.at("params"));
+  // Llama-3.2-1B: tied embeddings, 16 blocks; a TP rank holds 1/8 of every split tensor.
+  CHECK(tp.json.at("params").get<double>() < one.json.at("params").get<double>() / 7);
+  // The largest model is whole models: a TP rank's states scale by tp (ddp, same bytes per parameter).
+  CHECK(tp.json.at("ddp").at("largest_params").get<double>() ==
+        Approx(8 * one.json.at("ddp").at("largest_params").get<double>()));
+  CHECK_THAT(tp.text, Contains("parameters per TP rank"));
 }
