@@ -69,9 +69,11 @@ struct Report {
   double exposed_comm_s = 0;     ///< communication not overlapped by compute
   /// With tensor parallelism: the TP collectives' busy time and the part of it no compute
   /// overlaps (all of it: they are synchronous on the compute stream); the rest of
-  /// exposed_comm_s is the DP groups'. 0 without.
+  /// exposed_comm_s (exposed time no TP collective covers) is the DP groups'. 0 without.
   double tp_comm_time_s = 0;
   double tp_exposed_comm_s = 0;
+  /// With tensor parallelism: the DP-side collectives' own busy time (a union, as comm_time_s).
+  double dp_comm_time_s = 0;
   /// per_rank mode: time rank 0 is idle waiting for other ranks (at collectives whose last
   /// member arrives later, and after its last task until the slowest rank ends the step):
   /// step_time_s − compute_time_s − exposed_comm_s. 0 in symmetric mode, where compute and

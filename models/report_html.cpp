@@ -280,12 +280,16 @@ std::string breakdown(const Report& r) {
 
 std::string collectives_table(const Report& r) {
   if (r.collectives.empty()) return "<p>No collectives.</p>\n";
-  std::string t = "<table class=\"rows\" id=\"collectives\"><tr><th>op</th><th>ranks</th><th>size</th><th>per step</th>"
+  // With tensor parallelism each row names its mesh dimension (TP or DP).
+  const bool mesh = r.scenario.parallelism.tp > 1;
+  std::string t = std::string("<table class=\"rows\" id=\"collectives\"><tr>") + (mesh ? "<th>group</th>" : "") +
+                  "<th>op</th><th>ranks</th><th>size</th><th>per step</th>"
                   "<th>time each</th><th>algbw</th><th>busbw</th><th>algorithm</th></tr>\n";
   for (const auto& c : r.collectives)
-    t += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.2f} MB</td><td>{}</td><td>{}</td><td>{:.1f} GB/s</td><td>{:.1f} GB/s</td>"
+    t += fmt::format("<tr>{}<td>{}</td><td>{}</td><td>{:.2f} MB</td><td>{}</td><td>{}</td><td>{:.1f} GB/s</td><td>{:.1f} GB/s</td>"
                      "<td>{}{}</td></tr>\n",
-                     esc(c.op), c.ranks, c.bytes / 1e6, c.count, ms(c.time_s), c.algbw_bytes_per_s / 1e9,
+                     mesh ? "<td>" + std::string(c.group == "tp" ? "TP" : "DP") + "</td>" : std::string(), esc(c.op),
+                     c.ranks, c.bytes / 1e6, c.count, ms(c.time_s), c.algbw_bytes_per_s / 1e9,
                      c.busbw_bytes_per_s / 1e9, esc(c.algorithm), c.protocol.empty() ? "" : " / " + esc(c.protocol));
   return t + "</table>\n";
 }
@@ -588,6 +592,13 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
                    ms(r.step_time_s), r.per_rank.present ? " (the slowest rank)" : "", r.tokens_per_s,
                    r.tokens_per_s / static_cast<double>(s.world_size()), 100 * r.mfu, ms(r.comm_time_s),
                    100 * r.overlap_fraction);
+  if (s.parallelism.tp > 1)
+    h += fmt::format("<p id=\"mesh\">mesh: dp {} &#215; tp {}{} &#8212; each TP group of {} GPUs inside a node, {} "
+                     "parameters per TP rank of the model's {}; exposed communication {} TP (synchronous on the compute "
+                     "stream) and {} DP</p>\n",
+                     s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
+                     s.parallelism.tp, s.model.parameter_count(), s.model_parameters, ms(r.tp_exposed_comm_s),
+                     ms(r.exposed_comm_s - r.tp_exposed_comm_s));
   h += fmt::format("<p class=\"band\" id=\"error-band\">accuracy: {}</p>\n", band_line(r));
   if (r.per_rank.present) {
     const auto& pr = r.per_rank;

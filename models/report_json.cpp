@@ -96,7 +96,7 @@ std::string report_json(const Report& r) {
   j["exposed_comm_s"] = r.exposed_comm_s;
   if (r.scenario.parallelism.tp > 1)
     j["comm_by_group"] = {{"tp", {{"comm_time_s", r.tp_comm_time_s}, {"exposed_comm_s", r.tp_exposed_comm_s}}},
-                          {"dp", {{"comm_time_s", r.comm_time_s - r.tp_comm_time_s},
+                          {"dp", {{"comm_time_s", r.dp_comm_time_s},
                                   {"exposed_comm_s", r.exposed_comm_s - r.tp_exposed_comm_s}}}};
   j["wait_time_s"] = r.wait_time_s;
   j["overlap_slowdown_s"] = r.overlap_slowdown_s;
@@ -106,6 +106,7 @@ std::string report_json(const Report& r) {
   j["sample_unit"] = r.scenario.model.sample_unit();
   j["tokens_per_step"] = r.tokens_per_step;
   j["tokens_per_s"] = r.tokens_per_s;
+  j["gpus"] = r.scenario.world_size();  // dp × tp
   j["tokens_per_s_per_gpu"] = r.tokens_per_s / static_cast<double>(r.scenario.world_size());
   j["model_flops_per_gpu"] = r.model_flops_per_gpu;
   j["mfu"] = r.mfu;
@@ -127,7 +128,7 @@ std::string report_json(const Report& r) {
                      {"ranks", c.ranks},
                      {"spans_nodes", c.spans_nodes}});
     if (!c.protocol.empty()) colls.back()["protocol"] = c.protocol;  // NCCL cost model only
-    if (r.scenario.parallelism.tp > 1) colls.back()["group"] = c.group;
+    colls.back()["group"] = c.group;
   }
   j["collectives"] = colls;
   j["comm_bytes_per_rank"] = r.comm_bytes_per_rank;

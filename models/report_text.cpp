@@ -233,8 +233,9 @@ std::string report_text(const Report& r) {
                    s.hardware.peak_flops_per_s / 1e12));
   if (r.comm_bound_threshold_tokens_per_gpu > 0) {
     const double tokens = static_cast<double>(s.tokens_per_micro_batch());
-    line(fmt::format("comm-bound at    {:.0f} {}/GPU per micro-batch for this DP group at peak FLOP/s "
-                     "(C/W with ring factors),", r.comm_bound_threshold_tokens_per_gpu, unit));
+    line(fmt::format("comm-bound at    {:.0f} {}/{} per micro-batch for this DP group at peak FLOP/s "
+                     "(C/W with ring factors),", r.comm_bound_threshold_tokens_per_gpu, unit,
+                     s.parallelism.tp > 1 ? "DP rank" : "GPU"));
     line(fmt::format("                 {:.0f} at this simulation's kernel speeds; this step has {:.0f} ({:.2f}x the latter)",
                      r.comm_bound_tokens_per_gpu_effective, tokens,
                      r.comm_bound_tokens_per_gpu_effective > 0 ? tokens / r.comm_bound_tokens_per_gpu_effective : 0.0));

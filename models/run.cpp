@@ -299,6 +299,9 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     });
     r.tp_comm_time_s = sim::total_length(tp_comm).seconds();
     r.tp_exposed_comm_s = sim::uncovered_length(tp_comm, compute).seconds();
+    r.dp_comm_time_s = sim::total_length(sim::busy_intervals(g, tl, [tp_group](const sim::Task& t) {
+                                           return t.kind == sim::TaskKind::Transfer && t.rank == 0 && t.group != tp_group;
+                                         })).seconds();
   }
   // per_rank: rank 0 is idle while it waits at a collective for ranks that reach it later, and
   // from its last task until the slowest rank ends the step; that wait is the rest of the step
@@ -442,7 +445,8 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   } else if (s.parallelism.tp > 1) {
     // The bands were earned by data-parallel runs (RunKind::tensor_parallel).
     r.error_band_withheld = "this step has tensor parallelism, and the bands are earned by data-parallel runs; the "
-                            "measured sets hold fewer than 5 tensor-parallel runs of any kind";
+                            "tensor-parallel runs in the measured sets (docs/accuracy.md) number fewer than the 5 of one "
+                            "kind (GPU family, sharding, arithmetic) a band needs";
   }
   if (!calibrated_any) r.calibration_band = CalibrationBand{};
   if (!s.variation.degraded_links.empty() && r.inter_node_collective_bytes == 0)

@@ -221,6 +221,27 @@ std::string dtype_text(const std::optional<DType>& d) { return d ? dtype_name(*d
 std::vector<std::string> dtype_values() { return dtype_names(); }
 
 // The fields of the objects other than parallelism's strategy knobs, in reading order.
+// A mesh dimension stepsim does not model yet, declared so that a scenario naming it is told
+// so (not "did you mean 'dp'"): 1 only.
+constexpr char kPp[] = "pp", kPpWhat[] = "pipeline parallelism";
+constexpr char kCp[] = "cp", kCpWhat[] = "context parallelism";
+
+template <const char* Key, const char* What>
+void read_unmodelled_degree(const JsonReader& p, Scenario&) {
+  if (!p.has(Key)) return;
+  const std::int64_t v = p.integer(Key, 1, INT64_MAX);
+  if (v != 1) p.fail(Key, fmt::format("{}: {} is not modelled yet (stepsim simulates dp × tp meshes); expected 1", v, What));
+}
+
+template <const char* Key, const char* What>
+ScenarioField unmodelled_degree(const char* megatron_name) {
+  static const std::string doc = fmt::format("{} degree (Megatron-LM's {}): not modelled yet (issue 15), so 1 only; "
+                                             "stepsim simulates dp × tp meshes", What, megatron_name);
+  return {.object = "parallelism", .key = Key, .type = FieldType::Integer, .doc = doc.c_str(), .min = 1, .max = 1,
+          .get = [](const Scenario&) -> FieldValue { return std::int64_t{1}; }, .read = read_unmodelled_degree<Key, What>,
+          .echo = [](const Scenario&) -> Value { return std::nullopt; }};
+}
+
 std::vector<ScenarioField> core_fields() {
   std::vector<ScenarioField> table = {
       // ---- the root ----
@@ -292,6 +313,8 @@ std::vector<ScenarioField> core_fields() {
          if (!s.parallelism.sequence_parallel) return std::nullopt;
          return true;
        }},
+      unmodelled_degree<kPp, kPpWhat>("pipeline_model_parallel_size"),
+      unmodelled_degree<kCp, kCpWhat>("context_parallel_size"),
   };
   // torus_axes after the strategy knobs
   const ScenarioField torus_axes =

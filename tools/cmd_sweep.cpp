@@ -280,6 +280,16 @@ std::string summary_text(const models::SweepResult& r, const models::SweepSummar
     out += fmt::format("  step {:.3f} ms, exposed comm {:.3f} ms, {:.4g} tokens/s, MFU {:.1f} %\n",
                        r.number(b, "step_time_s").value_or(0) * 1e3, r.number(b, "exposed_comm_s").value_or(0) * 1e3,
                        r.number(b, "tokens_per_s").value_or(0), r.number(b, "mfu").value_or(0) * 100);
+    // A whole-job metric across points of different sizes (a tp axis alone grows the world).
+    std::optional<double> lo, hi;
+    for (std::size_t i = 0; i < r.points.size(); ++i)
+      if (const auto g = r.number(i, "gpus")) {
+        lo = lo ? std::min(*lo, *g) : *g;
+        hi = hi ? std::max(*hi, *g) : *g;
+      }
+    if (lo && hi && *lo != *hi && s.metric.find("per_gpu") == std::string::npos && s.metric != "mfu")
+      out += fmt::format("  note: the points run on {:g} to {:g} GPUs (the gpus column); --metric tokens_per_s_per_gpu "
+                         "compares them per GPU\n", *lo, *hi);
   } else {
     out += "best: none (no point ran and fit in memory)\n";
   }

@@ -233,6 +233,7 @@ void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::
     sim::Task t = collective_task(fmt::format("{}tp.{}.{}.{}{}", prefix, backward ? "bwd" : "fwd",
                                               s.model.layers[layer].name, c.what, i),
                                   c.op, c.bytes, group, kComputeStream, next_rendezvous);
+    t.layer = static_cast<std::int32_t>(layer);
     g.add_task(std::move(t));
   }
 }
