@@ -594,10 +594,11 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
                    100 * r.overlap_fraction);
   if (s.parallelism.tp > 1)
     h += fmt::format("<p id=\"mesh\">mesh: dp {} &#215; tp {}{} &#8212; each TP group of {} GPUs inside a node, {} "
-                     "parameters per TP rank of the model's {}; exposed communication {} TP (synchronous on the compute "
-                     "stream) and {} DP</p>\n",
+                     "parameters per TP rank of the model's {}; exposed communication {} TP ({}) and {} DP</p>\n",
                      s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
                      s.parallelism.tp, s.model.parameter_count(), s.model_parameters, ms(r.tp_exposed_comm_s),
+                     s.parallelism.tp_comm_overlap ? "beside each layer's compute: tp_comm_overlap"
+                                                   : "synchronous on the compute stream",
                      ms(r.exposed_comm_s - r.tp_exposed_comm_s));
   h += fmt::format("<p class=\"band\" id=\"error-band\">accuracy: {}</p>\n", band_line(r));
   if (r.per_rank.present) {

@@ -42,10 +42,10 @@ std::string report_text(const Report& r) {
                    s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.gpus_used_per_node(),
                    s.name.empty() ? "" : "  [" + s.name + "]"));
   if (s.parallelism.tp > 1)
-    line(fmt::format("  mesh      dp {} x tp {}{}: each TP group of {} GPUs inside a node (Megatron-LM's column/row-parallel "
+    line(fmt::format("  mesh      dp {} x tp {}{}{}: each TP group of {} GPUs inside a node (Megatron-LM's column/row-parallel "
                      "linears), {} DP groups of {} across them",
                      s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
-                     s.parallelism.tp, s.parallelism.tp, s.parallelism.dp == 1 ? std::string("1 rank")
+                     s.parallelism.tp_comm_overlap ? " and TP comm overlap" : "", s.parallelism.tp, s.parallelism.tp, s.parallelism.dp == 1 ? std::string("1 rank")
                                                                               : fmt::format("{} ranks", s.parallelism.dp)));
   if (!s.hardware.overridden.empty()) {
     std::string fields;
@@ -184,8 +184,10 @@ std::string report_text(const Report& r) {
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
   if (s.parallelism.tp > 1)
-    line(fmt::format("    TP / DP      {} / {} exposed   (TP collectives are synchronous on the compute stream)",
-                     ms(r.tp_exposed_comm_s), ms(r.exposed_comm_s - r.tp_exposed_comm_s)));
+    line(fmt::format("    TP / DP      {} / {} exposed   ({})", ms(r.tp_exposed_comm_s),
+                     ms(r.exposed_comm_s - r.tp_exposed_comm_s),
+                     s.parallelism.tp_comm_overlap ? "TP collectives beside each layer's compute: tp_comm_overlap"
+                                                   : "TP collectives are synchronous on the compute stream"));
   if (r.per_rank.present)  // the rows above add up to the step time (issue 13 item 20)
     line(fmt::format("  waiting        {}   (rank 0 idle: other ranks late to its collectives, then the slowest "
                      "rank's end)", ms(r.wait_time_s)));

@@ -38,6 +38,10 @@ struct ParallelismConfig {
   /// defaults to True): norms and dropout on s/tp tokens, AllGather + ReduceScatter in place
   /// of each AllReduce. Needs tp > 1.
   bool sequence_parallel = false;
+  /// Megatron-LM's tp_comm_overlap / torchtitan's async TP (micro-pipelined TP): each TP
+  /// collective split against the GEMMs next to it, so a layer's TP communication runs beside
+  /// its compute (models/tensor_parallel.hpp). Needs sequence_parallel.
+  bool tp_comm_overlap = false;
   double bucket_cap_mb = 25;         ///< MiB; reducer.hpp kDefaultBucketBytesCap (25 MiB)
   double first_bucket_mb = 1;        ///< MiB; reducer.hpp kDefaultFirstBucketBytes (1 MiB)
   bool sync_every_micro_batch = false;  ///< false = no_sync() on all but the last micro-batch

@@ -313,6 +313,14 @@ std::vector<ScenarioField> core_fields() {
          if (!s.parallelism.sequence_parallel) return std::nullopt;
          return true;
        }},
+      {.object = "parallelism", .key = "tp_comm_overlap", .type = T::Boolean,
+       .doc = "Megatron-LM's tp_comm_overlap, torchtitan's async TP (compile.enable_async_tensor_parallel): each TP "
+              "collective split against the GEMMs next to it, so a layer's TP communication runs beside its compute and "
+              "only what outlasts the compute is exposed (needs sequence_parallel)",
+       STEPSIM_FIELD_ACCESS(bool, parallelism.tp_comm_overlap), .echo = [](const Scenario& s) -> Value {
+         if (!s.parallelism.tp_comm_overlap) return std::nullopt;
+         return true;
+       }},
       unmodelled_degree<kPp, kPpWhat>("pipeline_model_parallel_size"),
       unmodelled_degree<kCp, kCpWhat>("context_parallel_size"),
   };

@@ -70,6 +70,9 @@ void apply_tensor_parallel(const JsonReader& par, Scenario& s) {
   if (p.sequence_parallel && p.tp == 1)
     par.fail("sequence_parallel", "needs tp > 1 (sequence parallelism splits the TP group's activations; Megatron-LM "
                                   "switches it off with a warning at tp 1)");
+  if (p.tp_comm_overlap && !p.sequence_parallel)
+    par.fail("tp_comm_overlap", "needs sequence_parallel (Megatron-LM asserts it; the overlapped collectives are the "
+                                "AllGathers and ReduceScatters sequence parallelism puts around each TP region)");
   if (p.tp == 1) return;
   if (const std::string why = tensor_parallel_problem(s.model, p.tp); !why.empty())
     par.fail("tp", fmt::format("{}: {}", p.tp, why));

@@ -37,9 +37,14 @@
 //    adds) runs on s/tp tokens, so every per-token HBM and activation term of a layer other
 //    than the vocabulary's is 1/tp of the whole model's (Korthikanti et al. 2022 §4.2.2:
 //    sbh(34/t + 5as/(ht)) per layer, against sbh(10 + 24/t + 5as/(ht)) without).
+// parallelism.tp_comm_overlap (Megatron-LM's tp_comm_overlap, A6; torchtitan's async TP:
+// torch._inductor's micro-pipeline TP) runs each layer's TP collectives beside its compute on
+// their own stream; the next layer waits for them (models/strategy/compute_tasks.hpp). What
+// the chunked pipeline cannot hide (its first AllGather chunk, its last ReduceScatter chunk) is
+// not priced, so this is a lower bound on the exposed TP time.
 // Not modelled yet: the backward AllReduce's overlap with the weight-gradient GEMM (A1: it
-// runs after the layer's backward here, an upper bound on its cost), tp_comm_overlap (A6), and
-// the sequence-parallel AllReduce of the replicated parameters' gradients (A7, a few MB).
+// runs after the layer's backward here, an upper bound on its cost) and the sequence-parallel
+// AllReduce of the replicated parameters' gradients (A7, a few MB).
 #pragma once
 
 #include "hardware/collective_model.hpp"

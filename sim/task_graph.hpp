@@ -43,6 +43,11 @@ class TaskGraph {
   std::vector<TaskId> successors(TaskId id) const;
   /// Previous task on the same (rank, stream), or kNoTask.
   TaskId stream_previous(TaskId id) const { return stream_prev_[id]; }
+  /// The last task added so far on (rank, stream), kNoTask when none (usable while lowering).
+  TaskId stream_tail(std::uint32_t rank, std::uint32_t stream) const {
+    const auto it = stream_tail_.find((std::uint64_t{rank} << 32) | stream);
+    return it == stream_tail_.end() ? kNoTask : it->second;
+  }
   /// Topological order (valid after freeze()).
   const std::vector<TaskId>& topological_order() const { return topo_; }
   /// Number of members of each rendezvous id in use (valid after freeze()).

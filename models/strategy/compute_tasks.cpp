@@ -228,14 +228,36 @@ void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::
                                      sim::RendezvousId& next_rendezvous) {
   if (group == kNoTpGroup) return;
   const auto collectives = tensor_parallel_collectives(s, layer, backward);
+  if (collectives.empty()) return;
+  const bool overlap = s.parallelism.tp_comm_overlap;
+  // Under overlap the collectives start with the layer: after the compute task before its
+  // first (the layer's tasks are the compute stream's newest, back to another layer or phase).
+  sim::TaskId before = sim::kNoTask;
+  if (overlap) {
+    const auto phase = static_cast<std::uint32_t>(backward ? Phase::Backward : Phase::Forward);
+    sim::TaskId first = g.stream_tail(0, kComputeStream);
+    while (first != sim::kNoTask) {
+      const sim::TaskId prev = g.stream_previous(first);
+      if (prev == sim::kNoTask || g.task(prev).layer != static_cast<std::int32_t>(layer) || g.task(prev).phase != phase) break;
+      first = prev;
+    }
+    if (first != sim::kNoTask) before = g.stream_previous(first);
+  }
+  sim::TaskId last = sim::kNoTask;
   for (std::size_t i = 0; i < collectives.size(); ++i) {
     const auto& c = collectives[i];
-    sim::Task t = collective_task(fmt::format("{}tp.{}.{}.{}{}", prefix, backward ? "bwd" : "fwd",
-                                              s.model.layers[layer].name, c.what, i),
-                                  c.op, c.bytes, group, kComputeStream, next_rendezvous);
+    const std::string name = fmt::format("{}tp.{}.{}.{}{}", prefix, backward ? "bwd" : "fwd", s.model.layers[layer].name,
+                                         c.what, i);
+    sim::Task t = collective_task(name, c.op, c.bytes, group, overlap ? kTpStream : kComputeStream, next_rendezvous);
     t.layer = static_cast<std::int32_t>(layer);
-    g.add_task(std::move(t));
+    last = g.add_task(std::move(t));
+    if (i == 0 && before != sim::kNoTask) g.add_dependency(before, last);
   }
+  if (!overlap) return;
+  const sim::TaskId wait = g.add_task(wait_task(fmt::format("{}tp.{}.{}.wait", prefix, backward ? "bwd" : "fwd",
+                                                            s.model.layers[layer].name),
+                                                Phase::Overhead));
+  g.add_dependency(last, wait);
 }
 
 std::string micro_batch_prefix(std::int64_t mb, std::int64_t micro_batches) {

@@ -23,6 +23,8 @@ inline constexpr std::uint32_t kComputeStream = 0;
 inline constexpr std::uint32_t kCommStream = 1;
 /// A second communication stream (HSDP's replica AllReduce runs on its own process group).
 inline constexpr std::uint32_t kReplicaStream = 2;
+/// The TP group's stream under parallelism.tp_comm_overlap (its collectives beside compute).
+inline constexpr std::uint32_t kTpStream = 3;
 
 /// sim::Task memory counters: activations saved for backward, and framework buffers
 /// (unsharded parameters and gradients, buckets).
@@ -104,10 +106,14 @@ sim::Task collective_task(std::string name, hardware::CollectiveOp op, double by
 inline constexpr std::uint32_t kNoTpGroup = 0xffffffffu;
 std::uint32_t add_tensor_parallel_group(LoweredStep& out, const Scenario& s);
 
-/// Adds the TP collectives of one micro-batch of `layer` (models/tensor_parallel.hpp) after
-/// what the compute stream holds so far, on the compute stream: Megatron-LM's forward
+/// Adds the TP collectives of one micro-batch of `layer` (models/tensor_parallel.hpp); call it
+/// right after the layer's forward task (or backward segments) is added. Without
+/// parallelism.tp_comm_overlap they follow on the compute stream: Megatron-LM's forward
 /// reductions are synchronous, and the layer before needs the backward's input gradient (its
-/// overlap with the weight-gradient GEMM is not modelled). Nothing when `group` is kNoTpGroup.
+/// overlap with the weight-gradient GEMM is not modelled). With it they run on kTpStream from
+/// the layer's start, beside its compute, and the compute stream waits for them before the next
+/// layer (a zero-time wait task): the micro-pipelined collectives hide behind the layer's
+/// GEMMs, up to the layer's compute time. Nothing when `group` is kNoTpGroup.
 void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t layer,
                                      const std::string& prefix, bool backward, std::uint32_t group,
                                      sim::RendezvousId& next_rendezvous);

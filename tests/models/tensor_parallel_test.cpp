@@ -311,3 +311,30 @@ TEST_CASE("tensor parallel: the JSON report counts GPUs, groups and each dimensi
         Approx(r.exposed_comm_s));
   CHECK(j.at("model").at("parameters_per_tp_rank").get<double>() < j.at("model").at("parameters").get<double>());
 }
+
+TEST_CASE("tensor parallel: tp_comm_overlap runs each layer's TP collectives beside its compute", "[models][tp]") {
+  const auto make = [](bool overlap, const char* mode) {
+    return scenario(fmt::format(R"({{"model": "llama3-8b", "hardware": "h100-sxm",
+      "parallelism": {{"strategy": "fsdp", "dp": 8, "tp": 8, "sequence_parallel": true, "tp_comm_overlap": {}}},
+      "batch": {{"micro_batch_size": 2, "seq_len": 4096}},
+      "sim": {{"rank_mode": "{}", "slow_ranks": [{{"rank": 0, "compute_factor": 1.0}}]}}}})",
+                                overlap, mode));
+  };
+  const Report sync = run(make(false, "per_rank"));
+  const Report over = run(make(true, "per_rank"));
+  // The same collectives, hidden behind compute: less exposed, a shorter step, and no TP
+  // time exposed beyond what the synchronous step exposed.
+  CHECK(over.tp_comm_time_s == Approx(sync.tp_comm_time_s).epsilon(0.05));
+  CHECK(over.tp_exposed_comm_s < 0.5 * sync.tp_exposed_comm_s);
+  CHECK(over.step_time_s < sync.step_time_s);
+  // Hiding cannot make the step shorter than its compute (kernels slowed by the overlap included).
+  CHECK(over.step_time_s >= over.compute_time_s);
+  // Every rank's TP rendezvous on its own stream still meets (per_rank = symmetric).
+  const Report sym = run(scenario(R"({"model": "llama3-8b", "hardware": "h100-sxm",
+      "parallelism": {"strategy": "fsdp", "dp": 8, "tp": 8, "sequence_parallel": true, "tp_comm_overlap": true},
+      "batch": {"micro_batch_size": 2, "seq_len": 4096}})"));
+  CHECK(over.step_time_s == Approx(sym.step_time_s).epsilon(1e-9));
+  CHECK_THROWS_WITH(scenario(R"({"model": "llama3-8b", "hardware": "h100-sxm",
+      "parallelism": {"dp": 8, "tp": 8, "tp_comm_overlap": true}})"),
+                    Contains("/parallelism/tp_comm_overlap: needs sequence_parallel"));
+}
