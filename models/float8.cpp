@@ -2,6 +2,8 @@
 // Float8 linear layers (rules and sources in float8.hpp).
 #include "models/float8.hpp"
 
+#include "models/tensor_parallel.hpp"
+
 #include <cmath>
 
 namespace stepsim::models {
@@ -61,10 +63,8 @@ Float8Casts float8_casts(const Scenario& s, std::size_t layer) {
   // sequence shard, and all-gathered in float8; its column-parallel linears (input width =
   // hidden) cast nothing more in forward.
   const std::int64_t tp = s.parallelism.tp;
-  const double hidden = s.model.transformer_shape ? static_cast<double>(s.model.transformer_shape->hidden)
-                        : s.model.mlp_shape        ? static_cast<double>(s.model.mlp_shape->hidden)
-                                                   : 0.0;
   const bool tp_regions = tp > 1 && l.tp_linear_pairs > 0 && float8_linear_count(s, layer) > 0;
+  const double hidden = tp_regions ? static_cast<double>(tensor_parallel_hidden(s.model)) : 0.0;
   if (tp_regions) {
     c.fwd_bytes += l.tp_linear_pairs * cast * (tokens / static_cast<double>(tp)) * hidden;
     c.fwd_kernels += l.tp_linear_pairs * cast_kernels;

@@ -35,6 +35,10 @@ constexpr std::int64_t kMaxRanks = 100'000'000;
 using T = FieldType;
 using Value = std::optional<FieldValue>;
 
+// An `.echo` for a boolean field echoed only when set (its default false stays out of reports).
+#define STEPSIM_ECHO_IF_TRUE(member) \
+  .echo = [](const Scenario& s) -> Value { return s.member ? Value(true) : std::nullopt; }
+
 // A relative file path in a scenario is relative to the scenario's directory (then to the
 // working directory, for --set values typed at a shell). Catalog names pass through. When
 // neither exists: an error naming both places, or with `missing_ok` the path as typed (its
@@ -309,18 +313,12 @@ std::vector<ScenarioField> core_fields() {
        .doc = "Megatron-LM's sequence parallelism (needs tp > 1): norms and dropout on seq_len / tp tokens, an "
               "AllGather before and a ReduceScatter after each TP region in place of the AllReduce; activations and "
               "their HBM traffic 1/tp outside the vocabulary layers",
-       STEPSIM_FIELD_ACCESS(bool, parallelism.sequence_parallel), .echo = [](const Scenario& s) -> Value {
-         if (!s.parallelism.sequence_parallel) return std::nullopt;
-         return true;
-       }},
+       STEPSIM_FIELD_ACCESS(bool, parallelism.sequence_parallel), STEPSIM_ECHO_IF_TRUE(parallelism.sequence_parallel)},
       {.object = "parallelism", .key = "tp_comm_overlap", .type = T::Boolean,
        .doc = "Megatron-LM's tp_comm_overlap, torchtitan's async TP (compile.enable_async_tensor_parallel): each TP "
               "collective split against the GEMMs next to it, so a layer's TP communication runs beside its compute and "
               "only what outlasts the compute is exposed (needs sequence_parallel)",
-       STEPSIM_FIELD_ACCESS(bool, parallelism.tp_comm_overlap), .echo = [](const Scenario& s) -> Value {
-         if (!s.parallelism.tp_comm_overlap) return std::nullopt;
-         return true;
-       }},
+       STEPSIM_FIELD_ACCESS(bool, parallelism.tp_comm_overlap), STEPSIM_ECHO_IF_TRUE(parallelism.tp_comm_overlap)},
       unmodelled_degree<kPp, kPpWhat>("pipeline_model_parallel_size"),
       unmodelled_degree<kCp, kCpWhat>("context_parallel_size"),
   };
@@ -528,10 +526,7 @@ std::vector<ScenarioField> core_fields() {
                                              "({:g} s) would act on nothing; drop one of them", s.framework.host_op_s));
          if (s.framework.cuda_graphs) s.hardware.nccl.launch_overhead_s = 0;  // captured collectives launch from the graph
        },
-       .echo = [](const Scenario& s) -> Value {
-         if (!s.framework.cuda_graphs) return std::nullopt;
-         return true;
-       }},
+       STEPSIM_ECHO_IF_TRUE(framework.cuda_graphs)},
       {.object = "framework", .key = "implementation", .type = T::Choice,
        .doc = "which elementwise kernels run: `eager` (PyTorch modules op by op), `compile` (torch.compile fuses each "
               "chain), `megatron_te` (Megatron-Core with Transformer Engine's fused kernels)",

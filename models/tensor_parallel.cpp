@@ -79,6 +79,16 @@ ModelSpec tensor_parallel_model(const ModelSpec& full, std::int64_t tp, bool seq
   return local;
 }
 
+std::string TensorParallelCollective::label() const {
+  return std::string(recompute ? "recompute_" : "") + (loss ? "loss_" : "") + hardware::collective_op_name(op);
+}
+
+std::int64_t tensor_parallel_hidden(const ModelSpec& m) {
+  if (m.transformer_shape) return m.transformer_shape->hidden;
+  STEPSIM_ASSERT(m.mlp_shape != nullptr, "tensor_parallel_hidden: model '{}' has no shape to split", m.name);
+  return m.mlp_shape->hidden;
+}
+
 std::vector<TensorParallelCollective> tensor_parallel_collectives(const Scenario& s, std::size_t layer, bool backward) {
   std::vector<TensorParallelCollective> out;
   using Op = hardware::CollectiveOp;
@@ -86,11 +96,11 @@ std::vector<TensorParallelCollective> tensor_parallel_collectives(const Scenario
   if (par.tp <= 1) return out;
   const ModelSpec& m = s.model;
   const LayerSpec& l = m.layers.at(layer);
-  const std::int64_t hidden = m.transformer_shape ? m.transformer_shape->hidden : m.mlp_shape->hidden;
+  const std::int64_t hidden = tensor_parallel_hidden(m);
   const DType act = m.transformer_shape ? m.transformer_shape->dtype : m.mlp_shape->dtype;
   const double tokens = static_cast<double>(s.tokens_per_micro_batch());
   const double n = tokens * static_cast<double>(hidden) * dtype_bytes(act);  // the [s, b, h] activations
-  const auto add = [&](Op op, double bytes, const char* what) { out.push_back({op, bytes, what}); };
+  const auto add = [&](Op op, double bytes) { out.push_back({op, bytes}); };
   const bool sp = par.sequence_parallel;
   // PyTorch's DTensor TP (torchtitan, with FSDP2): autograd keeps the all-gathered input of the
   // column-parallel linears, so the backward gathers nothing again (§A15–A16).
@@ -110,35 +120,34 @@ std::vector<TensorParallelCollective> tensor_parallel_collectives(const Scenario
     if (policy == LayerRecompute::Full || policy == LayerRecompute::SelectiveOp)
       for (auto c : tensor_parallel_collectives(s, layer, false))
         if (policy == LayerRecompute::Full || c.op != Op::ReduceScatter)
-          out.push_back({c.op, c.bytes, "recompute_" + c.what});
+          out.push_back({c.op, c.bytes, c.loss, true});
   }
   for (int pair = 0; pair < l.tp_linear_pairs; ++pair) {
     if (!sp) {
-      add(Op::AllReduce, n, "allreduce");  // forward: after the row-parallel linear; backward: the input gradient
+      add(Op::AllReduce, n);  // forward: after the row-parallel linear; backward: the input gradient
     } else if (!backward) {
-      add(Op::AllGather, fp8_gather ? n / dtype_bytes(act) : n, "allgather");  // into the column-parallel linear
-      add(Op::ReduceScatter, n, "reducescatter");  // out of the row-parallel linear
+      add(Op::AllGather, fp8_gather ? n / dtype_bytes(act) : n);  // into the column-parallel linear
+      add(Op::ReduceScatter, n);  // out of the row-parallel linear
     } else {
-      add(Op::AllGather, n, "allgather");          // backward of the forward's ReduceScatter
-      if (!dtensor) add(Op::AllGather, n, "allgather");  // Megatron: the saved input shard re-gathered for wgrad
-      add(Op::ReduceScatter, n, "reducescatter");  // the column-parallel input gradient
+      add(Op::AllGather, n);                       // backward of the forward's ReduceScatter
+      if (!dtensor) add(Op::AllGather, n);  // Megatron: the saved input shard re-gathered for wgrad
+      add(Op::ReduceScatter, n);  // the column-parallel input gradient
     }
   }
   switch (l.vocab_parallel) {
     case LayerSpec::VocabParallel::Embedding:
-      if (!backward) add(sp && m.learned_positions == 0 ? Op::ReduceScatter : Op::AllReduce, n,
-                         sp && m.learned_positions == 0 ? "reducescatter" : "allreduce");
-      else if (sp) add(Op::AllGather, n, "allgather");
+      if (!backward) add(sp && m.learned_positions == 0 ? Op::ReduceScatter : Op::AllReduce, n);
+      else if (sp) add(Op::AllGather, n);
       break;
     case LayerSpec::VocabParallel::Head:
       if (!backward) {
-        if (sp) add(Op::AllGather, n, "allgather");
-        for (int k = 0; k < 3; ++k) add(Op::AllReduce, 4.0 * tokens, "loss_allreduce");  // max, target, sum of exp
+        if (sp) add(Op::AllGather, n);
+        for (int k = 0; k < 3; ++k) out.push_back({Op::AllReduce, 4.0 * tokens, true});  // max, target, sum of exp
       } else if (sp) {
-        add(Op::AllGather, n, "allgather");
-        add(Op::ReduceScatter, n, "reducescatter");
+        add(Op::AllGather, n);
+        add(Op::ReduceScatter, n);
       } else {
-        add(Op::AllReduce, n, "allreduce");
+        add(Op::AllReduce, n);
       }
       break;
     case LayerSpec::VocabParallel::None: break;

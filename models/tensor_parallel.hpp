@@ -76,12 +76,19 @@ std::string tensor_parallel_problem(const ModelSpec& full, std::int64_t tp);
 ModelSpec tensor_parallel_model(const ModelSpec& full, std::int64_t tp, bool sequence_parallel);
 
 /// One TP collective of a layer: op, nccl-tests size in bytes (the logical [s, b, h] tensor,
-/// or the [s, b] fp32 tensor of the cross-entropy) and what it is for the task's name.
+/// or the [s, b] fp32 tensor of the cross-entropy), and what it is for the task's name.
 struct TensorParallelCollective {
   hardware::CollectiveOp op;
   double bytes;
-  std::string what;  ///< "allreduce", "allgather", "reducescatter", "loss_allreduce"
+  bool loss = false;       ///< one of the vocab-parallel cross-entropy's AllReduces
+  bool recompute = false;  ///< the forward's, run again by recomputation before the backward
+  /// "allreduce", "loss_allreduce", "recompute_allgather" … (hardware::collective_op_name).
+  std::string label() const;
 };
+
+/// The [s, b, h] activations' hidden width h of a model tensor parallelism can split (its
+/// transformer or seed-MLP shape). Precondition: tensor_parallel_problem(m, 2) names no kind.
+std::int64_t tensor_parallel_hidden(const ModelSpec& m);
 
 /// The TP collectives of one micro-batch of `layer` of `s.model` (the rank-local model) in
 /// its forward (`backward` false) or backward, per the rules in this file's header, in issue

@@ -247,7 +247,7 @@ void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::
   for (std::size_t i = 0; i < collectives.size(); ++i) {
     const auto& c = collectives[i];
     const std::string name = fmt::format("{}tp.{}.{}.{}{}", prefix, backward ? "bwd" : "fwd", s.model.layers[layer].name,
-                                         c.what, i);
+                                         c.label(), i);
     sim::Task t = collective_task(name, c.op, c.bytes, group, overlap ? kTpStream : kComputeStream, next_rendezvous);
     t.layer = static_cast<std::int32_t>(layer);
     last = g.add_task(std::move(t));
