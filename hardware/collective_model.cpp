@@ -350,3 +350,32 @@ Threshold dp_threshold(const HardwareProfile& hw, const GroupShape& group, int m
 }
 
 }  // namespace stepsim::hardware
+
+namespace stepsim::hardware {
+
+CollectiveCost p2p_cost(const HardwareProfile& hw, double bytes, const GroupShape& group) {
+  STEPSIM_ASSERT(group.ranks == 2, "a point-to-point group has 2 ranks, not {}", group.ranks);
+  STEPSIM_ASSERT(bytes >= 0 && std::isfinite(bytes), "bad message size {}", bytes);
+  CollectiveCost c;
+  c.algorithm = "p2p";
+  if (group.ranks_per_node >= 2) {
+    c.bottleneck = "intra-node fabric";
+    c.bandwidth_s = bytes / hw.intra_group_bandwidth_bytes_per_s(2);
+    c.latency_s = hw.intra_node.base_latency_s + hw.intra_node.step_latency_s;
+    c.intra_share = 1;
+    return c;
+  }
+  const double w = hw.nics_per_node > 0 ? hw.group_network_bytes_per_s(1, std::max(1, group.concurrent_groups_per_node)) : 0.0;
+  if (!(w > 0))
+    throw InputError(hw.name, "/inter_node",
+                     "a point-to-point transfer crosses nodes, but the profile has no network (nics_per_node × "
+                     "nic_bandwidth_bytes_per_s)");
+  c.bottleneck = "node network egress";
+  c.bandwidth_s = (bytes + 0.0) / w;
+  c.latency_s = hw.inter_node.base_latency_s + hw.inter_node.step_latency_s;
+  c.inter_share = 1;
+  apply_fabric(hw, 2, c);
+  return c;
+}
+
+}  // namespace stepsim::hardware

@@ -130,6 +130,18 @@ bool fabric_latency_applies(const CollectiveCost& cost);
 /// datasheet arithmetic, and calibration overlays (fitted over α-β) are unaffected.
 void apply_fabric(const HardwareProfile& hw, int nodes, CollectiveCost& cost);
 
+/// One point-to-point message of `bytes` between the two ranks of `group` (group.ranks == 2):
+/// NCCL's send/recv moves the bytes once over the path between the peers (nccl-tests
+/// doc/PERFORMANCE.md: for sendrecv busbw = algbw). Inside a node (ranks_per_node 2) at the
+/// per-GPU NVLink bandwidth after the intra-node base + one step latency; across nodes at the
+/// GPU's share of its node's NICs when group.concurrent_groups_per_node pairs of the node send
+/// at once (every GPU of a pipeline stage sends to its peer together), after the inter-node
+/// base + one step latency and the fabric's latency and efficiency (apply_fabric over 2 nodes).
+/// algorithm "p2p"; intra_share / inter_share 1 on the path used.
+/// @pre group.ranks == 2, bytes ≥ 0 and finite. @throws InputError when the peers are on two
+///      nodes and the profile has no network.
+CollectiveCost p2p_cost(const HardwareProfile& hw, double bytes, const GroupShape& group);
+
 /// Time (s) below which no algorithm can move the bytes `op` must move over `bytes` on
 /// `group`, whatever its latency: a physical floor every cost model must respect (property test
 /// hardware_test "no collective beats its bandwidth lower bound").

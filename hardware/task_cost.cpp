@@ -33,6 +33,8 @@ bool is_collective(std::uint32_t op) {
          op <= static_cast<std::uint32_t>(OpCode::AllGather);
 }
 
+bool is_p2p(std::uint32_t op) { return op == static_cast<std::uint32_t>(OpCode::SendRecv); }
+
 StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
                              CollectiveAlgorithm algorithm,
                              std::shared_ptr<const CalibrationOverlay> calibration, CollectiveModel model,
@@ -47,6 +49,7 @@ StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
 
 CollectiveCost StepCostModel::collective(const sim::Task& task) const {
   STEPSIM_ASSERT(task.group < groups_.size(), "task '{}' names unknown group {}", task.name, task.group);
+  if (is_p2p(task.op)) return p2p_cost(hw_, task.bytes, groups_[task.group]);
   const CollectiveOp op = collective_of(static_cast<OpCode>(task.op));
   if (!calibration_ || calibration_->tables.empty()) return model_collective_cost(model_, hw_, op, task.bytes, groups_[task.group], algorithm_);
   return calibrated_collective_cost(hw_, calibration_.get(), op, task.bytes, groups_[task.group], algorithm_);
@@ -62,7 +65,7 @@ bool StepCostModel::kernel_list_applies(const sim::Task& task) const {
 }
 
 double StepCostModel::seconds(const sim::Task& task) const {
-  if (is_collective(task.op)) return collective(task).time_s();
+  if (is_collective(task.op) || is_p2p(task.op)) return collective(task).time_s();
   switch (static_cast<OpCode>(task.op)) {
     case OpCode::Kernel: return kernel_time_s(hw_, task.flops, task.bytes);
     case OpCode::Fixed: return task.fixed_s;
@@ -77,7 +80,7 @@ double StepCostModel::seconds(const sim::Task& task) const {
 
 KernelWorkSplit StepCostModel::split(const sim::Task& task) const {
   KernelWorkSplit out;
-  if (is_collective(task.op)) return out;
+  if (is_collective(task.op) || is_p2p(task.op)) return out;
   auto flat = [&] {
     out.gemm_s = task.flops / (hw_.sustained_flops_per_s() * hw_.gemm_efficiency);
     out.streaming_s = streaming_time_s(hw_, task.bytes);
@@ -117,7 +120,7 @@ sim::Time StepCostModel::duration(const sim::Task& task) const { return to_time(
 
 sim::Work StepCostModel::work(const sim::Task& task) const {
   const bool slowdown = contention_.compute_slowdown > 1;
-  if (!is_collective(task.op)) {
+  if (!is_collective(task.op) && !is_p2p(task.op)) {
     sim::Work w{sim::Time(), duration(task)};
     if (slowdown && task.kind == sim::TaskKind::Compute) {
       w.domain = task.rank;

@@ -25,6 +25,9 @@ enum class OpCode : std::uint32_t {
   AllReduce = 10,     ///< collective over groups[task.group] of task.bytes (nccl-tests size)
   ReduceScatter = 11,
   AllGather = 12,
+  /// A point-to-point send of task.bytes from a peer to this rank over groups[task.group] (2
+  /// ranks): pipeline parallelism's activations and their gradients (p2p_cost).
+  SendRecv = 13,
 };
 
 /// Collective op of a collective OpCode. Precondition: code is a collective.
@@ -33,6 +36,8 @@ CollectiveOp collective_of(OpCode code);
 OpCode opcode_of(CollectiveOp op);
 /// True for AllReduce / ReduceScatter / AllGather codes.
 bool is_collective(std::uint32_t op);
+/// True for the SendRecv code.
+bool is_p2p(std::uint32_t op);
 
 /// How the tasks of one rank interact while they run (sim::Work; semantics.md §E).
 struct Contention {
@@ -90,7 +95,8 @@ class StepCostModel final : public sim::TaskCostModel {
   /// it (GEMM when the FLOPs do, streaming when the bytes do). A Fixed or collective task
   /// splits into nothing (its time is not a kernel class stepsim knows).
   KernelWorkSplit split(const sim::Task& task) const;
-  /// Closed-form cost of a collective task (for reports).
+  /// Closed-form cost of a collective task, or of a SendRecv task (p2p_cost; no calibration
+  /// overlay applies to it), for reports.
   CollectiveCost collective(const sim::Task& task) const;
   const HardwareProfile& hardware() const { return hw_; }
   /// The overlay in use, or nullptr for the nominal model.

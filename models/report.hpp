@@ -35,6 +35,19 @@ struct PathEntry {
   double end_s = 0;
 };
 
+/// One pipeline stage (a PP rank) of a step: its share of the step (models/pipeline.hpp).
+struct PipelineStageSummary {
+  std::size_t layers = 0;        ///< model layers it holds (every chunk's)
+  double parameters = 0;         ///< parameters it holds (one TP rank's, unsharded)
+  double compute_time_s = 0;     ///< its compute stream busy
+  double exposed_comm_s = 0;     ///< its communication (DP, TP, point to point) no compute overlaps
+  /// The rest of the step: waiting for its neighbours (the pipeline bubble), step_time_s −
+  /// compute − exposed communication.
+  double bubble_s = 0;
+  double memory_peak_bytes = 0;  ///< its peak per GPU (states, buffers, activations)
+  double activations_bytes = 0;  ///< activations at that peak
+};
+
 /// How the step varies over ranks (sim.rank_mode "per_rank" only; `present` is false otherwise).
 struct RankSpread {
   bool present = false;
@@ -117,6 +130,14 @@ struct Report {
   /// sweep's CSV shows it per point (JSON `calibration_extrapolated`; issue 13 item 10).
   bool calibration_extrapolated = false;
   RankSpread per_rank;           ///< per_rank mode: spread over ranks, straggler cost
+  /// Pipeline parallelism (parallelism.pp > 1): one entry per PP stage (PP rank), in rank
+  /// order; empty without PP. The report's compute and communication rows are stage 0's; its
+  /// memory rows the stage with the highest peak's.
+  std::vector<PipelineStageSummary> pipeline_stages;
+  /// Under PP: stage 0's point-to-point receive time (busy) and the part no compute of stage 0
+  /// overlaps.
+  double pp_comm_time_s = 0;
+  double pp_exposed_comm_s = 0;
   double wall_time_s = 0;
 };
 

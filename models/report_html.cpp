@@ -63,10 +63,6 @@ const char* phase_class(std::uint32_t phase) {
   return "overhead";
 }
 
-const char* stream_name(std::uint32_t stream) {
-  return stream == kComputeStream ? "compute" : stream == kCommStream ? "communication" : stream == kReplicaStream ? "replica communication" : "stream";
-}
-
 // Round tick spacing (1, 2 or 5 × 10^k) giving about `target` ticks over `span`.
 double tick_step(double span, double target) {
   const double raw = span / target;

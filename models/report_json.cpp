@@ -94,10 +94,34 @@ std::string report_json(const Report& r) {
   j["overhead_time_s"] = r.overhead_time_s;
   j["comm_time_s"] = r.comm_time_s;
   j["exposed_comm_s"] = r.exposed_comm_s;
-  if (r.scenario.parallelism.tp > 1)
-    j["comm_by_group"] = {{"tp", {{"comm_time_s", r.tp_comm_time_s}, {"exposed_comm_s", r.tp_exposed_comm_s}}},
-                          {"dp", {{"comm_time_s", r.dp_comm_time_s},
-                                  {"exposed_comm_s", r.exposed_comm_s - r.tp_exposed_comm_s}}}};
+  if (r.scenario.parallelism.tp > 1 || r.scenario.parallelism.pp > 1) {
+    ordered by_group = ordered::object();
+    if (r.scenario.parallelism.tp > 1)
+      by_group["tp"] = {{"comm_time_s", r.tp_comm_time_s}, {"exposed_comm_s", r.tp_exposed_comm_s}};
+    if (r.scenario.parallelism.pp > 1)
+      by_group["pp"] = {{"comm_time_s", r.pp_comm_time_s}, {"exposed_comm_s", r.pp_exposed_comm_s}};
+    by_group["dp"] = {{"comm_time_s", r.dp_comm_time_s},
+                      {"exposed_comm_s", r.exposed_comm_s - r.tp_exposed_comm_s - r.pp_exposed_comm_s}};
+    j["comm_by_group"] = std::move(by_group);
+  }
+  if (!r.pipeline_stages.empty()) {
+    const auto& p = r.scenario.parallelism;
+    ordered stages = ordered::array();
+    for (const auto& st : r.pipeline_stages)
+      stages.push_back({{"layers", st.layers},
+                        {"parameters", st.parameters},
+                        {"compute_time_s", st.compute_time_s},
+                        {"exposed_comm_s", st.exposed_comm_s},
+                        {"bubble_s", st.bubble_s},
+                        {"bubble_fraction", r.step_time_s > 0 ? st.bubble_s / r.step_time_s : 0.0},
+                        {"memory_peak_bytes", st.memory_peak_bytes},
+                        {"activations_bytes", st.activations_bytes}});
+    j["pipeline"] = {{"pp", p.pp},
+                     {"schedule", p.pipeline_schedule},
+                     {"virtual_stages", p.virtual_stages},
+                     {"micro_batches", r.scenario.batch.grad_accum},
+                     {"stages", std::move(stages)}};
+  }
   j["wait_time_s"] = r.wait_time_s;
   j["overlap_slowdown_s"] = r.overlap_slowdown_s;
   j["link_sharing_stretch_s"] = r.link_sharing_stretch_s;
@@ -106,7 +130,7 @@ std::string report_json(const Report& r) {
   j["sample_unit"] = r.scenario.model.sample_unit();
   j["tokens_per_step"] = r.tokens_per_step;
   j["tokens_per_s"] = r.tokens_per_s;
-  j["gpus"] = r.scenario.world_size();  // dp × tp
+  j["gpus"] = r.scenario.world_size();  // dp × tp × pp
   j["tokens_per_s_per_gpu"] = r.tokens_per_s / static_cast<double>(r.scenario.world_size());
   j["model_flops_per_gpu"] = r.model_flops_per_gpu;
   j["mfu"] = r.mfu;

@@ -41,12 +41,24 @@ std::string report_text(const Report& r) {
                    s.parallelism.strategy, s.model.name, s.world_size(), s.hardware.name,
                    s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.gpus_used_per_node(),
                    s.name.empty() ? "" : "  [" + s.name + "]"));
-  if (s.parallelism.tp > 1)
+  if (s.parallelism.tp > 1 && s.parallelism.pp == 1)
     line(fmt::format("  mesh      dp {} x tp {}{}{}: each TP group of {} GPUs inside a node (Megatron-LM's column/row-parallel "
                      "linears), {} DP groups of {} across them",
                      s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
                      s.parallelism.tp_comm_overlap ? " and TP comm overlap" : "", s.parallelism.tp, s.parallelism.tp, s.parallelism.dp == 1 ? std::string("1 rank")
                                                                               : fmt::format("{} ranks", s.parallelism.dp)));
+  if (s.parallelism.pp > 1) {
+    const auto& p = s.parallelism;
+    line(fmt::format("  mesh      dp {} x tp {} x pp {}{}: {} pipeline stages of {} GPUs each (PP outermost, Megatron-LM's "
+                     "order tp-cp-dp-pp){}",
+                     p.dp, p.tp, p.pp, p.sequence_parallel ? " with sequence parallelism" : "", p.pp, s.stage_ranks(),
+                     p.tp > 1 ? fmt::format("; TP groups of {} inside a node", p.tp) : std::string()));
+    std::string layers;
+    for (const auto& st : r.pipeline_stages) layers += (layers.empty() ? "" : "/") + std::to_string(st.layers);
+    line(fmt::format("  pipeline  {} schedule, {} micro-batches (batch.grad_accum) through {} stage{} per rank; layers per "
+                     "rank {}", p.pipeline_schedule, s.batch.grad_accum, p.virtual_stages,
+                     p.virtual_stages == 1 ? "" : "s", layers));
+  }
   if (!s.hardware.overridden.empty()) {
     std::string fields;
     for (const auto& f : s.hardware.overridden) fields += (fields.empty() ? "" : ", ") + f;
@@ -167,14 +179,19 @@ std::string report_text(const Report& r) {
     line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/{}/step, {} tokens/step in all",
                      s.batch.micro_batch_size, s.batch.seq_len, s.batch.grad_accum,
                      count(static_cast<double>(s.tokens_per_gpu_step())),
-                     s.parallelism.tp > 1 ? "DP rank (its TP group's GPUs share them)" : "GPU", count(r.tokens_per_step)));
+                     s.parallelism.pp > 1   ? "pipeline (its stages' GPUs share them)"
+                     : s.parallelism.tp > 1 ? "DP rank (its TP group's GPUs share them)"
+                                            : "GPU",
+                     count(r.tokens_per_step)));
   if (r.bucket_count > 0)  // DDP and ZeRO-1/2 buckets; FSDP and ZeRO-3 have none, so no line
     line(fmt::format("  buckets   {} (first_bucket_mb {:g}, bucket_cap_mb {:g}; largest {}), {} of gradients per sync",
                      r.bucket_count, s.parallelism.first_bucket_mb, s.parallelism.bucket_cap_mb,
                      size(r.bucket_bytes_max), size(r.gradient_bytes)));
   line("");
   line(fmt::format("step time        {}{}", ms(r.step_time_s),
-                   r.per_rank.present ? "   (the slowest rank; the breakdown below is rank 0's)" : ""));
+                   r.per_rank.present               ? "   (the slowest rank; the breakdown below is rank 0's)"
+                   : !r.pipeline_stages.empty() ? "   (the last stage's end; the breakdown below is stage 0's)"
+                                                    : ""));
   line(fmt::format("  forward        {}", ms(r.forward_time_s)));
   line(fmt::format("  backward       {}", ms(r.backward_time_s)));
   line(fmt::format("  optimizer      {}", ms(r.optimizer_time_s)));
@@ -183,7 +200,16 @@ std::string report_text(const Report& r) {
   line(fmt::format("  framework ops  {}   ({})", ms(r.overhead_time_s), strategy_of(s).framework_ops_label));
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
-  if (s.parallelism.tp > 1)
+  if (s.parallelism.pp > 1) {
+    line(fmt::format("    PP / {}DP      {} / {}{} exposed   (point-to-point receives of activations and gradients)",
+                     s.parallelism.tp > 1 ? "TP / " : "", ms(r.pp_exposed_comm_s),
+                     s.parallelism.tp > 1 ? ms(r.tp_exposed_comm_s) + " / " : std::string(),
+                     ms(r.exposed_comm_s - r.pp_exposed_comm_s - r.tp_exposed_comm_s)));
+    if (!r.pipeline_stages.empty())
+      line(fmt::format("  bubble         {}   ({:.1f} % of the step: stage 0 waiting for its neighbours)",
+                       ms(r.pipeline_stages.front().bubble_s),
+                       r.step_time_s > 0 ? 100 * r.pipeline_stages.front().bubble_s / r.step_time_s : 0.0));
+  } else if (s.parallelism.tp > 1)
     line(fmt::format("    TP / DP      {} / {} exposed   ({})", ms(r.tp_exposed_comm_s),
                      ms(r.exposed_comm_s - r.tp_exposed_comm_s),
                      s.parallelism.tp_comm_overlap ? "TP collectives beside each layer's compute: tp_comm_overlap"
@@ -247,10 +273,10 @@ std::string report_text(const Report& r) {
     line("");
     line("collectives per step per rank (sizes as nccl-tests counts them)");
     // With tensor parallelism each op names its mesh dimension ("TP AllReduce").
-    const bool mesh = s.parallelism.tp > 1;
+    const bool mesh = s.parallelism.tp > 1 || s.parallelism.pp > 1;
     const std::size_t op_width = mesh ? 19 : 14;
     const auto op_label = [mesh](const CollectiveSummary& c) {
-      return mesh ? (c.group == "tp" ? "TP " : "DP ") + c.op : c.op;
+      return mesh ? (c.group == "tp" ? "TP " : c.group == "pp" ? "PP " : "DP ") + c.op : c.op;
     };
     line(fmt::format("  {:<{}}{:>12}{:>7}{:>13}{:>13}{:>12}{:>12}  {}", "op", op_width, "size", "count", "time each",
                      "total", "algbw", "busbw", "algorithm"));
@@ -278,14 +304,30 @@ std::string report_text(const Report& r) {
     }
   }
 
+  if (!r.pipeline_stages.empty()) {
+    line("");
+    line("pipeline stages (PP ranks; compute + exposed communication + bubble = the step)");
+    line(fmt::format("  {:<7}{:>7}{:>12}{:>14}{:>14}{:>14}{:>10}{:>14}", "stage", "layers", "params", "compute", "exposed comm",
+                     "bubble", "bubble %", "peak memory"));
+    for (std::size_t k = 0; k < r.pipeline_stages.size(); ++k) {
+      const auto& st = r.pipeline_stages[k];
+      line(fmt::format("  {:<7}{:>7}{:>12}{:>14}{:>14}{:>14}{:>9.1f}%{:>14}", k, st.layers, count(st.parameters),
+                       ms(st.compute_time_s), ms(st.exposed_comm_s), ms(st.bubble_s),
+                       r.step_time_s > 0 ? 100 * st.bubble_s / r.step_time_s : 0.0, gb(st.memory_peak_bytes)));
+    }
+  }
+
   const auto& m = r.memory;
   line("");
-  line("memory per GPU at its peak (GB = 1e9 bytes; the rows add up to the peak)");
+  line(r.pipeline_stages.empty()
+           ? "memory per GPU at its peak (GB = 1e9 bytes; the rows add up to the peak)"
+           : "memory per GPU at its peak, on the stage with the highest (GB = 1e9 bytes; the rows add up to the peak)");
   line(fmt::format("  parameters     {}", gb(m.params_bytes)));
   line(fmt::format("  gradients      {}", gb(m.grads_bytes)));
   line(fmt::format("  optimizer      {}", gb(m.optimizer_bytes)));
   if (m.grad_accum_bytes > 0) line(fmt::format("  fp32 grad acc  {}", gb(m.grad_accum_bytes)));
-  line(fmt::format("  activations    {}   (one micro-batch)", gb(m.activations_bytes)));
+  line(fmt::format("  activations    {}   ({})", gb(m.activations_bytes),
+                   r.pipeline_stages.empty() ? "one micro-batch" : "the micro-batches the schedule holds in flight"));
   line(fmt::format("  buffers        {}   ({})", gb(m.buffers_bytes), buffer_note(s)));
   line(fmt::format("  peak           {} of {} usable at {:.3f} ms: {}", gb(m.total_bytes), gb(m.capacity_bytes),
                    m.peak_time_s * 1e3, m.fits ? "fits" : "DOES NOT FIT"));

@@ -3,6 +3,7 @@
 #include "hardware/collective_model.hpp"
 #include "hardware/compute_model.hpp"
 #include "hardware/task_cost.hpp"
+#include "models/pipeline.hpp"
 #include "models/report.hpp"
 #include "models/simulate.hpp"
 #include "models/strategy/compute_tasks.hpp"
@@ -252,11 +253,18 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   const auto wall_start = std::chrono::steady_clock::now();
   Report r;
   r.scenario = s;
-  const StrategyEntry& strategy = find_strategy(s.parallelism.strategy);
-  LoweredStep step = strategy.lower(s);
+  LoweredStep step = lower_step(s);
   const hardware::StepCostModel cost = step_cost_model(s, step);
   std::optional<sim::Timeline> all;  // per_rank: every rank's records
+  // Under PP each stage holds its own layers' states; the memory limit takes the largest.
+  const int pp = static_cast<int>(s.parallelism.pp);
+  std::vector<MemoryBreakdown> stage_memory;
+  for (int k = 0; pp > 1 && k < pp; ++k) stage_memory.push_back(static_memory(pipeline_rank_scenario(s, k)));
   r.memory = static_memory(s);
+  if (pp > 1)
+    r.memory = *std::max_element(stage_memory.begin(), stage_memory.end(), [](const MemoryBreakdown& a, const MemoryBreakdown& b) {
+      return baseline_bytes(a) < baseline_bytes(b);
+    });
   const sim::RunOptions options = run_options(s, step, r.memory);
   check_compute_durations(s, step.graph, cost);
   sim::Timeline tl = sim::run(step.graph, cost, options);
@@ -299,9 +307,22 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     });
     r.tp_comm_time_s = sim::total_length(tp_comm).seconds();
     r.tp_exposed_comm_s = sim::uncovered_length(tp_comm, compute).seconds();
-    r.dp_comm_time_s = sim::total_length(sim::busy_intervals(g, tl, [tp_group](const sim::Task& t) {
-                                           return t.kind == sim::TaskKind::Transfer && t.rank == 0 && t.group != tp_group;
+    r.dp_comm_time_s = sim::total_length(sim::busy_intervals(g, tl, [tp_group, &step](const sim::Task& t) {
+                                           return t.kind == sim::TaskKind::Transfer && t.rank == 0 && t.group != tp_group &&
+                                                  !step.is_pp_group(t.group);
                                          })).seconds();
+  }
+  if (pp > 1) {
+    const auto pp_comm = sim::busy_intervals(g, tl, [&step](const sim::Task& t) {
+      return t.kind == sim::TaskKind::Transfer && t.rank == 0 && step.is_pp_group(t.group);
+    });
+    r.pp_comm_time_s = sim::total_length(pp_comm).seconds();
+    r.pp_exposed_comm_s = sim::uncovered_length(pp_comm, compute).seconds();
+    if (step.tp_group < 0)
+      r.dp_comm_time_s = sim::total_length(sim::busy_intervals(g, tl, [&step](const sim::Task& t) {
+                                             return t.kind == sim::TaskKind::Transfer && t.rank == 0 &&
+                                                    !step.is_pp_group(t.group);
+                                           })).seconds();
   }
   // per_rank: rank 0 is idle while it waits at a collective for ranks that reach it later, and
   // from its last task until the slowest rank ends the step; that wait is the rest of the step
@@ -322,10 +343,15 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     if (t.kind != sim::TaskKind::Transfer) continue;
     const auto c = cost.collective(t);
     calibrated_any = calibrated_any || !c.calibration.empty();
-    const hardware::CollectiveOp cop = hardware::collective_of(static_cast<hardware::OpCode>(t.op));
-    const std::string op = hardware::collective_op_label(cop);
+    const bool p2p = hardware::is_p2p(t.op);
+    // A point-to-point message moves its bytes once (bus factor 1, as nccl-tests' sendrecv).
+    const hardware::CollectiveOp cop = p2p ? hardware::CollectiveOp::AllGather : hardware::collective_of(static_cast<hardware::OpCode>(t.op));
+    const std::string op = p2p ? "SendRecv" : hardware::collective_op_label(cop);
     const auto& shape = step.groups[t.group];
-    const std::string group = static_cast<std::int32_t>(t.group) == step.tp_group ? "tp" : "dp";
+    const double factor = p2p ? 1.0 : hardware::bus_factor(cop, shape.ranks);
+    const std::string group = static_cast<std::int32_t>(t.group) == step.tp_group ? "tp"
+                              : step.is_pp_group(t.group)                         ? "pp"
+                                                                                  : "dp";
     auto it = std::find_if(r.collectives.begin(), r.collectives.end(), [&](const CollectiveSummary& x) {
       return x.op == op && x.bytes == t.bytes && x.ranks == shape.ranks && x.algorithm == c.algorithm &&
              x.group == group;
@@ -340,7 +366,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
       cs.algorithm = c.algorithm;
       cs.protocol = c.protocol;
       cs.algbw_bytes_per_s = cs.time_s > 0 ? t.bytes / cs.time_s : 0;
-      cs.busbw_bytes_per_s = cs.algbw_bytes_per_s * hardware::bus_factor(cop, step.groups[t.group].ranks);
+      cs.busbw_bytes_per_s = cs.algbw_bytes_per_s * factor;
       r.calibration_extrapolated = r.calibration_extrapolated || c.calibration_extrapolated;
       if (c.calibration_extrapolated)
         r.warnings.push_back(fmt::format("calibration_extrapolated: {} of {:.0f} B over {} ranks is outside what "
@@ -364,13 +390,13 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
       it = r.collectives.end() - 1;
     }
     ++it->count;
-    r.comm_bytes_per_rank += t.bytes * hardware::bus_factor(cop, shape.ranks);
+    r.comm_bytes_per_rank += t.bytes * factor;
     if (it->spans_nodes) r.inter_node_collective_bytes += t.bytes;
   }
 
   r.tokens_per_step = static_cast<double>(s.parallelism.dp) * static_cast<double>(s.tokens_per_gpu_step());
   r.tokens_per_s = r.step_time_s > 0 ? r.tokens_per_step / r.step_time_s : 0;
-  r.model_flops_per_gpu = model_flops_per_gpu_step(s);
+  r.model_flops_per_gpu = model_flops_per_gpu_step(s) / static_cast<double>(pp);  // the stages share the model
   r.mfu = r.step_time_s > 0 ? r.model_flops_per_gpu / (r.step_time_s * s.hardware.peak_flops_per_s) : 0;
   if (!step.groups.empty() && step.groups[0].ranks > 1) {
     // "At peak FLOP/s": the peak of the arithmetic the linears run in (FP8 under float8).
@@ -405,7 +431,38 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     r.bucket_bytes_max = std::max(r.bucket_bytes_max, b.bytes);
     r.gradient_bytes += b.bytes;
   }
-  const sim::MemoryPeak peak = sim::memory_peak(g, tl, 0, baseline_bytes(r.memory));
+  std::uint32_t peak_rank = 0;
+  if (pp > 1) {
+    // Every stage's share of the step and its memory peak; the report's memory rows are the
+    // highest stage's.
+    double highest = -1;
+    for (int k = 0; k < pp; ++k) {
+      const auto rank = static_cast<std::uint32_t>(k);
+      const auto stage_compute = sim::busy_intervals(g, tl, [rank](const sim::Task& t) {
+        return t.kind == sim::TaskKind::Compute && t.rank == rank;
+      });
+      const auto stage_comm = sim::busy_intervals(g, tl, [rank](const sim::Task& t) {
+        return t.kind == sim::TaskKind::Transfer && t.rank == rank;
+      });
+      PipelineStageSummary st;
+      const Scenario stage_s = pipeline_rank_scenario(s, k);
+      st.layers = stage_s.model.layers.size();
+      st.parameters = static_cast<double>(stage_s.model.parameter_count());
+      st.compute_time_s = sim::total_length(stage_compute).seconds();
+      st.exposed_comm_s = sim::uncovered_length(stage_comm, stage_compute).seconds();
+      st.bubble_s = std::max(0.0, r.step_time_s - st.compute_time_s - st.exposed_comm_s);
+      const sim::MemoryPeak p = sim::memory_peak(g, tl, rank, baseline_bytes(stage_memory[static_cast<std::size_t>(k)]));
+      st.memory_peak_bytes = p.bytes;
+      st.activations_bytes = p.counter_bytes[kActivationCounter];
+      if (p.bytes > highest) {
+        highest = p.bytes;
+        peak_rank = rank;
+      }
+      r.pipeline_stages.push_back(st);
+    }
+    r.memory = stage_memory[peak_rank];
+  }
+  const sim::MemoryPeak peak = sim::memory_peak(g, tl, peak_rank, baseline_bytes(r.memory));
   // Every row is its value at the peak instant, so the rows add up to the peak (issue 13 item 5).
   r.memory.activations_bytes = peak.counter_bytes[kActivationCounter];
   r.memory.buffers_bytes += peak.counter_bytes[kBufferCounter];
@@ -442,6 +499,10 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   if (!r.memory.fits && r.error_band.present()) {
     r.error_band.set.clear();
     r.error_band_withheld = "the step does not fit in memory";
+  } else if (pp > 1) {
+    r.error_band_withheld = "this step has pipeline parallelism, and the bands are earned by data-parallel runs; the "
+                            "pipeline-parallel runs in the measured sets (docs/accuracy.md) number fewer than the 5 of "
+                            "one kind (GPU family, sharding, arithmetic) a band needs";
   } else if (s.parallelism.tp > 1) {
     // The bands were earned by data-parallel runs (RunKind::tensor_parallel).
     r.error_band_withheld = "this step has tensor parallelism, and the bands are earned by data-parallel runs; the "

@@ -42,6 +42,17 @@ struct ParallelismConfig {
   /// collective split against the GEMMs next to it, so a layer's TP communication runs beside
   /// its compute (models/tensor_parallel.hpp). Needs sequence_parallel.
   bool tp_comm_overlap = false;
+  /// Pipeline-parallel degree (Megatron-LM's pipeline_model_parallel_size, torchtitan's
+  /// pipeline_parallel_degree; models/pipeline.hpp): the layers split into pp stages, PP
+  /// outermost (Megatron-LM's order tp-cp-dp-pp), batch.grad_accum micro-batches flowing
+  /// through them.
+  std::int64_t pp = 1;
+  /// The pipeline schedule, as torch.distributed.pipelining names it: "1F1B" (torchtitan's and
+  /// Megatron-LM's default), "GPipe" or "Interleaved1F1B".
+  std::string pipeline_schedule = "1F1B";
+  /// Stages (model chunks) per PP rank: Megatron-LM's virtual_pipeline_model_parallel_size;
+  /// 1 for single-stage schedules, 2 by default for Interleaved1F1B (torchtitan's default).
+  std::int64_t virtual_stages = 1;
   double bucket_cap_mb = 25;         ///< MiB; reducer.hpp kDefaultBucketBytesCap (25 MiB)
   double first_bucket_mb = 1;        ///< MiB; reducer.hpp kDefaultFirstBucketBytes (1 MiB)
   bool sync_every_micro_batch = false;  ///< false = no_sync() on all but the last micro-batch
@@ -242,8 +253,10 @@ struct Scenario {
   int ranks_per_node() const;
   /// DP ranks one node holds when full: cluster.gpus_per_node / parallelism.tp.
   int dp_slots_per_node() const { return static_cast<int>(cluster.gpus_per_node / parallelism.tp); }
-  /// Ranks (GPUs) of the job: dp × tp.
-  std::int64_t world_size() const { return parallelism.dp * parallelism.tp; }
+  /// Ranks (GPUs) of the job: dp × tp × pp.
+  std::int64_t world_size() const { return parallelism.dp * parallelism.tp * parallelism.pp; }
+  /// Ranks of one pipeline stage: dp × tp (the world without PP).
+  std::int64_t stage_ranks() const { return parallelism.dp * parallelism.tp; }
   /// GPUs of one node the job uses: gpus_per_node, or the world when it is smaller.
   int gpus_used_per_node() const { return static_cast<int>(std::min<std::int64_t>(cluster.gpus_per_node, world_size())); }
   /// Parameters of the whole model (every TP rank's share together), and its trainable ones:

@@ -227,7 +227,6 @@ std::vector<std::string> dtype_values() { return dtype_names(); }
 // The fields of the objects other than parallelism's strategy knobs, in reading order.
 // A mesh dimension stepsim does not model yet, declared so that a scenario naming it is told
 // so (not "did you mean 'dp'"): 1 only.
-constexpr char kPp[] = "pp", kPpWhat[] = "pipeline parallelism";
 constexpr char kCp[] = "cp", kCpWhat[] = "context parallelism";
 
 template <const char* Key, const char* What>
@@ -319,7 +318,39 @@ std::vector<ScenarioField> core_fields() {
               "collective split against the GEMMs next to it, so a layer's TP communication runs beside its compute and "
               "only what outlasts the compute is exposed (needs sequence_parallel)",
        STEPSIM_FIELD_ACCESS(bool, parallelism.tp_comm_overlap), STEPSIM_ECHO_IF_TRUE(parallelism.tp_comm_overlap)},
-      unmodelled_degree<kPp, kPpWhat>("pipeline_model_parallel_size"),
+      {.object = "parallelism", .key = "pp", .type = T::Integer,
+       .doc = "pipeline-parallel degree (Megatron-LM's pipeline_model_parallel_size, torchtitan's "
+              "pipeline_parallel_degree): the layers split into pp stages (virtual_stages per rank), PP outermost "
+              "(Megatron-LM's order tp-cp-dp-pp); batch.grad_accum micro-batches flow through them under "
+              "pipeline_schedule, activations and their gradients sent point to point between stages; the bubble "
+              "comes out of the simulation. Blocks split evenly under ddp (Megatron-LM: a multiple of pp × "
+              "virtual_stages), torchtitan's way under fsdp / hsdp (the embedding and the head count as a layer "
+              "each). Transformers only; ddp, fsdp and hsdp (DeepSpeed's pipeline engine is not modelled)",
+       .min = 1, .max = 1 << 16, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.pp),
+       .echo = [](const Scenario& s) -> Value {
+         if (s.parallelism.pp <= 1) return std::nullopt;
+         return std::int64_t{s.parallelism.pp};
+       }},
+      {.object = "parallelism", .key = "pipeline_schedule", .type = T::Choice,
+       .doc = "the pipeline schedule (torch.distributed.pipelining's names): `1F1B` (one forward one backward after "
+              "a warm-up of pp − rank forwards; Megatron-LM's and torchtitan's default), `GPipe` (every forward, then "
+              "every backward) or `Interleaved1F1B` (virtual_stages model chunks per rank, looped; needs grad_accum "
+              "a multiple of max(1, grad_accum / pp) rounds). Needs pp > 1",
+       .choices = [] { return std::vector<std::string>{"1F1B", "GPipe", "Interleaved1F1B"}; },
+       STEPSIM_FIELD_ACCESS(std::string, parallelism.pipeline_schedule),
+       .echo = [](const Scenario& s) -> Value {
+         if (s.parallelism.pp <= 1) return std::nullopt;
+         return s.parallelism.pipeline_schedule;
+       }},
+      {.object = "parallelism", .key = "virtual_stages", .type = T::Integer,
+       .doc = "model chunks per PP rank (Megatron-LM's virtual_pipeline_model_parallel_size; torchtitan's stages per "
+              "rank): Interleaved1F1B only",
+       .default_doc = "2 under Interleaved1F1B (torchtitan's default), else 1", .min = 1, .max = 1 << 10,
+       STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.virtual_stages),
+       .echo = [](const Scenario& s) -> Value {
+         if (s.parallelism.virtual_stages <= 1) return std::nullopt;
+         return std::int64_t{s.parallelism.virtual_stages};
+       }},
       unmodelled_degree<kCp, kCpWhat>("context_parallel_size"),
   };
   // torus_axes after the strategy knobs

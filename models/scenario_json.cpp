@@ -9,6 +9,7 @@
 #include "models/recompute.hpp"
 #include "models/scenario_fields.hpp"
 #include "models/strategy/strategy.hpp"
+#include "models/pipeline.hpp"
 #include "models/tensor_parallel.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"
@@ -93,9 +94,14 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
                                "divisor of {}", p.tp, gpn, gpn));
   constexpr std::int64_t kMaxWorld = 100'000'000;  // parallelism.dp's own bound
   if (world > kMaxWorld)
-    par.fail("tp", fmt::format("dp × tp = {} × {} = {} ranks; expected at most {}", p.dp, p.tp, world, kMaxWorld));
+    par.fail(p.pp > 1 ? "pp" : "tp",
+             p.pp > 1 ? fmt::format("dp × tp × pp = {} × {} × {} = {} ranks; expected at most {}", p.dp, p.tp, p.pp, world,
+                                    kMaxWorld)
+                      : fmt::format("dp × tp = {} × {} = {} ranks; expected at most {}", p.dp, p.tp, world, kMaxWorld));
   const std::string world_doc =
-      p.tp > 1 ? fmt::format("dp × tp ({} × {} = {})", p.dp, p.tp, world) : fmt::format("dp ({})", p.dp);
+      p.pp > 1   ? fmt::format("dp × tp × pp ({} × {} × {} = {})", p.dp, p.tp, p.pp, world)
+      : p.tp > 1 ? fmt::format("dp × tp ({} × {} = {})", p.dp, p.tp, world)
+                 : fmt::format("dp ({})", p.dp);
   if (world > gpn && world % gpn != 0)
     throw InputError(s.source, "/parallelism/dp",
                      fmt::format("{} must be a multiple of /cluster/gpus_per_node ({}) when the "
@@ -106,7 +112,7 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
                      fmt::format("/cluster/nodes ({}) × /cluster/gpus_per_node ({}) = {} ≠ "
                                  "/parallelism/{}; the world size must equal {}",
                                  s.cluster.nodes, gpn, s.cluster.nodes * gpn, world_doc,
-                                 p.tp > 1 ? "dp × tp" : "dp"));
+                                 p.pp > 1 ? "dp × tp × pp" : p.tp > 1 ? "dp × tp" : "dp"));
   if (world <= gpn && s.cluster.nodes != 1)
     throw InputError(s.source, "/cluster/nodes",
                      fmt::format("{} fits in one node of {} GPUs, but /cluster/nodes is {}",
@@ -124,6 +130,35 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
                fmt::format("an integer reshard_after_forward must be a non-trivial divisor of the shard "
                            "group size ({}), got {}", n, z.reshard_group));
   }
+}
+
+// Pipeline parallelism (models/pipeline.hpp): its knobs need pp > 1; the strategies, models
+// and modes it is modelled under; the stage split and the schedule's micro-batch rule.
+void check_pipeline(const JsonReader& par, Scenario& s) {
+  auto& p = s.parallelism;
+  if (p.pp == 1) {
+    if (par.has("pipeline_schedule"))
+      par.fail("pipeline_schedule", "needs pp > 1 (a schedule orders micro-batches across pipeline stages)");
+    if (par.has("virtual_stages")) par.fail("virtual_stages", "needs pp > 1 and pipeline_schedule \"Interleaved1F1B\"");
+    return;
+  }
+  if (!par.has("virtual_stages") && p.pipeline_schedule == "Interleaved1F1B") p.virtual_stages = 2;
+  const StrategyEntry& st = strategy_of(s);
+  if (st.family == StrategyFamily::DeepSpeed)
+    par.fail("pp", fmt::format("{} under strategy '{}': {}; expected strategy ddp, fsdp or hsdp", p.pp, st.name,
+                               st.zero_stage >= 2 ? "DeepSpeed's PipelineEngine refuses ZeRO-2 and ZeRO-3 (it asserts "
+                                                    "a ZeRO stage below 2)"
+                                                  : "DeepSpeed's pipeline engine is not modelled yet"));
+  if (s.hardware.is_torus())
+    par.fail("pp", fmt::format("{} on the {} torus: pipeline parallelism is modelled on GPU nodes; expected pp 1", p.pp,
+                               s.hardware.name));
+  if (p.sync_every_micro_batch)
+    par.fail("sync_every_micro_batch", "is not modelled under pipeline parallelism (both frameworks reduce gradients "
+                                       "once per step, after each stage's last backward); expected false");
+  if (st.family == StrategyFamily::FSDP && s.sharding.reshard_after_forward != ReshardMode::Default)
+    par.fail("reshard_after_forward", "under pipeline parallelism only \"default\" is modelled (torchtitan resolves it "
+                                      "to False: each unit is all-gathered once per step)");
+  if (const std::string why = pipeline_problem(s); !why.empty()) par.fail("pp", fmt::format("{}: {}", p.pp, why));
 }
 
 // TPU profiles: dp fits the torus, and the torus axes the DP rings use (issue 13 item 21;
@@ -318,6 +353,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   const JsonReader batch = read_object(root, "batch", s);
   check_positions(root, batch, s);
   check_sequence_parallel(root, batch, s);
+  check_pipeline(*par, s);
   const JsonReader prec = read_object(root, "precision", s);
   check_float8(prec, s);
   resolve_gemm_math(root, prec, s);
@@ -335,6 +371,9 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   JsonReader sim = object_or_empty(root, "sim");
   read_fields(sim, "sim", s);
   check_sim(sim, s);
+  if (s.parallelism.pp > 1 && s.rank_mode == "per_rank")
+    sim.fail("rank_mode", "per_rank is not modelled under pipeline parallelism yet (each PP stage is one rank of the "
+                          "step); expected \"symmetric\"");
   sim.finish();
   // CUDA graphs remove the NCCL tuner's launch overhead; the alpha-beta model has none to remove
   // (and a torus profile is no CUDA GPU): the knob would act on nothing.

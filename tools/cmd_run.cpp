@@ -111,9 +111,8 @@ int cmd_run(const RunArgs& a) {
   if (!a.trace.empty()) {
     sim::ChromeTraceOptions o;
     o.copies = kept.copies;
-    o.stream_names = {"compute", "communication", "replica communication"};
+    o.stream_names = models::stream_names();
     o.counter_names = {"activations_bytes", "buffers_bytes"};
-    static_assert(models::kComputeStream == 0 && models::kCommStream == 1 && models::kReplicaStream == 2);
     static_assert(models::kActivationCounter == 0 && models::kBufferCounter == 1);
     o.ranks = ranks;
     if (o.ranks.empty() && world > kTraceAllRanksUpTo) {

@@ -213,6 +213,18 @@ sim::Task collective_task(std::string name, hardware::CollectiveOp op, double by
   return t;
 }
 
+sim::Task p2p_task(std::string name, double bytes, std::uint32_t group, std::uint32_t stream) {
+  sim::Task t;
+  t.kind = sim::TaskKind::Transfer;
+  t.name = std::move(name);
+  t.stream = stream;
+  t.op = static_cast<std::uint32_t>(hardware::OpCode::SendRecv);
+  t.group = group;
+  t.phase = static_cast<std::uint32_t>(Phase::Communication);
+  t.bytes = bytes;
+  return t;
+}
+
 std::uint32_t add_tensor_parallel_group(LoweredStep& out, const Scenario& s) {
   if (s.parallelism.tp <= 1) return kNoTpGroup;
   const int tp = static_cast<int>(s.parallelism.tp);
@@ -225,7 +237,7 @@ std::uint32_t add_tensor_parallel_group(LoweredStep& out, const Scenario& s) {
 
 void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t layer,
                                      const std::string& prefix, bool backward, std::uint32_t group,
-                                     sim::RendezvousId& next_rendezvous) {
+                                     sim::RendezvousId& next_rendezvous, std::uint32_t rank) {
   if (group == kNoTpGroup) return;
   const auto collectives = tensor_parallel_collectives(s, layer, backward);
   if (collectives.empty()) return;
@@ -235,7 +247,7 @@ void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::
   sim::TaskId before = sim::kNoTask;
   if (overlap) {
     const auto phase = static_cast<std::uint32_t>(backward ? Phase::Backward : Phase::Forward);
-    sim::TaskId first = g.stream_tail(0, kComputeStream);
+    sim::TaskId first = g.stream_tail(rank, kComputeStream);
     while (first != sim::kNoTask) {
       const sim::TaskId prev = g.stream_previous(first);
       if (prev == sim::kNoTask || g.task(prev).layer != static_cast<std::int32_t>(layer) || g.task(prev).phase != phase) break;
@@ -250,14 +262,28 @@ void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::
                                          c.label(), i);
     sim::Task t = collective_task(name, c.op, c.bytes, group, overlap ? kTpStream : kComputeStream, next_rendezvous);
     t.layer = static_cast<std::int32_t>(layer);
+    t.rank = rank;
     last = g.add_task(std::move(t));
     if (i == 0 && before != sim::kNoTask) g.add_dependency(before, last);
   }
   if (!overlap) return;
-  const sim::TaskId wait = g.add_task(wait_task(fmt::format("{}tp.{}.{}.wait", prefix, backward ? "bwd" : "fwd",
-                                                            s.model.layers[layer].name),
-                                                Phase::Overhead));
+  sim::Task w = wait_task(fmt::format("{}tp.{}.{}.wait", prefix, backward ? "bwd" : "fwd", s.model.layers[layer].name),
+                          Phase::Overhead);
+  w.rank = rank;
+  const sim::TaskId wait = g.add_task(std::move(w));
   g.add_dependency(last, wait);
+}
+
+const std::vector<std::string>& stream_names() {
+  static const std::vector<std::string> names = {"compute", "communication", "replica communication", "TP communication",
+                                                 "PP receive from previous stage", "PP receive from next stage"};
+  static_assert(kComputeStream == 0 && kCommStream == 1 && kReplicaStream == 2 && kTpStream == 3 &&
+                kPpRecvPrevStream == 4 && kPpRecvNextStream == 5);
+  return names;
+}
+
+std::string stream_name(std::uint32_t stream) {
+  return stream < stream_names().size() ? stream_names()[stream] : fmt::format("stream {}", stream);
 }
 
 std::string micro_batch_prefix(std::int64_t mb, std::int64_t micro_batches) {

@@ -25,6 +25,18 @@ inline constexpr std::uint32_t kCommStream = 1;
 inline constexpr std::uint32_t kReplicaStream = 2;
 /// The TP group's stream under parallelism.tp_comm_overlap (its collectives beside compute).
 inline constexpr std::uint32_t kTpStream = 3;
+/// Pipeline parallelism's receives (models/strategy/pipeline.cpp): activations from the
+/// previous stage, gradients from the next (one NCCL communicator per peer pair, each with its
+/// own stream, as ProcessGroupNCCL creates them for point-to-point).
+inline constexpr std::uint32_t kPpRecvPrevStream = 4;
+inline constexpr std::uint32_t kPpRecvNextStream = 5;
+
+/// The names of the streams above, by index (traces, the HTML report): "compute",
+/// "communication", "replica communication", "TP communication", "PP receive from previous
+/// stage", "PP receive from next stage".
+const std::vector<std::string>& stream_names();
+/// stream_names()[stream], or "stream N" past them.
+std::string stream_name(std::uint32_t stream);
 
 /// sim::Task memory counters: activations saved for backward, and framework buffers
 /// (unsharded parameters and gradients, buckets).
@@ -100,6 +112,11 @@ bool optimizer_step(const Scenario& s, double shard_ranks, sim::Task& out);
 sim::Task collective_task(std::string name, hardware::CollectiveOp op, double bytes, std::uint32_t group,
                           std::uint32_t stream, sim::RendezvousId& next_rendezvous);
 
+/// A point-to-point message of `bytes` received on `stream` over the 2-rank communicator
+/// `group` (hardware::OpCode::SendRecv): one task per message, on the receiver, with no
+/// rendezvous; the lowering makes it wait for the sender's compute.
+sim::Task p2p_task(std::string name, double bytes, std::uint32_t group, std::uint32_t stream);
+
 /// The communicator of the rank's tensor-parallel group (parallelism.tp ranks inside one node,
 /// TP innermost as Megatron-LM places it), appended to `out.groups`; its index. kNoTpGroup when
 /// parallelism.tp is 1.
@@ -113,10 +130,11 @@ std::uint32_t add_tensor_parallel_group(LoweredStep& out, const Scenario& s);
 /// overlap with the weight-gradient GEMM is not modelled). With it they run on kTpStream from
 /// the layer's start, beside its compute, and the compute stream waits for them before the next
 /// layer (a zero-time wait task): the micro-pipelined collectives hide behind the layer's
-/// GEMMs, up to the layer's compute time. Nothing when `group` is kNoTpGroup.
+/// GEMMs, up to the layer's compute time. Nothing when `group` is kNoTpGroup. The tasks go to
+/// graph rank `rank` (a pipeline stage; 0 without pipeline parallelism).
 void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t layer,
                                      const std::string& prefix, bool backward, std::uint32_t group,
-                                     sim::RendezvousId& next_rendezvous);
+                                     sim::RendezvousId& next_rendezvous, std::uint32_t rank = 0);
 
 /// A zero-duration task on the compute stream: a CUDA event wait (stream waits on an event
 /// recorded elsewhere); give it dependencies on what it waits for.

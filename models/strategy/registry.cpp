@@ -77,4 +77,9 @@ const StrategyEntry& find_strategy(const std::string& name) {
 
 const StrategyEntry& strategy_of(const Scenario& scenario) { return find_strategy(scenario.parallelism.strategy); }
 
+LoweredStep lower_step(const Scenario& scenario) {
+  if (scenario.parallelism.pp > 1) return lower_pipeline(scenario);
+  return strategy_of(scenario).lower(scenario);
+}
+
 }  // namespace stepsim::models

@@ -39,6 +39,12 @@ struct LoweredStep {
   /// Index of HSDP's replica communicator (its members are every (shard × tp)-th rank); -1 when
   /// none. The other DP-side groups take every tp-th rank.
   std::int32_t replica_group = -1;
+  /// Under pipeline parallelism: the index of the first point-to-point communicator (two
+  /// ranks of neighbouring stages inside one node; the next index: across nodes). Every group
+  /// from it on is a PP one; -1 without PP.
+  std::int32_t pp_group = -1;
+  /// True when group `g` is a pipeline-parallel (point-to-point) communicator.
+  bool is_pp_group(std::uint32_t g) const { return pp_group >= 0 && static_cast<std::int32_t>(g) >= pp_group; }
 };
 
 /// The communicator shape of `ranks` ranks, `ranks_per_node` of them per node, for `scenario`:
@@ -108,5 +114,12 @@ LoweredStep lower_zero12(const Scenario& scenario);
 LoweredStep lower_zero3(const Scenario& scenario);
 /// PyTorch FSDP2/FSDP1 and HSDP (semantics.md §B): see fsdp.cpp.
 LoweredStep lower_fsdp(const Scenario& scenario);
+/// Pipeline parallelism (parallelism.pp > 1) under ddp, fsdp or hsdp: one graph rank per PP
+/// stage (semantics-parallel.md §B): see pipeline.cpp.
+LoweredStep lower_pipeline(const Scenario& scenario);
+
+/// The step of `scenario` as a task graph: lower_pipeline under pipeline parallelism, else its
+/// strategy's own lowering (StrategyEntry::lower).
+LoweredStep lower_step(const Scenario& scenario);
 
 }  // namespace stepsim::models

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pipeline parallelism: which layers each stage holds, and the order each PP rank runs its
+// micro-batches in (issue 15 item 6; shared/reference/semantics-parallel.md §B).
+//
+// Stages: pp × virtual_stages model chunks ("virtual stages"), looped over the ranks as both
+// frameworks map them (Megatron-LM's interleaving, torch.distributed.pipelining's
+// Interleaved1F1B, B10): rank r holds virtual stages r, r + pp, r + 2·pp, … The embedding sits
+// on the first virtual stage, the final norm, LM head and loss on the last.
+//  * Megatron-LM (the ddp family): the transformer blocks split evenly, num_layers a multiple
+//    of pp × virtual_stages (megatron/core/transformer/transformer_block.py
+//    get_num_layers_to_build asserts it without the uneven-split options);
+//  * torchtitan (fsdp, hsdp): generate_llm_fqn_per_model_part (torchtitan/distributed/
+//    pipeline_parallel.py): the embedding and the norm + head count as one layer each
+//    (input_weight = output_weight = 1); the blocks plus those two split into equal shares,
+//    the first (layers + 2) mod stages stages one more.
+//
+// Schedules (per rank, program order; F = forward of one micro-batch through one chunk, B its
+// backward):
+//  * GPipe (B8): every F in micro-batch order, then every B in micro-batch order;
+//  * 1F1B (B1, B9): min(m, pp − r) forwards, then B and F alternate until the forwards are
+//    done, then the remaining B (Megatron-LM's warm-up of pp − r − 1 forwards plus its
+//    first steady-state F);
+//  * Interleaved1F1B (B10, Megatron-LM's B3 with microbatch_group_size_per_vp_stage = pp):
+//    rounds = max(1, m / pp), mpr = m / rounds micro-batches per round; warm-up
+//    min((v − 1)·mpr + 2·(pp − 1 − r), m·v) forwards, then F and B alternate (F first: the
+//    warm-up does not count the first steady-state forward, as 1F1B's does), then the
+//    remaining B. Forward k runs chunk (k / mpr) mod v on micro-batch
+//    (k / (mpr·v))·mpr + k mod mpr; backward k the mirrored chunk v − 1 − (k / mpr) mod v.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stepsim::models {
+
+struct Scenario;
+struct ModelSpec;
+
+/// The pipeline schedules stepsim plays.
+enum class PipelineSchedule { GPipe, OneFOneB, Interleaved1F1B };
+
+/// "1F1B" → OneFOneB, "GPipe", "Interleaved1F1B". @throws InternalError for another name
+/// (parse_scenario validates it).
+PipelineSchedule pipeline_schedule_of(const std::string& name);
+
+/// One step of a PP rank's program: a forward or backward of micro-batch `micro_batch`
+/// (0-based) through the rank's model chunk `chunk` (0-based; virtual stage chunk·pp + rank).
+struct PipelineAction {
+  bool backward = false;
+  std::int64_t micro_batch = 0;
+  int chunk = 0;
+  bool operator==(const PipelineAction&) const = default;
+};
+
+/// Every rank's program under `schedule` with `pp` ranks, `chunks` model chunks per rank and
+/// `micro_batches` micro-batches (rules in this file's header): result[r] is rank r's, m·chunks
+/// forwards and as many backwards each.
+/// @pre pp ≥ 1, chunks ≥ 1 (1 unless Interleaved1F1B), micro_batches ≥ 1; Interleaved1F1B:
+///      micro_batches a multiple of max(1, micro_batches / pp) (pipeline_problem checks it).
+std::vector<std::vector<PipelineAction>> pipeline_programs(PipelineSchedule schedule, int pp, int chunks,
+                                                           std::int64_t micro_batches);
+
+/// The layers (indexes into `s.model.layers`, forward order) of every virtual stage, in
+/// virtual-stage order (pp × virtual_stages of them), by the family's rule (header).
+/// @pre pipeline_problem(s) is empty.
+std::vector<std::vector<std::size_t>> pipeline_stage_layers(const Scenario& s);
+
+/// Why `s` cannot be pipelined as asked ("" when it can): the model has no transformer blocks,
+/// too few blocks for the stages, blocks that do not split evenly under the ddp family,
+/// Interleaved1F1B's micro-batch rule, virtual_stages on a single-stage schedule.
+std::string pipeline_problem(const Scenario& s);
+
+/// The layers of PP rank `rank` (every chunk's, forward order within a chunk, chunks in order).
+std::vector<std::size_t> pipeline_rank_layers(const Scenario& s, int rank);
+
+/// A copy of `s` whose model holds only PP rank `rank`'s layers (for its memory and its
+/// optimizer step; the rest of the scenario unchanged).
+Scenario pipeline_rank_scenario(const Scenario& s, int rank);
+
+/// Bytes of one point-to-point message between stages for one micro-batch, each direction:
+/// the [seq_len, micro_batch_size, hidden] activations (or their gradient) in the parameter
+/// dtype (Megatron-LM's pipeline_dtype = params_dtype; get_tensor_shapes), 1/tp of the sequence
+/// under sequence parallelism (B7, B17).
+double pipeline_message_bytes(const Scenario& s);
+
+}  // namespace stepsim::models

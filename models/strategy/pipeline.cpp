@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pipeline parallelism under a DP strategy (issue 15 item 6; semantics-parallel.md §B): every
+// PP rank of one pipeline is a rank of the graph (sim::Task::rank = the PP rank), running its
+// program (models/pipeline.hpp) on its own streams; the DP (and TP) collectives of each rank
+// stand for its whole DP group, as in the symmetric play without PP.
+//
+// Rules modelled:
+//  - stage boundaries: each forward sends the [s, b, h] activations to the next virtual stage
+//    and each backward their gradient to the previous one (B7, B17), as a point-to-point
+//    transfer on the receiver's stream for that peer (one NCCL communicator per pair); the
+//    receiving compute waits for it. Sends are asynchronous (torch.distributed.pipelining
+//    defers the send waits, B8–B10); Megatron-LM's non-interleaved 1F1B, whose sends block,
+//    is played the same way (not modelled: the sender waiting for its peer);
+//  - ddp (PyTorch DDP on each model chunk, B18): every backward but the chunk's last runs under
+//    no_sync; the last arms the hooks, so its buckets' AllReduces overlap that backward as in
+//    plain DDP; the bucket copy-back follows it. Megatron-LM's stages after the first start
+//    their reduction after their last backward instead (B5; not modelled);
+//  - fsdp / hsdp (torchtitan, B18–B19): reshard_after_forward resolves to False under PP, so
+//    each FSDP unit of a chunk is all-gathered once, before the chunk's first forward, and
+//    stays unsharded for the step; no ReduceScatter per micro-batch: the unsharded gradients
+//    accumulate, and REDUCE_GRAD reduce-scatters every unit of a chunk (HSDP: then all-reduces
+//    the shard over the replicas) after the chunk's last backward, then reshards. The
+//    optimizer waits for every reduction;
+//  - the optimizer step updates the rank's own parameters (its stages; 1/shard of them under
+//    FSDP).
+#include "models/pipeline.hpp"
+#include "models/scenario.hpp"
+#include "models/strategy/buckets.hpp"
+#include "models/strategy/compute_tasks.hpp"
+#include "models/strategy/strategy.hpp"
+#include "sim/support/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace stepsim::models {
+
+namespace {
+
+using hardware::CollectiveOp;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// An FSDP unit of one chunk: the chunk's root layers (embedding, or norm + head) or
+// unit_layers consecutive blocks (unit_layers 0: the whole chunk).
+struct ChunkUnit {
+  std::vector<std::size_t> layers;  // forward order
+  double param_bytes = 0, grad_bytes = 0;
+};
+
+std::vector<ChunkUnit> chunk_units(const Scenario& s, const std::vector<std::size_t>& layers) {
+  std::vector<ChunkUnit> units;
+  ChunkUnit root;
+  const std::int64_t per_unit = s.sharding.unit_layers;
+  std::vector<ChunkUnit> blocks;
+  for (std::size_t l : layers) {
+    if (per_unit == 0) {
+      root.layers.push_back(l);
+      continue;
+    }
+    if (s.model.layers[l].root) {
+      root.layers.push_back(l);
+      continue;
+    }
+    if (blocks.empty() || static_cast<std::int64_t>(blocks.back().layers.size()) >= per_unit) blocks.emplace_back();
+    blocks.back().layers.push_back(l);
+  }
+  if (!root.layers.empty()) units.push_back(root);
+  units.insert(units.end(), blocks.begin(), blocks.end());
+  for (ChunkUnit& u : units)
+    for (std::size_t l : u.layers)
+      for (const ParamTensor& p : s.model.layers[l].params) {
+        u.param_bytes += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
+        if (p.trainable) u.grad_bytes += static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype);
+      }
+  return units;
+}
+
+// The node of the first rank of PP stage `rank` (stages are blocks of stage_ranks ranks, PP
+// outermost).
+std::int64_t stage_node(const Scenario& s, int rank) {
+  return static_cast<std::int64_t>(rank) * s.stage_ranks() / s.cluster.gpus_per_node;
+}
+
+}  // namespace
+
+LoweredStep lower_pipeline(const Scenario& s) {
+  LoweredStep out;
+  const StrategyEntry& strategy = strategy_of(s);
+  const bool fsdp = strategy.family == StrategyFamily::FSDP;
+  STEPSIM_ASSERT(fsdp || strategy.family == StrategyFamily::DDP, "pipeline parallelism under '{}'", strategy.name);
+  const int gpn = s.dp_slots_per_node();
+  // Groups: 0 the DP (shard) group, [the HSDP replica group], [TP], then PP inside and across nodes.
+  const int shard = fsdp ? static_cast<int>(s.shard_ranks()) : static_cast<int>(s.parallelism.dp);
+  out.groups.push_back(group_shape(s, shard, fsdp ? std::min(shard, gpn) : s.ranks_per_node()));
+  constexpr std::uint32_t kDpGroup = 0;
+  std::uint32_t replica_group = 0;
+  if (strategy.hybrid) {
+    const int replicas = static_cast<int>(s.parallelism.dp / shard);
+    hardware::GroupShape replica = group_shape(s, replicas, shard < gpn ? gpn / shard : 1);
+    replica.concurrent_groups_per_node = std::min(shard, gpn) * static_cast<int>(s.parallelism.tp);
+    out.groups.push_back(replica);
+    replica_group = static_cast<std::uint32_t>(out.groups.size() - 1);
+    out.replica_group = static_cast<std::int32_t>(replica_group);
+  }
+  const std::uint32_t tp_group = add_tensor_parallel_group(out, s);
+  // Point to point: every GPU of a stage sends to its peer at once; across nodes they share the
+  // node's NICs (GroupShape::concurrent_groups_per_node), inside one each has its NVLink.
+  out.pp_group = static_cast<std::int32_t>(out.groups.size());
+  out.groups.push_back({2, 2, 0, 1});
+  out.groups.push_back({2, 1, 0, static_cast<int>(std::min<std::int64_t>(s.stage_ranks(), s.cluster.gpus_per_node))});
+  const auto pp_group_between = [&](int a, int b) {
+    return static_cast<std::uint32_t>(out.pp_group + (stage_node(s, a) == stage_node(s, b) ? 0 : 1));
+  };
+
+  const int pp = static_cast<int>(s.parallelism.pp);
+  const int chunks = static_cast<int>(s.parallelism.virtual_stages);
+  const int stages = pp * chunks;
+  const std::int64_t m = s.batch.grad_accum;
+  const auto stage_layers = pipeline_stage_layers(s);
+  const auto programs = pipeline_programs(pipeline_schedule_of(s.parallelism.pipeline_schedule), pp, chunks, m);
+  const double message_bytes = pipeline_message_bytes(s);
+
+  sim::TaskGraph& g = out.graph;
+  sim::RendezvousId next_rendezvous = 0;
+  // Per virtual stage and micro-batch: the last compute task of its forward / backward, and
+  // the receive its forward / backward waits for (joined to the sender once every rank is in).
+  const auto table = [&] { return std::vector<std::vector<sim::TaskId>>(stages, std::vector<sim::TaskId>(m, sim::kNoTask)); };
+  auto fwd_done = table(), bwd_done = table(), recv_act = table(), recv_grad = table();
+
+  for (int r = 0; r < pp; ++r) {
+    const auto rank = static_cast<std::uint32_t>(r);
+    const auto add = [&](sim::Task t) {
+      t.rank = rank;
+      return g.add_task(std::move(t));
+    };
+    const auto compute_tail = [&] { return g.stream_tail(rank, kComputeStream); };
+    // Per chunk: DDP's buckets, or FSDP's units.
+    struct Chunk {
+      std::vector<std::size_t> layers;
+      std::vector<std::pair<std::size_t, std::size_t>> ready;  // (layer, param) in ready order
+      std::vector<BucketAssignment> buckets;
+      std::vector<ChunkUnit> units;
+      std::vector<double> unsharded_grads;
+    };
+    std::vector<Chunk> chunk(static_cast<std::size_t>(chunks));
+    for (int c = 0; c < chunks; ++c) {
+      Chunk& k = chunk[static_cast<std::size_t>(c)];
+      k.layers = stage_layers[static_cast<std::size_t>(c * pp + r)];
+      if (fsdp) {
+        k.units = chunk_units(s, k.layers);
+        k.unsharded_grads.assign(k.units.size(), 0);
+        continue;
+      }
+      std::vector<BucketInput> inputs;
+      for (auto it = k.layers.rbegin(); it != k.layers.rend(); ++it)
+        for (std::size_t idx : s.model.ready_order(*it)) {
+          const ParamTensor& p = s.model.layers[*it].params[idx];
+          if (!p.trainable) continue;
+          k.ready.emplace_back(*it, idx);
+          inputs.push_back({static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype), static_cast<std::uint32_t>(p.dtype)});
+        }
+      k.buckets = assign_buckets(inputs, {s.parallelism.first_bucket_mb * kMiB, s.parallelism.bucket_cap_mb * kMiB});
+      for (const auto& b : k.buckets) out.buckets.push_back({b.bytes, b.tensors.size()});
+    }
+    std::vector<sim::TaskId> reductions;  // every DP reduction of the rank (the optimizer waits)
+
+    for (const PipelineAction& a : programs[static_cast<std::size_t>(r)]) {
+      Chunk& k = chunk[static_cast<std::size_t>(a.chunk)];
+      const int vs = a.chunk * pp + r;
+      const auto vsi = static_cast<std::size_t>(vs);
+      const auto mbi = static_cast<std::size_t>(a.micro_batch);
+      const std::string prefix = fmt::format("s{}.{}{}", r, chunks > 1 ? fmt::format("c{}.", a.chunk) : "",
+                                             micro_batch_prefix(a.micro_batch, m));
+      const auto receive = [&](bool grad, int peer) {
+        return add(p2p_task(fmt::format("{}recv.{}", prefix, grad ? "grad" : "act"), message_bytes,
+                            pp_group_between(r, peer), grad ? kPpRecvNextStream : kPpRecvPrevStream));
+      };
+      if (!a.backward) {
+        sim::TaskId recv = sim::kNoTask;
+        if (vs > 0) recv = recv_act[vsi][mbi] = receive(false, (vs - 1) % pp);
+        const bool first_use = fsdp && a.micro_batch == 0;
+        std::size_t next_unit = 0;
+        bool first_task = true;
+        for (std::size_t l : k.layers) {
+          // torchtitan under PP: each unit all-gathered once, before its first forward.
+          if (first_use && next_unit < k.units.size() && k.units[next_unit].layers.front() == l) {
+            const ChunkUnit& u = k.units[next_unit];
+            sim::Task ag = collective_task(fmt::format("{}allgather.unit{}", prefix, next_unit), CollectiveOp::AllGather,
+                                           u.param_bytes, kDpGroup, kCommStream, next_rendezvous);
+            ag.alloc_bytes[kBufferCounter] = u.param_bytes;
+            const sim::TaskId ag_id = add(std::move(ag));
+            sim::Task copy = wait_task(fmt::format("{}fsdp.copy_out.unit{}", prefix, next_unit), Phase::Overhead);
+            copy.bytes = 2.0 * u.param_bytes;
+            const sim::TaskId copy_id = add(std::move(copy));
+            g.add_dependency(ag_id, copy_id);
+            if (first_task && recv != sim::kNoTask) g.add_dependency(recv, copy_id);
+            first_task = false;
+            ++next_unit;
+          }
+          const sim::TaskId id = add(forward_task(s, l, prefix));
+          if (first_task && recv != sim::kNoTask) g.add_dependency(recv, id);
+          first_task = false;
+          add_tensor_parallel_collectives(g, s, l, prefix, false, tp_group, next_rendezvous, rank);
+        }
+        fwd_done[vsi][mbi] = compute_tail();
+        continue;
+      }
+      // ---- backward ----
+      sim::TaskId recv = sim::kNoTask;
+      if (vs + 1 < stages) recv = recv_grad[vsi][mbi] = receive(true, (vs + 1) % pp);
+      const bool last = a.micro_batch == m - 1;  // the chunk's last backward (backwards run in micro-batch order)
+      const bool sync = last && !fsdp;
+      std::vector<std::size_t> left(k.buckets.size());
+      for (std::size_t b = 0; b < k.buckets.size(); ++b) left[b] = k.buckets[b].tensors.size();
+      std::vector<sim::TaskId> last_grad(k.buckets.size(), sim::kNoTask);
+      std::size_t next_bucket = 0, ready_pos = 0;
+      sim::TaskId last_ar = sim::kNoTask;
+      bool first_task = true;
+      for (auto it = k.layers.rbegin(); it != k.layers.rend(); ++it) {
+        const std::size_t l = *it;
+        for (auto& seg : backward_segments(s, l, prefix, sync ? 2.0 : 0.0, fsdp ? -1 : a.micro_batch)) {
+          if (fsdp && seg.produces_grad) {
+            // The unit's unsharded gradients exist from its first gradient to REDUCE_GRAD.
+            for (std::size_t u = 0; u < k.units.size(); ++u)
+              if (std::find(k.units[u].layers.begin(), k.units[u].layers.end(), l) != k.units[u].layers.end() &&
+                  k.unsharded_grads[u] == 0) {
+                seg.task.alloc_bytes[kBufferCounter] += k.units[u].grad_bytes;
+                k.unsharded_grads[u] = k.units[u].grad_bytes;
+              }
+          }
+          const bool produces = seg.produces_grad;
+          const sim::TaskId id = add(std::move(seg.task));
+          if (first_task && recv != sim::kNoTask) g.add_dependency(recv, id);
+          first_task = false;
+          if (!sync || !produces) continue;
+          // DDP's hook: the bucket of this gradient (tensors in ready order, k.ready).
+          std::size_t b = 0;
+          for (; b < k.buckets.size(); ++b)
+            if (std::find(k.buckets[b].tensors.begin(), k.buckets[b].tensors.end(), ready_pos) != k.buckets[b].tensors.end())
+              break;
+          ++ready_pos;
+          last_grad[b] = id;
+          --left[b];
+          for (; next_bucket < k.buckets.size() && left[next_bucket] == 0; ++next_bucket) {
+            last_ar = add(collective_task(fmt::format("{}allreduce.bucket{}", prefix, next_bucket), CollectiveOp::AllReduce,
+                                          k.buckets[next_bucket].bytes, kDpGroup, kCommStream, next_rendezvous));
+            g.add_dependency(last_grad[next_bucket], last_ar);
+          }
+        }
+        add_tensor_parallel_collectives(g, s, l, prefix, true, tp_group, next_rendezvous, rank);
+      }
+      bwd_done[vsi][mbi] = compute_tail();
+      if (!last) continue;
+      if (!fsdp) {
+        sim::Task fin = wait_task(prefix + (s.parallelism.gradient_as_bucket_view ? "ddp.finalize_backward"
+                                                                                  : "ddp.copy_bucket_to_grad"),
+                                  Phase::Overhead);
+        if (!s.parallelism.gradient_as_bucket_view)
+          for (const auto& b : k.buckets) fin.bytes += 2.0 * b.bytes;
+        const sim::TaskId fin_id = add(std::move(fin));
+        if (last_ar != sim::kNoTask) g.add_dependency(last_ar, fin_id);
+        continue;
+      }
+      // REDUCE_GRAD: every unit of the chunk, in backward order, after its last backward.
+      const sim::TaskId after = bwd_done[vsi][mbi];
+      for (std::size_t u = k.units.size(); u-- > 0;) {
+        const ChunkUnit& unit = k.units[u];
+        if (unit.grad_bytes <= 0) continue;
+        sim::Task rs = collective_task(fmt::format("{}reducescatter.unit{}", prefix, u), CollectiveOp::ReduceScatter,
+                                       unit.grad_bytes, kDpGroup, kCommStream, next_rendezvous);
+        rs.free_bytes[kBufferCounter] = unit.grad_bytes + unit.param_bytes;  // gradients reduced, parameters resharded
+        const sim::TaskId rs_id = add(std::move(rs));
+        g.add_dependency(after, rs_id);
+        reductions.push_back(rs_id);
+        if (strategy.hybrid) {
+          const sim::TaskId ar = add(collective_task(fmt::format("{}allreduce.unit{}.replicas", prefix, u),
+                                                     CollectiveOp::AllReduce, unit.grad_bytes / shard, replica_group,
+                                                     kReplicaStream, next_rendezvous));
+          g.add_dependency(rs_id, ar);
+          reductions.push_back(ar);
+        }
+      }
+    }
+    if (fsdp) {
+      const sim::TaskId fin = add(wait_task(fmt::format("s{}.fsdp.finalize_backward", r), Phase::Overhead));
+      for (sim::TaskId id : reductions) g.add_dependency(id, fin);
+    }
+    if (sim::Task opt; optimizer_step(pipeline_rank_scenario(s, r), fsdp ? static_cast<double>(shard) : 1.0, opt)) {
+      opt.name = fmt::format("s{}.{}", r, opt.name);
+      add(std::move(opt));
+    }
+  }
+  // Each receive waits for its sender's compute.
+  for (int vs = 0; vs < stages; ++vs)
+    for (std::int64_t mb = 0; mb < m; ++mb) {
+      const auto v = static_cast<std::size_t>(vs);
+      const auto i = static_cast<std::size_t>(mb);
+      if (vs > 0) g.add_dependency(fwd_done[v - 1][i], recv_act[v][i]);
+      if (vs + 1 < stages) g.add_dependency(bwd_done[v + 1][i], recv_grad[v][i]);
+    }
+  g.freeze(s.parallelism.strategy + "+pp");
+  return out;
+}
+
+}  // namespace stepsim::models

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pipeline parallelism (issue 15 item 6): the stage split, the schedules' programs
+// (shared/reference/semantics-parallel.md §B1, B3, B8–B10), the bubble the simulation produces
+// against the closed forms (B20), and the rules a scenario with parallelism.pp must obey.
+#include "models/pipeline.hpp"
+#include "models/report.hpp"
+#include "models/scenario.hpp"
+#include "models/strategy/strategy.hpp"
+#include "sim/support/error.hpp"
+#include "tests/support/catch.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <set>
+
+using namespace stepsim;
+using namespace stepsim::models;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Scenario scenario(const std::string& text) { return parse_scenario(nlohmann::json::parse(text), "test.json"); }
+
+// Llama-3.2-1B (16 blocks) on one H100 node per stage group.
+Scenario llama1b(std::int64_t dp, std::int64_t pp, std::int64_t m, const std::string& parallel_extra = "",
+                 const std::string& strategy = "ddp", const std::string& extra = "") {
+  return scenario(fmt::format(R"({{"model": "llama3.2-1b", "hardware": "h100-sxm",
+    "parallelism": {{"strategy": "{}", "dp": {}, "pp": {}{}}},
+    "batch": {{"micro_batch_size": 1, "seq_len": 2048, "grad_accum": {}}}{}}})",
+                              strategy, dp, pp, parallel_extra, m, extra));
+}
+
+// Every block takes 1 ms forward and 2 ms backward; the embedding, norm and head nothing; no
+// optimizer step: the step is the schedule alone (and its point-to-point messages).
+Scenario uniform_blocks(Scenario s) {
+  for (auto& l : s.model.layers) {
+    l.fwd_s = l.root ? 0.0 : 1e-3;
+    l.bwd_s = l.root ? 0.0 : 2e-3;
+  }
+  s.optimizer = "none";
+  s.contention.overlap_model = "off";  // the receives do not slow the blocks
+  s.parallelism.gradient_as_bucket_view = true;  // no bucket copy-back kernel
+  return s;
+}
+
+// Each (micro-batch, chunk) once forward and once backward, the backward after the forward.
+void check_program(const std::vector<PipelineAction>& prog, std::int64_t m, int chunks) {
+  std::set<std::pair<std::int64_t, int>> fwd, bwd;
+  for (const auto& a : prog) {
+    const std::pair<std::int64_t, int> key{a.micro_batch, a.chunk};
+    if (a.backward) {
+      CHECK(fwd.count(key) == 1);
+      CHECK(bwd.insert(key).second);
+    } else {
+      CHECK(fwd.insert(key).second);
+    }
+  }
+  CHECK(fwd.size() == static_cast<std::size_t>(m * chunks));
+  CHECK(bwd.size() == static_cast<std::size_t>(m * chunks));
+}
+
+}  // namespace
+
+TEST_CASE("pipeline: 1F1B warms up pp - rank forwards, then alternates backward and forward", "[models][pp]") {
+  // Megatron-LM forward_backward_pipelining_without_interleaving: W = min(p − r − 1, m) warm-up
+  // forwards plus the first steady-state forward; torch Schedule1F1B: min(m, p − stage).
+  const auto progs = pipeline_programs(PipelineSchedule::OneFOneB, 4, 1, 8);
+  REQUIRE(progs.size() == 4);
+  for (int r = 0; r < 4; ++r) {
+    const auto& p = progs[static_cast<std::size_t>(r)];
+    check_program(p, 8, 1);
+    const auto warmup = std::find_if(p.begin(), p.end(), [](const PipelineAction& a) { return a.backward; }) - p.begin();
+    CHECK(warmup == 4 - r);
+  }
+  // The last stage: F0 B0 F1 B1 …
+  const auto& last = progs[3];
+  for (std::size_t i = 0; i < last.size(); ++i) CHECK(last[i] == PipelineAction{i % 2 == 1, static_cast<std::int64_t>(i / 2), 0});
+  // Fewer micro-batches than stages: every forward is warm-up.
+  CHECK(pipeline_programs(PipelineSchedule::OneFOneB, 4, 1, 2)[0][1] == PipelineAction{false, 1, 0});
+}
+
+TEST_CASE("pipeline: GPipe runs every forward then every backward; Interleaved1F1B loops chunks by rounds", "[models][pp]") {
+  const auto gpipe = pipeline_programs(PipelineSchedule::GPipe, 3, 1, 5);
+  for (const auto& p : gpipe) {
+    check_program(p, 5, 1);
+    for (std::size_t i = 0; i < 5; ++i) CHECK(p[i] == PipelineAction{false, static_cast<std::int64_t>(i), 0});
+  }
+  // B10: p = 2, v = 2, m = 4: rounds 2, 2 micro-batches per round; rank 0 warms up
+  // (v − 1)·2 + 2·(p − 1) = 4 forwards: chunk 0 for micro-batches 0, 1, then chunk 1.
+  const auto inter = pipeline_programs(PipelineSchedule::Interleaved1F1B, 2, 2, 4);
+  for (const auto& p : inter) check_program(p, 4, 2);
+  // Then a forward and a backward in turn (B3's steady state: forward first).
+  const std::vector<PipelineAction> head = {{false, 0, 0}, {false, 1, 0}, {false, 0, 1}, {false, 1, 1},
+                                            {false, 2, 0}, {true, 0, 1},  {false, 3, 0}, {true, 1, 1}};
+  CHECK(std::vector<PipelineAction>(inter[0].begin(), inter[0].begin() + 8) == head);
+  // Rank 1 warms up (v − 1)·2 = 2 forwards, then runs chunk 1 of micro-batch 0 and its backward.
+  CHECK(inter[1][2] == PipelineAction{false, 0, 1});
+  CHECK(inter[1][3] == PipelineAction{true, 0, 1});
+}
+
+TEST_CASE("pipeline: Megatron-LM splits blocks evenly; torchtitan counts the embedding and the head as a layer", "[models][pp]") {
+  const Scenario ddp = llama1b(1, 4, 4);
+  const auto stages = pipeline_stage_layers(ddp);
+  REQUIRE(stages.size() == 4);
+  // 16 blocks: 4 each; the embedding (layer 0) first, the norm and head last.
+  CHECK(stages[0].front() == 0);
+  CHECK(stages[0].size() == 5);
+  CHECK(stages[1].size() == 4);
+  CHECK(stages[3].size() == 4 + 2);
+  CHECK(stages[3].back() == ddp.model.layers.size() - 1);
+  // Llama-3.1-405B (126 blocks) on pp 8 as torchtitan's 405B runs split it
+  // (generate_llm_fqn_per_model_part): 128 effective layers, 16 per stage, so 15 blocks on the
+  // first and last stages, 16 on the others; interleaved over 16 stages: 7 and 8.
+  const auto big = [](const std::string& extra) {
+    return scenario(fmt::format(R"({{"model": "llama3-405b", "hardware": "h100-sxm",
+      "parallelism": {{"strategy": "fsdp", "dp": 1, "tp": 8, "pp": 8{}}},
+      "batch": {{"micro_batch_size": 1, "seq_len": 8192, "grad_accum": 32}}}})", extra));
+  };
+  const auto titan = pipeline_stage_layers(big(""));
+  REQUIRE(titan.size() == 8);
+  CHECK(titan[0].size() == 1 + 15);
+  for (std::size_t k = 1; k < 7; ++k) CHECK(titan[k].size() == 16);
+  CHECK(titan[7].size() == 15 + 2);
+  const auto inter = pipeline_stage_layers(big(R"(, "pipeline_schedule": "Interleaved1F1B")"));
+  REQUIRE(inter.size() == 16);
+  CHECK(inter[0].size() == 1 + 7);
+  CHECK(inter[8].size() == 8);
+  CHECK(inter[15].size() == 7 + 2);
+}
+
+TEST_CASE("pipeline: the simulated bubble matches the closed forms on uniform stages", "[models][pp]") {
+  // B20 (Narayanan et al. 2021): 1F1B and GPipe take (m + p − 1)(t_f + t_b); interleaving
+  // with v chunks per rank (m + (p − 1)/v)(t_f + t_b), t_f and t_b a whole stage's per
+  // micro-batch. Stages of 4 blocks: t_f = 4 ms, t_b = 8 ms. Point-to-point messages of
+  // 2048 × 2048 × 2 B = 8 MB add a few percent at most.
+  const double tf = 4e-3, tb = 8e-3;
+  for (const std::int64_t m : {4, 8, 16}) {
+    for (const std::string sched : {"1F1B", "GPipe"}) {
+      const Report r = run(uniform_blocks(llama1b(1, 4, m, fmt::format(R"(, "pipeline_schedule": "{}")", sched))));
+      INFO(sched << " m=" << m);
+      const double ideal = (static_cast<double>(m) + 3) * (tf + tb);
+      CHECK(r.step_time_s >= ideal);
+      CHECK(r.step_time_s == Approx(ideal).epsilon(0.03));
+      REQUIRE(r.pipeline_stages.size() == 4);
+      // Every stage computes m (t_f + t_b); the rest of the step is its bubble, (p − 1)(t_f + t_b) ideally.
+      for (const auto& st : r.pipeline_stages) CHECK(st.compute_time_s == Approx(static_cast<double>(m) * (tf + tb)));
+      CHECK(r.pipeline_stages[0].bubble_s == Approx(3 * (tf + tb)).epsilon(0.1));
+    }
+    const Report inter =
+        run(uniform_blocks(llama1b(1, 4, m, R"(, "pipeline_schedule": "Interleaved1F1B", "virtual_stages": 2)")));
+    INFO("Interleaved1F1B m=" << m);
+    const double ideal = (static_cast<double>(m) + 3.0 / 2) * (tf + tb);
+    CHECK(inter.step_time_s >= ideal);
+    CHECK(inter.step_time_s == Approx(ideal).epsilon(0.06));
+  }
+}
+
+TEST_CASE("pipeline: GPipe holds every micro-batch's activations, 1F1B at most pp on stage 0", "[models][pp]") {
+  // B2, B8: 1F1B stage r holds min(p − r, m) micro-batches; GPipe all m.
+  const Report gpipe = run(llama1b(1, 4, 16, R"(, "pipeline_schedule": "GPipe")"));
+  const Report one = run(llama1b(1, 4, 16));
+  const double a_gpipe = gpipe.pipeline_stages[1].activations_bytes;
+  const double a_one = one.pipeline_stages[1].activations_bytes;
+  CHECK(a_gpipe / a_one == Approx(16.0 / 3).epsilon(0.02));  // stage 1: 3 in flight under 1F1B
+  CHECK(one.pipeline_stages[0].activations_bytes > one.pipeline_stages[3].activations_bytes);
+}
+
+TEST_CASE("pipeline: point-to-point messages are [s, b, h] in the parameter dtype, m per boundary each way", "[models][pp]") {
+  const Report r = run(llama1b(2, 4, 8));
+  const double bytes = 2048.0 * 1 * 2048 * 2;  // seq × micro-batch × hidden × bf16 (B7)
+  std::int64_t messages = 0;
+  for (const auto& c : r.collectives)
+    if (c.group == "pp") {
+      CHECK(c.op == "SendRecv");
+      CHECK(c.bytes == bytes);
+      CHECK(c.busbw_bytes_per_s == c.algbw_bytes_per_s);
+      messages += c.count;
+    }
+  // Stage 0 receives the gradients of its 8 micro-batches (the report counts stage 0's).
+  CHECK(messages == 8);
+  // dp 2 × pp 4 = 8 GPUs in one node: every boundary inside it (NVLink).
+  CHECK(r.scenario.world_size() == 8);
+}
+
+TEST_CASE("pipeline: FSDP under PP gathers each unit once a step and reduce-scatters it once", "[models][pp]") {
+  // torchtitan (B18, B19): reshard_after_forward False under PP; REDUCE_GRAD after the last backward.
+  const Report r = run(llama1b(8, 2, 4, "", "fsdp", R"(, "cluster": {"nodes": 2})"));
+  std::int64_t ag = 0, rs = 0;
+  for (const auto& c : r.collectives) {
+    if (c.group != "dp") continue;
+    if (c.op == "AllGather") ag += c.count;
+    if (c.op == "ReduceScatter") rs += c.count;
+  }
+  // Stage 0: the embedding unit and 9 blocks (18 effective layers over 2 stages: 9 each, less the embedding's weight: 8)…
+  const auto stages = pipeline_stage_layers(r.scenario);
+  const std::int64_t units = static_cast<std::int64_t>(stages[0].size());  // unit_layers 1: one unit per layer
+  CHECK(ag == units);
+  CHECK(rs == units);
+  CHECK(r.pipeline_stages.size() == 2);
+  CHECK(r.step_time_s > 0);
+}
+
+TEST_CASE("pipeline: scenarios refuse what is not modelled, naming the field", "[models][pp]") {
+  CHECK_THROWS_WITH(llama1b(8, 2, 4, "", "zero3"), Contains("/parallelism/pp") && Contains("ZeRO-3"));
+  CHECK_THROWS_WITH(llama1b(8, 2, 4, "", "zero1"), Contains("not modelled yet"));
+  CHECK_THROWS_WITH(llama1b(1, 3, 4), Contains("16 transformer blocks do not split evenly"));
+  CHECK_THROWS_WITH(llama1b(1, 4, 4, R"(, "virtual_stages": 2)"), Contains("Interleaved1F1B"));
+  CHECK_THROWS_WITH(llama1b(1, 4, 9, R"(, "pipeline_schedule": "Interleaved1F1B")"), Contains("rounds"));
+  CHECK_THROWS_WITH(llama1b(2, 1, 4, R"(, "pipeline_schedule": "GPipe")"), Contains("needs pp > 1"));
+  CHECK_THROWS_WITH(llama1b(2, 2, 4, "", "ddp", R"(, "sim": {"rank_mode": "per_rank"})"), Contains("/sim/rank_mode"));
+  CHECK_THROWS_WITH(llama1b(16, 2, 4, R"(, "sync_every_micro_batch": true)"), Contains("sync_every_micro_batch"));
+  // The world is dp × tp × pp.
+  CHECK_THROWS_WITH(llama1b(8, 2, 4, "", "ddp", R"(, "cluster": {"nodes": 1})"), Contains("dp × tp × pp"));
+}
