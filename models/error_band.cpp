@@ -17,6 +17,7 @@ RunKind run_kind(const Scenario& s) {
   else if (starts("h100") || starts("h200") || starts("h800")) k.family = "hopper";
   k.sharded = s.zero_stage() == 3;  // parameters sharded: ZeRO-3, FSDP, HSDP
   k.tensor_parallel = s.parallelism.tp > 1;
+  k.pipeline_parallel = s.parallelism.pp > 1;
   using Math = hardware::GemmMath;
   const Math m = s.precision.gemm_math;
   k.math = s.precision.float8 != PrecisionConfig::Float8::None ? "fp8"

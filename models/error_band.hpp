@@ -21,6 +21,8 @@ struct RunKind {
   /// parallelism.tp > 1: a band earned by data-parallel runs says nothing of a TP step's TP
   /// collectives; no kind with TP has the 5 runs a band needs yet.
   bool tensor_parallel = false;
+  /// parallelism.pp > 1: the same for a pipeline's bubble and point-to-point transfers.
+  bool pipeline_parallel = false;
   bool operator==(const RunKind&) const = default;
 };
 

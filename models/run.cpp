@@ -504,7 +504,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
                             "pipeline-parallel runs in the measured sets (docs/accuracy.md) number fewer than the 5 of "
                             "one kind (GPU family, sharding, arithmetic) a band needs";
   } else if (s.parallelism.tp > 1) {
-    // The bands were earned by data-parallel runs (RunKind::tensor_parallel).
+    // The bands were earned by data-parallel runs (RunKind::tensor_parallel, pipeline_parallel).
     r.error_band_withheld = "this step has tensor parallelism, and the bands are earned by data-parallel runs; the "
                             "tensor-parallel runs in the measured sets (docs/accuracy.md) number fewer than the 5 of one "
                             "kind (GPU family, sharding, arithmetic) a band needs";

@@ -155,9 +155,11 @@ void check_pipeline(const JsonReader& par, Scenario& s) {
   if (p.sync_every_micro_batch)
     par.fail("sync_every_micro_batch", "is not modelled under pipeline parallelism (both frameworks reduce gradients "
                                        "once per step, after each stage's last backward); expected false");
-  if (st.family == StrategyFamily::FSDP && s.sharding.reshard_after_forward != ReshardMode::Default)
-    par.fail("reshard_after_forward", "under pipeline parallelism only \"default\" is modelled (torchtitan resolves it "
-                                      "to False: each unit is all-gathered once per step)");
+  if (st.family == StrategyFamily::FSDP && s.sharding.reshard_after_forward != ReshardMode::Default &&
+      s.sharding.reshard_after_forward != ReshardMode::Torchtitan)
+    par.fail("reshard_after_forward", "under pipeline parallelism only \"default\" or \"torchtitan\" is modelled (both "
+                                      "resolve to False under PP, as torchtitan's policy does: each unit is all-gathered "
+                                      "once per step)");
   if (const std::string why = pipeline_problem(s); !why.empty()) par.fail("pp", fmt::format("{}: {}", p.pp, why));
 }
 

@@ -44,9 +44,11 @@ double work_per_step(AccuracyMetric m, const models::Scenario& s) {
     case AccuracyMetric::SamplesPerS:
       return static_cast<double>(s.parallelism.dp) * static_cast<double>(s.batch.micro_batch_size) *
              static_cast<double>(s.batch.grad_accum);
-    // Tokens per GPU: a TP group of tp GPUs shares its DP rank's tokens.
+    // Tokens per GPU: a DP rank's tokens are shared by its TP group and its pipeline stages
+    // (tp × pp GPUs).
     case AccuracyMetric::TokensPerSPerGpu:
-      return static_cast<double>(s.tokens_per_gpu_step()) / static_cast<double>(s.parallelism.tp);
+      return static_cast<double>(s.tokens_per_gpu_step()) /
+             static_cast<double>(s.parallelism.tp * s.parallelism.pp);
   }
   return 1.0;
 }
