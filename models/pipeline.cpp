@@ -167,12 +167,41 @@ std::vector<std::size_t> pipeline_rank_layers(const Scenario& s, int rank) {
   return out;
 }
 
+const ParamTensor* pipeline_tied_embedding(const Scenario& s) {
+  if (s.parallelism.pp <= 1 || !s.model.transformer_shape || !s.model.transformer_shape->tied_embeddings ||
+      s.model.layers.empty())
+    return nullptr;
+  const ParamTensor* best = nullptr;
+  for (const ParamTensor& p : s.model.layers.front().params)
+    if (best == nullptr || p.numel > best->numel) best = &p;
+  return best;
+}
+
 Scenario pipeline_rank_scenario(const Scenario& s, int rank) {
   Scenario out = s;
   std::vector<LayerSpec> layers;
   for (std::size_t l : pipeline_rank_layers(s, rank)) layers.push_back(s.model.layers[l]);
+  if (const ParamTensor* tied = pipeline_tied_embedding(s); tied != nullptr && rank + 1 == s.parallelism.pp) {
+    ParamTensor copy = *tied;
+    copy.name += " (copy on the last stage)";
+    layers.back().params.push_back(copy);
+  }
   out.model.layers = std::move(layers);
   return out;
+}
+
+double pipeline_micro_batches_in_flight(const Scenario& s, int rank) {
+  const std::int64_t m = s.batch.grad_accum, pp = s.parallelism.pp, v = s.parallelism.virtual_stages;
+  switch (pipeline_schedule_of(s.parallelism.pipeline_schedule)) {
+    case PipelineSchedule::GPipe: return static_cast<double>(m);
+    case PipelineSchedule::OneFOneB: return static_cast<double>(std::min<std::int64_t>(pp - rank, m));
+    case PipelineSchedule::Interleaved1F1B: {
+      const std::int64_t mpr = m / std::max<std::int64_t>(1, m / pp);
+      const std::int64_t chunks = std::min<std::int64_t>(m * v, (v - 1) * mpr + 2 * (pp - 1 - rank) + 1);
+      return static_cast<double>(chunks) / static_cast<double>(v);
+    }
+  }
+  return static_cast<double>(m);
 }
 
 double pipeline_message_bytes(const Scenario& s) {

@@ -37,6 +37,7 @@ namespace stepsim::models {
 
 struct Scenario;
 struct ModelSpec;
+struct ParamTensor;
 
 /// The pipeline schedules stepsim plays.
 enum class PipelineSchedule { GPipe, OneFOneB, Interleaved1F1B };
@@ -76,8 +77,23 @@ std::string pipeline_problem(const Scenario& s);
 std::vector<std::size_t> pipeline_rank_layers(const Scenario& s, int rank);
 
 /// A copy of `s` whose model holds only PP rank `rank`'s layers (for its memory and its
-/// optimizer step; the rest of the scenario unchanged).
+/// optimizer step; the rest of the scenario unchanged). With tied embeddings the last PP rank
+/// also holds a copy of the word embedding (pipeline_tied_embedding).
 Scenario pipeline_rank_scenario(const Scenario& s, int rank);
+
+/// Under PP with tied embeddings (TransformerShape::tied_embeddings) the LM head on the last
+/// stage cannot read the first stage's word embedding: Megatron-LM keeps a copy there
+/// (LanguageModule.setup_embeddings_and_output_layer, shared_embedding_or_output_weight) and
+/// all-reduces the two copies' gradients between the first and last stage after the DP
+/// reduction (finalize_model_grads, _allreduce_word_embedding_grads). The word embedding's
+/// tensor (the largest of the model's first layer); nullptr when the model has no tie or pp is 1.
+const ParamTensor* pipeline_tied_embedding(const Scenario& s);
+
+/// Micro-batches of PP rank `rank`'s own layers whose activations its schedule holds at once at
+/// most (for `stepsim memory`; `stepsim run` plays the schedule and measures it): 1F1B
+/// min(pp − rank, m) (B2), GPipe m (B8), Interleaved1F1B its warm-up + 1 chunk-micro-batches
+/// of 1/v of the rank's layers each, min(m·v, (v − 1)·mpr + 2·(pp − 1 − rank) + 1) / v (B4).
+double pipeline_micro_batches_in_flight(const Scenario& s, int rank);
 
 /// Bytes of one point-to-point message between stages for one micro-batch, each direction:
 /// the [seq_len, micro_batch_size, hidden] activations (or their gradient) in the parameter

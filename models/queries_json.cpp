@@ -2,6 +2,8 @@
 // `stepsim memory`, `collective` and `threshold` as library calls (models/queries_json.hpp).
 #include "models/queries_json.hpp"
 
+#include "models/pipeline.hpp"
+
 #include "hardware/calibration.hpp"
 #include "hardware/calibration_json.hpp"
 #include "hardware/hardware_profile_json.hpp"
@@ -41,6 +43,11 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   // largest model is tp times what that share's states allow.
   std::int64_t tp = 1;
   double model_params = 0;
+  // Under pipeline parallelism a GPU holds one PP rank's layers: the rank with the most
+  // parameters, and the activations of the micro-batches its schedule holds at once.
+  std::int64_t pp = 1;
+  double in_flight = 1;
+  std::string schedule;
   if (!a.scenario.empty() || a.scenario_doc) {
     if (a.params != 0 || a.dp != 0 || !a.hardware.empty())
       throw InputError("--params/--dp/--hardware", "", "give either a scenario or --params and --dp (and --hardware), not both");
@@ -56,6 +63,21 @@ QueryAnswer memory_query(const MemoryQuery& a) {
     if (!a.optimizer_bytes_given) k = optimizer_state_bytes_per_param(s.optimizer, s.precision.held_dtype);
     dp = s.parallelism.dp;
     activations = activation_bytes(s);
+    pp = s.parallelism.pp;
+    if (pp > 1) {
+      schedule = s.parallelism.pipeline_schedule;
+      psi = 0;
+      activations = 0;
+      for (int r = 0; r < static_cast<int>(pp); ++r) {
+        const Scenario rank_s = pipeline_rank_scenario(s, r);
+        psi = std::max(psi, static_cast<double>(rank_s.model.parameter_count()));
+        const double flight = pipeline_micro_batches_in_flight(s, r);
+        if (activation_bytes(rank_s) * flight > activations) {
+          activations = activation_bytes(rank_s) * flight;
+          in_flight = flight;
+        }
+      }
+    }
     hw = s.hardware;
     if (group == 0) group = strategy_of(s).hybrid ? s.shard_ranks() : s.ranks_per_node();
   } else {
@@ -79,8 +101,9 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   nlohmann::ordered_json j;
   j["schema"] = "stepsim.memory/1";
   j["params"] = psi;
-  if (tp > 1) {
+  if (tp > 1 || pp > 1) {
     j["tp"] = tp;
+    j["pp"] = pp;
     j["model_params"] = model_params;
   }
   j["dp"] = dp;
@@ -91,8 +114,10 @@ QueryAnswer memory_query(const MemoryQuery& a) {
                  "state): ddp BΨ+BΨ+KΨ; zero1 BΨ+BΨ+KΨ/N; zero2 BΨ+(B+K)Ψ/N; zero3 and fsdp (FULL_SHARD) (B+B+K)Ψ/N; "
                  "hsdp (B+B+K)Ψ/G over a shard group of G ranks";
   const std::string subject =
-      tp > 1 ? fmt::format("{:.4g} parameters per TP rank (the model's {:.4g} over tp {})", psi, model_params, tp)
-             : fmt::format("{:.4g} parameters", psi);
+      pp > 1   ? fmt::format("{:.4g} parameters on the largest PP rank (the model's {:.4g} over pp {}{})", psi, model_params,
+                             pp, tp > 1 ? fmt::format(" and tp {}", tp) : std::string())
+      : tp > 1 ? fmt::format("{:.4g} parameters per TP rank (the model's {:.4g} over tp {})", psi, model_params, tp)
+               : fmt::format("{:.4g} parameters", psi);
   std::string text = fmt::format("model-state memory per GPU for {}, N_d = {}, B = {:g}, K = {:g}, HSDP "
                                  "shard group G = {} (GB = 1e9 bytes)\n", subject, dp, param_bytes, k, group);
   text += fmt::format("  {:<7}{:>12}{:>12}{:>12}{:>12}{}{}\n", "", "params", "grads", "optimizer", "total",
@@ -113,7 +138,7 @@ QueryAnswer memory_query(const MemoryQuery& a) {
     }
     if (hw) {
       // Model states scale with Ψ: the most parameters whose states (no activations) fit.
-      const double largest = capacity / (m.total_bytes() / psi) * static_cast<double>(tp);
+      const double largest = capacity / (m.total_bytes() / psi) * static_cast<double>(tp * pp);
       e["largest_params"] = largest;
       extra += fmt::format("  {:>9.4g} params", largest);
     }
@@ -123,7 +148,11 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   }
   if (activations >= 0) {
     j["activations_bytes"] = activations;
-    text += fmt::format("  activations of one micro-batch: {:.2f} GB\n", activations / 1e9);
+    if (pp > 1)
+      text += fmt::format("  activations of the {:.3g} micro-batches its {} schedule holds at once on the busiest PP rank: "
+                          "{:.2f} GB\n", in_flight, schedule, activations / 1e9);
+    else
+      text += fmt::format("  activations of one micro-batch: {:.2f} GB\n", activations / 1e9);
     // Found by a new-user trial: this table said "fits" where run's peak did not.
     text += "  model states and activations only: the step's peak (stepsim run) also holds its buffers (DDP's "
             "gradient buckets, ZeRO's IPG buffer, FSDP's gathered unit) and what is alive when it peaks\n";
@@ -137,7 +166,9 @@ QueryAnswer memory_query(const MemoryQuery& a) {
     j["largest_pure_dp_params_seed"] = seed_bound;
     text += fmt::format("  usable HBM of {}: {:.2f} GB = {:.2f} GB − {:.2f} GB reserved; largest model = usable / (total / Ψ){}\n",
                         hw->name, capacity / 1e9, hw->hbm_bytes / 1e9, hw->hbm_reserved_bytes / 1e9,
-                        tp > 1 ? fmt::format(" × tp {}", tp) : std::string());
+                        tp * pp > 1 ? fmt::format(" × {}", pp > 1 ? fmt::format("tp × pp = {}", tp * pp)
+                                                                  : fmt::format("tp {}", tp))
+                                    : std::string());
     text += fmt::format("  pure-DP upper bound (seed 000 §8: bf16 params + fp32 Adam m, v = 10 bytes/param, no "
                         "gradients or activations): HBM / 10 = {:.3g} parameters\n", seed_bound);
   }

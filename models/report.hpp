@@ -37,7 +37,8 @@ struct PathEntry {
 
 /// One pipeline stage (a PP rank) of a step: its share of the step (models/pipeline.hpp).
 struct PipelineStageSummary {
-  std::size_t layers = 0;        ///< model layers it holds (every chunk's)
+  std::size_t layers = 0;        ///< model layers it holds (every chunk's; embedding, norm and head included)
+  std::size_t blocks = 0;        ///< transformer blocks among them
   double parameters = 0;         ///< parameters it holds (one TP rank's, unsharded)
   double compute_time_s = 0;     ///< its compute stream busy
   double exposed_comm_s = 0;     ///< its communication (DP, TP, point to point) no compute overlaps
@@ -87,6 +88,10 @@ struct Report {
   double tp_exposed_comm_s = 0;
   /// With tensor parallelism: the DP-side collectives' own busy time (a union, as comm_time_s).
   double dp_comm_time_s = 0;
+  /// With TP or PP: the exposed time of the DP-side collectives, what neither compute nor the
+  /// TP or PP transfers cover. The exposure is attributed TP first (what compute leaves),
+  /// then PP (what compute and TP leave), then DP, so the three add up to exposed_comm_s.
+  double dp_exposed_comm_s = 0;
   /// per_rank mode: time rank 0 is idle waiting for other ranks (at collectives whose last
   /// member arrives later, and after its last task until the slowest rank ends the step):
   /// step_time_s − compute_time_s − exposed_comm_s. 0 in symmetric mode, where compute and
@@ -134,8 +139,10 @@ struct Report {
   /// order; empty without PP. The report's compute and communication rows are stage 0's; its
   /// memory rows the stage with the highest peak's.
   std::vector<PipelineStageSummary> pipeline_stages;
-  /// Under PP: stage 0's point-to-point receive time (busy) and the part no compute of stage 0
-  /// overlaps.
+  /// Under PP: the PP rank whose peak the memory rows show (the highest).
+  std::size_t memory_stage = 0;
+  /// Under PP: stage 0's point-to-point receive time (busy) and the part neither its compute
+  /// nor its TP collectives overlap.
   double pp_comm_time_s = 0;
   double pp_exposed_comm_s = 0;
   double wall_time_s = 0;

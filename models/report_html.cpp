@@ -256,6 +256,8 @@ std::string breakdown(const Report& r) {
                              {"overhead", "framework ops", r.overhead_time_s},
                              {"exposed", "exposed communication", r.exposed_comm_s}};
   if (r.per_rank.present) parts.push_back({"waiting", "waiting (rank 0 idle)", r.wait_time_s});
+  if (!r.pipeline_stages.empty())
+    parts.push_back({"waiting", "pipeline bubble (stage 0 waiting for its neighbours)", r.pipeline_stages.front().bubble_s});
   double total = 0;
   for (const auto& p : parts) total += p.s;
   std::string bar = R"(<svg id="breakdown" xmlns="http://www.w3.org/2000/svg" width="1180" height="34" viewBox="0 0 1180 34">)";
@@ -277,14 +279,15 @@ std::string breakdown(const Report& r) {
 std::string collectives_table(const Report& r) {
   if (r.collectives.empty()) return "<p>No collectives.</p>\n";
   // With tensor parallelism each row names its mesh dimension (TP or DP).
-  const bool mesh = r.scenario.parallelism.tp > 1;
+  const bool mesh = r.scenario.parallelism.tp > 1 || r.scenario.parallelism.pp > 1;
   std::string t = std::string("<table class=\"rows\" id=\"collectives\"><tr>") + (mesh ? "<th>group</th>" : "") +
                   "<th>op</th><th>ranks</th><th>size</th><th>per step</th>"
                   "<th>time each</th><th>algbw</th><th>busbw</th><th>algorithm</th></tr>\n";
   for (const auto& c : r.collectives)
     t += fmt::format("<tr>{}<td>{}</td><td>{}</td><td>{:.2f} MB</td><td>{}</td><td>{}</td><td>{:.1f} GB/s</td><td>{:.1f} GB/s</td>"
                      "<td>{}{}</td></tr>\n",
-                     mesh ? "<td>" + std::string(c.group == "tp" ? "TP" : "DP") + "</td>" : std::string(), esc(c.op),
+                     mesh ? "<td>" + std::string(c.group == "tp" ? "TP" : c.group == "pp" ? "PP" : "DP") + "</td>" : std::string(),
+                     esc(c.op),
                      c.ranks, c.bytes / 1e6, c.count, ms(c.time_s), c.algbw_bytes_per_s / 1e9,
                      c.busbw_bytes_per_s / 1e9, esc(c.algorithm), c.protocol.empty() ? "" : " / " + esc(c.protocol));
   return t + "</table>\n";
@@ -588,14 +591,33 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
                    ms(r.step_time_s), r.per_rank.present ? " (the slowest rank)" : "", r.tokens_per_s,
                    r.tokens_per_s / static_cast<double>(s.world_size()), 100 * r.mfu, ms(r.comm_time_s),
                    100 * r.overlap_fraction);
-  if (s.parallelism.tp > 1)
+  if (s.parallelism.tp > 1 && s.parallelism.pp == 1)
     h += fmt::format("<p id=\"mesh\">mesh: dp {} &#215; tp {}{} &#8212; each TP group of {} GPUs inside a node, {} "
                      "parameters per TP rank of the model's {}; exposed communication {} TP ({}) and {} DP</p>\n",
                      s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
                      s.parallelism.tp, s.model.parameter_count(), s.model_parameters, ms(r.tp_exposed_comm_s),
                      s.parallelism.tp_comm_overlap ? "beside each layer's compute: tp_comm_overlap"
                                                    : "synchronous on the compute stream",
-                     ms(r.exposed_comm_s - r.tp_exposed_comm_s));
+                     ms(r.dp_exposed_comm_s));
+  if (s.parallelism.pp > 1) {
+    const auto& p = s.parallelism;
+    h += fmt::format("<p id=\"mesh\">mesh: dp {} &#215; tp {} &#215; pp {} &#8212; {} pipeline stages of {} GPUs, {} schedule, "
+                     "{} micro-batches, {} model chunk{} per PP rank; exposed communication {} PP, {} TP and {} DP "
+                     "(stage 0)</p>\n",
+                     p.dp, p.tp, p.pp, p.pp, s.stage_ranks(), esc(p.pipeline_schedule), s.batch.grad_accum, p.virtual_stages,
+                     p.virtual_stages == 1 ? "" : "s", ms(r.pp_exposed_comm_s), ms(r.tp_exposed_comm_s),
+                     ms(r.dp_exposed_comm_s));
+    h += "<table class=\"rows\" id=\"pipeline-stages\"><tr><th>PP rank</th><th>blocks</th><th>parameters</th><th>compute</th>"
+         "<th>exposed comm</th><th>bubble</th><th>bubble share</th><th>peak memory</th></tr>\n";
+    for (std::size_t k = 0; k < r.pipeline_stages.size(); ++k) {
+      const auto& st = r.pipeline_stages[k];
+      h += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.3g}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f} %</td>"
+                       "<td>{:.2f} GB</td></tr>\n",
+                       k, st.blocks, st.parameters, ms(st.compute_time_s), ms(st.exposed_comm_s), ms(st.bubble_s),
+                       r.step_time_s > 0 ? 100 * st.bubble_s / r.step_time_s : 0.0, st.memory_peak_bytes / 1e9);
+    }
+    h += "</table>\n";
+  }
   h += fmt::format("<p class=\"band\" id=\"error-band\">accuracy: {}</p>\n", band_line(r));
   if (r.per_rank.present) {
     const auto& pr = r.per_rank;

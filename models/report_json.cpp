@@ -101,7 +101,7 @@ std::string report_json(const Report& r) {
     if (r.scenario.parallelism.pp > 1)
       by_group["pp"] = {{"comm_time_s", r.pp_comm_time_s}, {"exposed_comm_s", r.pp_exposed_comm_s}};
     by_group["dp"] = {{"comm_time_s", r.dp_comm_time_s},
-                      {"exposed_comm_s", r.exposed_comm_s - r.tp_exposed_comm_s - r.pp_exposed_comm_s}};
+                      {"exposed_comm_s", r.dp_exposed_comm_s}};
     j["comm_by_group"] = std::move(by_group);
   }
   if (!r.pipeline_stages.empty()) {
@@ -109,6 +109,7 @@ std::string report_json(const Report& r) {
     ordered stages = ordered::array();
     for (const auto& st : r.pipeline_stages)
       stages.push_back({{"layers", st.layers},
+                        {"blocks", st.blocks},
                         {"parameters", st.parameters},
                         {"compute_time_s", st.compute_time_s},
                         {"exposed_comm_s", st.exposed_comm_s},
@@ -120,6 +121,9 @@ std::string report_json(const Report& r) {
                      {"schedule", p.pipeline_schedule},
                      {"virtual_stages", p.virtual_stages},
                      {"micro_batches", r.scenario.batch.grad_accum},
+                     // PP rank 0's, as the report's other rows (a sweep's CSV column).
+                     {"bubble_s", r.pipeline_stages.front().bubble_s},
+                     {"bubble_fraction", r.step_time_s > 0 ? r.pipeline_stages.front().bubble_s / r.step_time_s : 0.0},
                      {"stages", std::move(stages)}};
   }
   j["wait_time_s"] = r.wait_time_s;

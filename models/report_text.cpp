@@ -53,11 +53,12 @@ std::string report_text(const Report& r) {
                      "order tp-cp-dp-pp){}",
                      p.dp, p.tp, p.pp, p.sequence_parallel ? " with sequence parallelism" : "", p.pp, s.stage_ranks(),
                      p.tp > 1 ? fmt::format("; TP groups of {} inside a node", p.tp) : std::string()));
-    std::string layers;
-    for (const auto& st : r.pipeline_stages) layers += (layers.empty() ? "" : "/") + std::to_string(st.layers);
-    line(fmt::format("  pipeline  {} schedule, {} micro-batches (batch.grad_accum) through {} stage{} per rank; layers per "
-                     "rank {}", p.pipeline_schedule, s.batch.grad_accum, p.virtual_stages,
-                     p.virtual_stages == 1 ? "" : "s", layers));
+    std::string blocks;
+    for (const auto& st : r.pipeline_stages) blocks += (blocks.empty() ? "" : "/") + std::to_string(st.blocks);
+    line(fmt::format("  pipeline  {} schedule, {} micro-batch{} (batch.grad_accum) through {} model chunk{} per PP rank; "
+                     "transformer blocks per PP rank {} (the embedding on the first, the norm and head on the last)",
+                     p.pipeline_schedule, s.batch.grad_accum, s.batch.grad_accum == 1 ? "" : "es", p.virtual_stages,
+                     p.virtual_stages == 1 ? "" : "s", blocks));
   }
   if (!s.hardware.overridden.empty()) {
     std::string fields;
@@ -184,13 +185,13 @@ std::string report_text(const Report& r) {
                                             : "GPU",
                      count(r.tokens_per_step)));
   if (r.bucket_count > 0)  // DDP and ZeRO-1/2 buckets; FSDP and ZeRO-3 have none, so no line
-    line(fmt::format("  buckets   {} (first_bucket_mb {:g}, bucket_cap_mb {:g}; largest {}), {} of gradients per sync",
+    line(fmt::format("  buckets   {} (first_bucket_mb {:g}, bucket_cap_mb {:g}; largest {}), {} of gradients per sync{}",
                      r.bucket_count, s.parallelism.first_bucket_mb, s.parallelism.bucket_cap_mb,
-                     size(r.bucket_bytes_max), size(r.gradient_bytes)));
+                     size(r.bucket_bytes_max), size(r.gradient_bytes), s.parallelism.pp > 1 ? " on PP rank 0" : ""));
   line("");
   line(fmt::format("step time        {}{}", ms(r.step_time_s),
                    r.per_rank.present               ? "   (the slowest rank; the breakdown below is rank 0's)"
-                   : !r.pipeline_stages.empty() ? "   (the last stage's end; the breakdown below is stage 0's)"
+                   : !r.pipeline_stages.empty() ? "   (the pipeline's last task; the breakdown below is PP rank 0's)"
                                                     : ""));
   line(fmt::format("  forward        {}", ms(r.forward_time_s)));
   line(fmt::format("  backward       {}", ms(r.backward_time_s)));
@@ -204,14 +205,14 @@ std::string report_text(const Report& r) {
     line(fmt::format("    PP / {}DP      {} / {}{} exposed   (point-to-point receives of activations and gradients)",
                      s.parallelism.tp > 1 ? "TP / " : "", ms(r.pp_exposed_comm_s),
                      s.parallelism.tp > 1 ? ms(r.tp_exposed_comm_s) + " / " : std::string(),
-                     ms(r.exposed_comm_s - r.pp_exposed_comm_s - r.tp_exposed_comm_s)));
+                     ms(r.dp_exposed_comm_s)));
     if (!r.pipeline_stages.empty())
-      line(fmt::format("  bubble         {}   ({:.1f} % of the step: stage 0 waiting for its neighbours)",
+      line(fmt::format("  bubble         {}   ({:.1f} % of the step: PP rank 0 waiting for its neighbours)",
                        ms(r.pipeline_stages.front().bubble_s),
                        r.step_time_s > 0 ? 100 * r.pipeline_stages.front().bubble_s / r.step_time_s : 0.0));
   } else if (s.parallelism.tp > 1)
     line(fmt::format("    TP / DP      {} / {} exposed   ({})", ms(r.tp_exposed_comm_s),
-                     ms(r.exposed_comm_s - r.tp_exposed_comm_s),
+                     ms(r.dp_exposed_comm_s),
                      s.parallelism.tp_comm_overlap ? "TP collectives beside each layer's compute: tp_comm_overlap"
                                                    : "TP collectives are synchronous on the compute stream"));
   if (r.per_rank.present)  // the rows above add up to the step time (issue 13 item 20)
@@ -264,9 +265,12 @@ std::string report_text(const Report& r) {
     line(fmt::format("comm-bound at    {:.0f} {}/{} per micro-batch for this DP group at peak FLOP/s "
                      "(C/W with ring factors),", r.comm_bound_threshold_tokens_per_gpu, unit,
                      s.parallelism.tp > 1 ? "DP rank" : "GPU"));
-    line(fmt::format("                 {:.0f} at this simulation's kernel speeds; this step has {:.0f} ({:.2f}x the latter)",
-                     r.comm_bound_tokens_per_gpu_effective, tokens,
-                     r.comm_bound_tokens_per_gpu_effective > 0 ? tokens / r.comm_bound_tokens_per_gpu_effective : 0.0));
+    if (r.comm_bound_tokens_per_gpu_effective > 0)
+      line(fmt::format("                 {:.0f} at this simulation's kernel speeds; this step has {:.0f} ({:.2f}x the latter)",
+                       r.comm_bound_tokens_per_gpu_effective, tokens, tokens / r.comm_bound_tokens_per_gpu_effective));
+    else
+      line(fmt::format("                 (none at this simulation's kernel speeds: no gradient communication runs in the "
+                       "last micro-batch); this step has {:.0f}", tokens));
   }
 
   if (!r.collectives.empty()) {
@@ -306,12 +310,13 @@ std::string report_text(const Report& r) {
 
   if (!r.pipeline_stages.empty()) {
     line("");
-    line("pipeline stages (PP ranks; compute + exposed communication + bubble = the step)");
-    line(fmt::format("  {:<7}{:>7}{:>12}{:>14}{:>14}{:>14}{:>10}{:>14}", "stage", "layers", "params", "compute", "exposed comm",
-                     "bubble", "bubble %", "peak memory"));
+    line(fmt::format("pipeline stages (compute + exposed communication + bubble = the step{})",
+                     s.parallelism.tp > 1 ? "; parameters per TP rank" : ""));
+    line(fmt::format("  {:<8}{:>7}{:>12}{:>14}{:>14}{:>14}{:>10}{:>14}", "PP rank", "blocks", "params", "compute",
+                     "exposed comm", "bubble", "bubble %", "peak memory"));
     for (std::size_t k = 0; k < r.pipeline_stages.size(); ++k) {
       const auto& st = r.pipeline_stages[k];
-      line(fmt::format("  {:<7}{:>7}{:>12}{:>14}{:>14}{:>14}{:>9.1f}%{:>14}", k, st.layers, count(st.parameters),
+      line(fmt::format("  {:<8}{:>7}{:>12}{:>14}{:>14}{:>14}{:>9.1f}%{:>14}", k, st.blocks, count(st.parameters),
                        ms(st.compute_time_s), ms(st.exposed_comm_s), ms(st.bubble_s),
                        r.step_time_s > 0 ? 100 * st.bubble_s / r.step_time_s : 0.0, gb(st.memory_peak_bytes)));
     }
@@ -321,7 +326,8 @@ std::string report_text(const Report& r) {
   line("");
   line(r.pipeline_stages.empty()
            ? "memory per GPU at its peak (GB = 1e9 bytes; the rows add up to the peak)"
-           : "memory per GPU at its peak, on the stage with the highest (GB = 1e9 bytes; the rows add up to the peak)");
+           : fmt::format("memory per GPU at its peak, on PP rank {} (the highest; GB = 1e9 bytes; the rows add up to the "
+                         "peak)", r.memory_stage));
   line(fmt::format("  parameters     {}", gb(m.params_bytes)));
   line(fmt::format("  gradients      {}", gb(m.grads_bytes)));
   line(fmt::format("  optimizer      {}", gb(m.optimizer_bytes)));

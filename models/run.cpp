@@ -278,8 +278,10 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     const double stretch = ((tl[id].end - tl[id].start) - cost.duration(t)).seconds();
     (t.kind == sim::TaskKind::Transfer ? r.link_sharing_stretch_s : r.overlap_slowdown_s) += stretch;
   }
+  // Allocation waits of rank 0, or of every PP rank (a stage that waits for memory stalls its
+  // neighbours too).
   for (const sim::MemoryWait& w : tl.memory_waits()) {
-    if (step.graph.task(w.task).rank != 0) continue;
+    if (pp == 1 && step.graph.task(w.task).rank != 0) continue;
     if (w.over_limit) {
       ++r.memory.allocation_over_limit;
       continue;
@@ -300,29 +302,28 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   r.comm_time_s = sim::total_length(comm).seconds();
   r.exposed_comm_s = sim::uncovered_length(comm, compute).seconds();
   r.overlap_fraction = r.comm_time_s > 0 ? 1.0 - r.exposed_comm_s / r.comm_time_s : 1.0;
-  if (step.tp_group >= 0) {
-    const auto tp_group = static_cast<std::uint32_t>(step.tp_group);
-    const auto tp_comm = sim::busy_intervals(g, tl, [tp_group](const sim::Task& t) {
-      return t.kind == sim::TaskKind::Transfer && t.rank == 0 && t.group == tp_group;
+  // Exposure by mesh dimension, attributed in turn so that the parts add up: TP (what compute
+  // leaves), PP (what compute and TP leave), then DP (the rest).
+  if (step.tp_group >= 0 || pp > 1) {
+    const auto tp_group = step.tp_group;
+    const auto is_tp = [tp_group](const sim::Task& t) {
+      return t.kind == sim::TaskKind::Transfer && tp_group >= 0 && t.group == static_cast<std::uint32_t>(tp_group);
+    };
+    const auto is_pp = [&step](const sim::Task& t) { return t.kind == sim::TaskKind::Transfer && step.is_pp_group(t.group); };
+    const auto tp_comm = sim::busy_intervals(g, tl, [&](const sim::Task& t) { return t.rank == 0 && is_tp(t); });
+    const auto pp_comm = sim::busy_intervals(g, tl, [&](const sim::Task& t) { return t.rank == 0 && is_pp(t); });
+    const auto compute_tp = sim::busy_intervals(g, tl, [&](const sim::Task& t) {
+      return t.rank == 0 && (t.kind == sim::TaskKind::Compute || is_tp(t));
     });
     r.tp_comm_time_s = sim::total_length(tp_comm).seconds();
     r.tp_exposed_comm_s = sim::uncovered_length(tp_comm, compute).seconds();
-    r.dp_comm_time_s = sim::total_length(sim::busy_intervals(g, tl, [tp_group, &step](const sim::Task& t) {
-                                           return t.kind == sim::TaskKind::Transfer && t.rank == 0 && t.group != tp_group &&
-                                                  !step.is_pp_group(t.group);
-                                         })).seconds();
-  }
-  if (pp > 1) {
-    const auto pp_comm = sim::busy_intervals(g, tl, [&step](const sim::Task& t) {
-      return t.kind == sim::TaskKind::Transfer && t.rank == 0 && step.is_pp_group(t.group);
-    });
     r.pp_comm_time_s = sim::total_length(pp_comm).seconds();
-    r.pp_exposed_comm_s = sim::uncovered_length(pp_comm, compute).seconds();
-    if (step.tp_group < 0)
-      r.dp_comm_time_s = sim::total_length(sim::busy_intervals(g, tl, [&step](const sim::Task& t) {
-                                             return t.kind == sim::TaskKind::Transfer && t.rank == 0 &&
-                                                    !step.is_pp_group(t.group);
-                                           })).seconds();
+    r.pp_exposed_comm_s = sim::uncovered_length(pp_comm, compute_tp).seconds();
+    r.dp_comm_time_s = sim::total_length(sim::busy_intervals(g, tl, [&](const sim::Task& t) {
+                                           return t.rank == 0 && t.kind == sim::TaskKind::Transfer && !is_tp(t) && !is_pp(t);
+                                         })).seconds();
+    // The rest of the exposed time; rounding of the picosecond sums can leave −1e-19.
+    r.dp_exposed_comm_s = std::max(0.0, r.exposed_comm_s - r.tp_exposed_comm_s - r.pp_exposed_comm_s);
   }
   // per_rank: rank 0 is idle while it waits at a collective for ranks that reach it later, and
   // from its last task until the slowest rank ends the step; that wait is the rest of the step
@@ -414,10 +415,13 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   // The last micro-batch (the one that synchronises gradients) against its own backward: its
   // communication is one sync's, plus, under ZeRO-3 / FSDP / HSDP, its AllGathers.
   {
-    const std::string last = micro_batch_prefix(s.batch.grad_accum - 1, s.batch.grad_accum);
+    // Under PP, PP rank 0's last micro-batch (pipeline.cpp names its tasks "s0.mbN.").
+    const std::string last =
+        (pp > 1 ? "s0." : "") + micro_batch_prefix(s.batch.grad_accum - 1, s.batch.grad_accum);
     const auto in_last = [&last](const sim::Task& t) { return t.rank == 0 && t.name.compare(0, last.size(), last) == 0; };
     const double comm_last = sim::total_length(sim::busy_intervals(g, tl, [&](const sim::Task& t) {
-                                                 return in_last(t) && t.kind == sim::TaskKind::Transfer;
+                                                 return in_last(t) && t.kind == sim::TaskKind::Transfer &&
+                                                        !step.is_pp_group(t.group);
                                                })).seconds();
     double backward_last = 0;
     for (sim::TaskId id = 0; id < g.size(); ++id)
@@ -447,13 +451,15 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
       PipelineStageSummary st;
       const Scenario stage_s = pipeline_rank_scenario(s, k);
       st.layers = stage_s.model.layers.size();
+      st.blocks = static_cast<std::size_t>(std::count_if(stage_s.model.layers.begin(), stage_s.model.layers.end(),
+                                                         [](const LayerSpec& l) { return !l.root; }));
       st.parameters = static_cast<double>(stage_s.model.parameter_count());
       st.compute_time_s = sim::total_length(stage_compute).seconds();
       st.exposed_comm_s = sim::uncovered_length(stage_comm, stage_compute).seconds();
       st.bubble_s = std::max(0.0, r.step_time_s - st.compute_time_s - st.exposed_comm_s);
       const sim::MemoryPeak p = sim::memory_peak(g, tl, rank, baseline_bytes(stage_memory[static_cast<std::size_t>(k)]));
       st.memory_peak_bytes = p.bytes;
-      st.activations_bytes = p.counter_bytes[kActivationCounter];
+      st.activations_bytes = std::max(0.0, p.counter_bytes[kActivationCounter]);
       if (p.bytes > highest) {
         highest = p.bytes;
         peak_rank = rank;
@@ -461,11 +467,13 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
       r.pipeline_stages.push_back(st);
     }
     r.memory = stage_memory[peak_rank];
+    r.memory_stage = peak_rank;
   }
   const sim::MemoryPeak peak = sim::memory_peak(g, tl, peak_rank, baseline_bytes(r.memory));
   // Every row is its value at the peak instant, so the rows add up to the peak (issue 13 item 5).
-  r.memory.activations_bytes = peak.counter_bytes[kActivationCounter];
-  r.memory.buffers_bytes += peak.counter_bytes[kBufferCounter];
+  // Allocations and frees of one counter cancel to within rounding (−1e-5 bytes): never below 0.
+  r.memory.activations_bytes = std::max(0.0, peak.counter_bytes[kActivationCounter]);
+  r.memory.buffers_bytes += std::max(0.0, peak.counter_bytes[kBufferCounter]);
   r.memory.total_bytes = peak.bytes;
   r.memory.peak_time_s = peak.at.seconds();
   r.memory.fits = r.memory.total_bytes <= r.memory.capacity_bytes;

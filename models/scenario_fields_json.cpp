@@ -233,13 +233,13 @@ template <const char* Key, const char* What>
 void read_unmodelled_degree(const JsonReader& p, Scenario&) {
   if (!p.has(Key)) return;
   const std::int64_t v = p.integer(Key, 1, INT64_MAX);
-  if (v != 1) p.fail(Key, fmt::format("{}: {} is not modelled yet (stepsim simulates dp × tp meshes); expected 1", v, What));
+  if (v != 1) p.fail(Key, fmt::format("{}: {} is not modelled yet (stepsim simulates dp × tp × pp meshes); expected 1", v, What));
 }
 
 template <const char* Key, const char* What>
 ScenarioField unmodelled_degree(const char* megatron_name) {
   static const std::string doc = fmt::format("{} degree (Megatron-LM's {}): not modelled yet (issue 15), so 1 only; "
-                                             "stepsim simulates dp × tp meshes", What, megatron_name);
+                                             "stepsim simulates dp × tp × pp meshes", What, megatron_name);
   return {.object = "parallelism", .key = Key, .type = FieldType::Integer, .doc = doc.c_str(), .min = 1, .max = 1,
           .get = [](const Scenario&) -> FieldValue { return std::int64_t{1}; }, .read = read_unmodelled_degree<Key, What>,
           .echo = [](const Scenario&) -> Value { return std::nullopt; }};
@@ -296,7 +296,7 @@ std::vector<ScenarioField> core_fields() {
        .doc = "the DP strategy (`stepsim list strategies`; README \"Strategies\")", .choices = strategy_names,
        STEPSIM_FIELD_ACCESS(std::string, parallelism.strategy)},
       {.object = "parallelism", .key = "dp", .type = T::Integer,
-       .doc = "DP degree: the ranks that hold replicas (or shards) of the model; the world size is dp × tp",
+       .doc = "DP degree: the ranks that hold replicas (or shards) of the model; the world size is dp × tp × pp",
        .required = true, .min = 1, .max = kMaxRanks, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.dp)},
       {.object = "parallelism", .key = "tp", .type = T::Integer,
        .doc = "tensor-parallel degree (Megatron-LM's tensor_model_parallel_size): each transformer block's linears "
@@ -333,9 +333,10 @@ std::vector<ScenarioField> core_fields() {
        }},
       {.object = "parallelism", .key = "pipeline_schedule", .type = T::Choice,
        .doc = "the pipeline schedule (torch.distributed.pipelining's names): `1F1B` (one forward one backward after "
-              "a warm-up of pp − rank forwards; Megatron-LM's and torchtitan's default), `GPipe` (every forward, then "
-              "every backward) or `Interleaved1F1B` (virtual_stages model chunks per rank, looped; needs grad_accum "
-              "a multiple of max(1, grad_accum / pp) rounds). Needs pp > 1",
+              "a warm-up of pp − rank forwards; Megatron-LM's and torchtitan's default; at pp 1 it is plain gradient "
+              "accumulation), `GPipe` (every forward, then every backward) or `Interleaved1F1B` (virtual_stages model "
+              "chunks per PP rank, looped; the micro-batches run in rounds of equal size, max(1, grad_accum / pp) "
+              "rounds, so grad_accum must divide into them). The others need pp > 1",
        .choices = [] { return std::vector<std::string>{"1F1B", "GPipe", "Interleaved1F1B"}; },
        STEPSIM_FIELD_ACCESS(std::string, parallelism.pipeline_schedule),
        .echo = [](const Scenario& s) -> Value {
@@ -378,8 +379,8 @@ std::vector<ScenarioField> core_fields() {
          s.cluster.gpus_per_node = static_cast<int>(g);
        }},
       {.object = "cluster", .key = "nodes", .type = T::Integer,
-       .doc = "nodes; nodes × gpus_per_node must equal the world size dp × tp",
-       .default_doc = "dp × tp / gpus_per_node, rounded up", .min = 1, .max = kMaxRanks,
+       .doc = "nodes; nodes × gpus_per_node must equal the world size dp × tp × pp",
+       .default_doc = "dp × tp × pp / gpus_per_node, rounded up", .min = 1, .max = kMaxRanks,
        STEPSIM_FIELD_ACCESS(std::int64_t, cluster.nodes), .fallback = [](const Scenario& s) -> FieldValue {
          const std::int64_t gpn = s.cluster.gpus_per_node;
          return (s.world_size() + gpn - 1) / gpn;

@@ -137,12 +137,20 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
 void check_pipeline(const JsonReader& par, Scenario& s) {
   auto& p = s.parallelism;
   if (p.pp == 1) {
-    if (par.has("pipeline_schedule"))
-      par.fail("pipeline_schedule", "needs pp > 1 (a schedule orders micro-batches across pipeline stages)");
-    if (par.has("virtual_stages")) par.fail("virtual_stages", "needs pp > 1 and pipeline_schedule \"Interleaved1F1B\"");
+    // 1F1B on one stage is plain gradient accumulation (what runs without PP): a base scenario
+    // that names it still sweeps over pp = 1.
+    if (p.pipeline_schedule != "1F1B")
+      par.fail("pipeline_schedule", fmt::format("\"{}\" needs pp > 1 (a schedule orders micro-batches across pipeline "
+                                                "stages; one stage runs them as gradient accumulation, as \"1F1B\" does)",
+                                                p.pipeline_schedule));
+    if (p.virtual_stages != 1)
+      par.fail("virtual_stages", "needs pp > 1 and pipeline_schedule \"Interleaved1F1B\"");
     return;
   }
   if (!par.has("virtual_stages") && p.pipeline_schedule == "Interleaved1F1B") p.virtual_stages = 2;
+  if (p.pipeline_schedule != "Interleaved1F1B" && p.virtual_stages != 1)
+    par.fail("virtual_stages", fmt::format("{} needs pipeline_schedule \"Interleaved1F1B\" ({} runs one model chunk per "
+                                           "PP rank); expected 1", p.virtual_stages, p.pipeline_schedule));
   const StrategyEntry& st = strategy_of(s);
   if (st.family == StrategyFamily::DeepSpeed)
     par.fail("pp", fmt::format("{} under strategy '{}': {}; expected strategy ddp, fsdp or hsdp", p.pp, st.name,

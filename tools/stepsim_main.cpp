@@ -79,7 +79,7 @@ void install_signal_handlers() {
 
 int main(int argc, char** argv) {
   using namespace stepsim;
-  CLI::App app{"stepsim: discrete-event simulator of one data-parallel training step"};
+  CLI::App app{"stepsim: discrete-event simulator of one training step: data parallelism (DDP, ZeRO, FSDP, HSDP) with tensor and pipeline parallelism"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "stepsim 0.1");
   protect_inputs(true);  // no output is written over a file this process read

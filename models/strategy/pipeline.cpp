@@ -21,6 +21,10 @@
 //    accumulate, and REDUCE_GRAD reduce-scatters every unit of a chunk (HSDP: then all-reduces
 //    the shard over the replicas) after the chunk's last backward, then reshards. The
 //    optimizer waits for every reduction;
+//  - tied embeddings (Megatron-LM, models/pipeline.hpp pipeline_tied_embedding): the last
+//    stage holds a copy of the word embedding; after its DP reduction each of the first and
+//    last stage all-reduces that gradient with the other (one 2-rank AllReduce), before the
+//    optimizer. The copy's own DP reduction is not priced;
 //  - the optimizer step updates the rank's own parameters (its stages; 1/shard of them under
 //    FSDP).
 #include "models/pipeline.hpp"
@@ -123,6 +127,8 @@ LoweredStep lower_pipeline(const Scenario& s) {
 
   sim::TaskGraph& g = out.graph;
   sim::RendezvousId next_rendezvous = 0;
+  const ParamTensor* tied = pipeline_tied_embedding(s);
+  const sim::RendezvousId tied_rendezvous = tied != nullptr ? next_rendezvous++ : sim::kNoRendezvous;
   // Per virtual stage and micro-batch: the last compute task of its forward / backward, and
   // the receive its forward / backward waits for (joined to the sender once every rank is in).
   const auto table = [&] { return std::vector<std::vector<sim::TaskId>>(stages, std::vector<sim::TaskId>(m, sim::kNoTask)); };
@@ -161,7 +167,8 @@ LoweredStep lower_pipeline(const Scenario& s) {
           inputs.push_back({static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype), static_cast<std::uint32_t>(p.dtype)});
         }
       k.buckets = assign_buckets(inputs, {s.parallelism.first_bucket_mb * kMiB, s.parallelism.bucket_cap_mb * kMiB});
-      for (const auto& b : k.buckets) out.buckets.push_back({b.bytes, b.tensors.size()});
+      if (r == 0)  // the report's bucket line is PP rank 0's, as its other rows
+        for (const auto& b : k.buckets) out.buckets.push_back({b.bytes, b.tensors.size()});
     }
     std::vector<sim::TaskId> reductions;  // every DP reduction of the rank (the optimizer waits)
 
@@ -170,8 +177,9 @@ LoweredStep lower_pipeline(const Scenario& s) {
       const int vs = a.chunk * pp + r;
       const auto vsi = static_cast<std::size_t>(vs);
       const auto mbi = static_cast<std::size_t>(a.micro_batch);
-      const std::string prefix = fmt::format("s{}.{}{}", r, chunks > 1 ? fmt::format("c{}.", a.chunk) : "",
-                                             micro_batch_prefix(a.micro_batch, m));
+      // "s2.mb3.c1.": PP rank, micro-batch, chunk (a report finds a rank's micro-batch by its prefix).
+      const std::string prefix = fmt::format("s{}.{}{}", r, micro_batch_prefix(a.micro_batch, m),
+                                             chunks > 1 ? fmt::format("c{}.", a.chunk) : "");
       const auto receive = [&](bool grad, int peer) {
         return add(p2p_task(fmt::format("{}recv.{}", prefix, grad ? "grad" : "act"), message_bytes,
                             pp_group_between(r, peer), grad ? kPpRecvNextStream : kPpRecvPrevStream));
@@ -285,6 +293,17 @@ LoweredStep lower_pipeline(const Scenario& s) {
     if (fsdp) {
       const sim::TaskId fin = add(wait_task(fmt::format("s{}.fsdp.finalize_backward", r), Phase::Overhead));
       for (sim::TaskId id : reductions) g.add_dependency(id, fin);
+    }
+    // Tied embeddings: the first and the last stage all-reduce the word embedding's gradient.
+    if (tied != nullptr && (r == 0 || r == pp - 1)) {
+      sim::Task ar = collective_task(fmt::format("s{}.allreduce.tied_embedding", r), CollectiveOp::AllReduce,
+                                     static_cast<double>(tied->numel) * s.precision.reduce_bytes(tied->dtype),
+                                     pp_group_between(0, pp - 1), kCommStream, next_rendezvous);
+      ar.rendezvous = tied_rendezvous;  // one AllReduce: both stages' tasks meet
+      const sim::TaskId ar_id = add(std::move(ar));
+      g.add_dependency(compute_tail(), ar_id);
+      const sim::TaskId wait = add(wait_task(fmt::format("s{}.wait.tied_embedding", r), Phase::Overhead));
+      g.add_dependency(ar_id, wait);
     }
     if (sim::Task opt; optimizer_step(pipeline_rank_scenario(s, r), fsdp ? static_cast<double>(shard) : 1.0, opt)) {
       opt.name = fmt::format("s{}.{}", r, opt.name);

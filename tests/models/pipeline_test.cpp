@@ -172,8 +172,7 @@ TEST_CASE("pipeline: point-to-point messages are [s, b, h] in the parameter dtyp
   const double bytes = 2048.0 * 1 * 2048 * 2;  // seq × micro-batch × hidden × bf16 (B7)
   std::int64_t messages = 0;
   for (const auto& c : r.collectives)
-    if (c.group == "pp") {
-      CHECK(c.op == "SendRecv");
+    if (c.group == "pp" && c.op == "SendRecv") {
       CHECK(c.bytes == bytes);
       CHECK(c.busbw_bytes_per_s == c.algbw_bytes_per_s);
       messages += c.count;
@@ -213,4 +212,48 @@ TEST_CASE("pipeline: scenarios refuse what is not modelled, naming the field", "
   CHECK_THROWS_WITH(llama1b(16, 2, 4, R"(, "sync_every_micro_batch": true)"), Contains("sync_every_micro_batch"));
   // The world is dp × tp × pp.
   CHECK_THROWS_WITH(llama1b(8, 2, 4, "", "ddp", R"(, "cluster": {"nodes": 1})"), Contains("dp × tp × pp"));
+}
+
+TEST_CASE("pipeline: tied embeddings put a copy on the last stage and all-reduce its gradient", "[models][pp]") {
+  // Megatron-LM (shared_embedding_or_output_weight, _allreduce_word_embedding_grads): Llama-3.2-1B
+  // ties lm_head to embed_tokens (128256 × 2048 bf16).
+  const Scenario s = llama1b(2, 4, 8);
+  const double embedding = 128256.0 * 2048;
+  const double first = static_cast<double>(pipeline_rank_scenario(s, 0).model.parameter_count());
+  const double last = static_cast<double>(pipeline_rank_scenario(s, 3).model.parameter_count());
+  const double middle = static_cast<double>(pipeline_rank_scenario(s, 1).model.parameter_count());
+  CHECK(first - middle == Approx(embedding));
+  CHECK(last - middle == Approx(embedding).epsilon(1e-4));  // + the final norm
+  const Report r = run(s);
+  bool found = false;
+  for (const auto& c : r.collectives)
+    if (c.group == "pp" && c.op == "AllReduce") {
+      found = true;
+      CHECK(c.bytes == embedding * 2);  // bf16 gradients (reduce dtype = param dtype)
+      CHECK(c.count == 1);
+      CHECK(c.ranks == 2);
+    }
+  CHECK(found);
+  // An untied model has none.
+  const Report untied = run(scenario(R"({"model": "llama3-8b", "hardware": "h100-sxm",
+    "parallelism": {"strategy": "ddp", "dp": 2, "pp": 4}, "batch": {"micro_batch_size": 1, "seq_len": 1024, "grad_accum": 4}})"));
+  for (const auto& c : untied.collectives) CHECK_FALSE((c.group == "pp" && c.op == "AllReduce"));
+}
+
+TEST_CASE("pipeline: exposure splits into PP, TP and DP parts that add up, none negative", "[models][pp]") {
+  // Found by a hostile trial: DP's exposed time came out negative when PP and TP transfers overlapped.
+  const Report r = run(scenario(R"({"model": "llama3-8b", "hardware": "mi300x",
+    "parallelism": {"strategy": "ddp", "dp": 1, "tp": 2, "pp": 2, "pipeline_schedule": "Interleaved1F1B"},
+    "batch": {"micro_batch_size": 1, "seq_len": 8192, "grad_accum": 8}})"));
+  CHECK(r.tp_exposed_comm_s >= 0);
+  CHECK(r.pp_exposed_comm_s >= 0);
+  CHECK(r.dp_exposed_comm_s >= 0);
+  CHECK(r.tp_exposed_comm_s + r.pp_exposed_comm_s + r.dp_exposed_comm_s == Approx(r.exposed_comm_s).margin(1e-12));
+}
+
+TEST_CASE("pipeline: 1F1B at pp 1 is plain gradient accumulation, so a base scenario naming it sweeps over pp = 1", "[models][pp]") {
+  const Report named = run(llama1b(8, 1, 4, R"(, "pipeline_schedule": "1F1B")"));
+  const Report plain = run(llama1b(8, 1, 4));
+  CHECK(named.step_time_s == plain.step_time_s);
+  CHECK(named.pipeline_stages.empty());
 }
