@@ -18,6 +18,7 @@ RunKind run_kind(const Scenario& s) {
   k.sharded = s.zero_stage() == 3;  // parameters sharded: ZeRO-3, FSDP, HSDP
   k.tensor_parallel = s.parallelism.tp > 1;
   k.pipeline_parallel = s.parallelism.pp > 1;
+  k.context_parallel = s.parallelism.cp > 1;
   using Math = hardware::GemmMath;
   const Math m = s.precision.gemm_math;
   k.math = s.precision.float8 != PrecisionConfig::Float8::None ? "fp8"

@@ -23,6 +23,8 @@ struct RunKind {
   bool tensor_parallel = false;
   /// parallelism.pp > 1: the same for a pipeline's bubble and point-to-point transfers.
   bool pipeline_parallel = false;
+  /// parallelism.cp > 1: the same for context parallelism's KV exchange.
+  bool context_parallel = false;
   bool operator==(const RunKind&) const = default;
 };
 

@@ -206,7 +206,7 @@ double pipeline_micro_batches_in_flight(const Scenario& s, int rank) {
 
 double pipeline_message_bytes(const Scenario& s) {
   const double hidden = static_cast<double>(s.model.transformer_shape->hidden);
-  const double seq = static_cast<double>(s.batch.seq_len) /
+  const double seq = static_cast<double>(s.batch.seq_len) / static_cast<double>(s.parallelism.cp) /
                      (s.parallelism.sequence_parallel ? static_cast<double>(s.parallelism.tp) : 1.0);
   return seq * static_cast<double>(s.batch.micro_batch_size) * hidden * dtype_bytes(s.precision.param_dtype);
 }

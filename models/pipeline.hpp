@@ -97,8 +97,8 @@ double pipeline_micro_batches_in_flight(const Scenario& s, int rank);
 
 /// Bytes of one point-to-point message between stages for one micro-batch, each direction:
 /// the [seq_len, micro_batch_size, hidden] activations (or their gradient) in the parameter
-/// dtype (Megatron-LM's pipeline_dtype = params_dtype; get_tensor_shapes), 1/tp of the sequence
-/// under sequence parallelism (B7, B17).
+/// dtype (Megatron-LM's pipeline_dtype = params_dtype; get_tensor_shapes), 1/cp of the sequence
+/// under context parallelism and 1/tp under sequence parallelism (B7, B17).
 double pipeline_message_bytes(const Scenario& s);
 
 }  // namespace stepsim::models

@@ -145,6 +145,10 @@ struct Report {
   /// nor its TP collectives overlap.
   double pp_comm_time_s = 0;
   double pp_exposed_comm_s = 0;
+  /// Under CP: the CP transfers' busy time and the part neither compute nor the TP collectives
+  /// cover (attributed after TP, before PP).
+  double cp_comm_time_s = 0;
+  double cp_exposed_comm_s = 0;
   double wall_time_s = 0;
 };
 

@@ -279,14 +279,14 @@ std::string breakdown(const Report& r) {
 std::string collectives_table(const Report& r) {
   if (r.collectives.empty()) return "<p>No collectives.</p>\n";
   // With tensor parallelism each row names its mesh dimension (TP or DP).
-  const bool mesh = r.scenario.parallelism.tp > 1 || r.scenario.parallelism.pp > 1;
+  const bool mesh = r.scenario.parallelism.tp > 1 || r.scenario.parallelism.pp > 1 || r.scenario.parallelism.cp > 1;
   std::string t = std::string("<table class=\"rows\" id=\"collectives\"><tr>") + (mesh ? "<th>group</th>" : "") +
                   "<th>op</th><th>ranks</th><th>size</th><th>per step</th>"
                   "<th>time each</th><th>algbw</th><th>busbw</th><th>algorithm</th></tr>\n";
   for (const auto& c : r.collectives)
     t += fmt::format("<tr>{}<td>{}</td><td>{}</td><td>{:.2f} MB</td><td>{}</td><td>{}</td><td>{:.1f} GB/s</td><td>{:.1f} GB/s</td>"
                      "<td>{}{}</td></tr>\n",
-                     mesh ? "<td>" + std::string(c.group == "tp" ? "TP" : c.group == "pp" ? "PP" : "DP") + "</td>" : std::string(),
+                     mesh ? "<td>" + std::string(c.group == "tp" ? "TP" : c.group == "pp" ? "PP" : c.group == "cp" ? "CP" : "DP") + "</td>" : std::string(),
                      esc(c.op),
                      c.ranks, c.bytes / 1e6, c.count, ms(c.time_s), c.algbw_bytes_per_s / 1e9,
                      c.busbw_bytes_per_s / 1e9, esc(c.algorithm), c.protocol.empty() ? "" : " / " + esc(c.protocol));
@@ -591,6 +591,11 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
                    ms(r.step_time_s), r.per_rank.present ? " (the slowest rank)" : "", r.tokens_per_s,
                    r.tokens_per_s / static_cast<double>(s.world_size()), 100 * r.mfu, ms(r.comm_time_s),
                    100 * r.overlap_fraction);
+  if (s.parallelism.cp > 1)
+    h += fmt::format("<p id=\"context\">context parallelism: cp {} ({}), {} of every micro-batch's {} tokens per rank; "
+                     "exposed CP communication {}</p>\n",
+                     s.parallelism.cp, esc(s.parallelism.cp_comm_type), s.tokens_per_micro_batch() / s.batch.micro_batch_size,
+                     s.batch.seq_len, ms(r.cp_exposed_comm_s));
   if (s.parallelism.tp > 1 && s.parallelism.pp == 1)
     h += fmt::format("<p id=\"mesh\">mesh: dp {} &#215; tp {}{} &#8212; each TP group of {} GPUs inside a node, {} "
                      "parameters per TP rank of the model's {}; exposed communication {} TP ({}) and {} DP</p>\n",

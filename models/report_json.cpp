@@ -94,10 +94,12 @@ std::string report_json(const Report& r) {
   j["overhead_time_s"] = r.overhead_time_s;
   j["comm_time_s"] = r.comm_time_s;
   j["exposed_comm_s"] = r.exposed_comm_s;
-  if (r.scenario.parallelism.tp > 1 || r.scenario.parallelism.pp > 1) {
+  if (r.scenario.parallelism.tp > 1 || r.scenario.parallelism.pp > 1 || r.scenario.parallelism.cp > 1) {
     ordered by_group = ordered::object();
     if (r.scenario.parallelism.tp > 1)
       by_group["tp"] = {{"comm_time_s", r.tp_comm_time_s}, {"exposed_comm_s", r.tp_exposed_comm_s}};
+    if (r.scenario.parallelism.cp > 1)
+      by_group["cp"] = {{"comm_time_s", r.cp_comm_time_s}, {"exposed_comm_s", r.cp_exposed_comm_s}};
     if (r.scenario.parallelism.pp > 1)
       by_group["pp"] = {{"comm_time_s", r.pp_comm_time_s}, {"exposed_comm_s", r.pp_exposed_comm_s}};
     by_group["dp"] = {{"comm_time_s", r.dp_comm_time_s},
@@ -134,7 +136,7 @@ std::string report_json(const Report& r) {
   j["sample_unit"] = r.scenario.model.sample_unit();
   j["tokens_per_step"] = r.tokens_per_step;
   j["tokens_per_s"] = r.tokens_per_s;
-  j["gpus"] = r.scenario.world_size();  // dp × tp × pp
+  j["gpus"] = r.scenario.world_size();  // dp × tp × cp × pp
   j["tokens_per_s_per_gpu"] = r.tokens_per_s / static_cast<double>(r.scenario.world_size());
   j["model_flops_per_gpu"] = r.model_flops_per_gpu;
   j["mfu"] = r.mfu;

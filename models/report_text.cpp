@@ -41,18 +41,28 @@ std::string report_text(const Report& r) {
                    s.parallelism.strategy, s.model.name, s.world_size(), s.hardware.name,
                    s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.gpus_used_per_node(),
                    s.name.empty() ? "" : "  [" + s.name + "]"));
-  if (s.parallelism.tp > 1 && s.parallelism.pp == 1)
+  if (s.parallelism.tp > 1 && s.parallelism.pp == 1 && s.parallelism.cp == 1)
     line(fmt::format("  mesh      dp {} x tp {}{}{}: each TP group of {} GPUs inside a node (Megatron-LM's column/row-parallel "
                      "linears), {} DP groups of {} across them",
                      s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
                      s.parallelism.tp_comm_overlap ? " and TP comm overlap" : "", s.parallelism.tp, s.parallelism.tp, s.parallelism.dp == 1 ? std::string("1 rank")
                                                                               : fmt::format("{} ranks", s.parallelism.dp)));
+  if (s.parallelism.pp > 1 || s.parallelism.cp > 1) {
+    const auto& p = s.parallelism;
+    line(fmt::format("  mesh      dp {} x tp {} x cp {} x pp {}{} (Megatron-LM's order tp-cp-dp-pp: TP innermost, PP "
+                     "outermost){}{}",
+                     p.dp, p.tp, p.cp, p.pp, p.sequence_parallel ? " with sequence parallelism" : "",
+                     p.tp > 1 ? fmt::format("; TP groups of {} inside a node", p.tp) : std::string(),
+                     p.pp > 1 ? fmt::format("; {} pipeline stages of {} GPUs", p.pp, s.stage_ranks()) : std::string()));
+  }
+  if (s.parallelism.cp > 1)
+    line(fmt::format("  context   cp {} ({}): each rank holds {} of every micro-batch's {} tokens and attends to all of them; "
+                     "gradients reduced over dp x cp = {} ranks",
+                     s.parallelism.cp, s.parallelism.cp_comm_type == "p2p" ? "p2p: a KV ring beside each attention layer"
+                                                                          : "allgather: KV gathered before each attention layer",
+                     s.tokens_per_micro_batch() / s.batch.micro_batch_size, s.batch.seq_len, s.data_ranks()));
   if (s.parallelism.pp > 1) {
     const auto& p = s.parallelism;
-    line(fmt::format("  mesh      dp {} x tp {} x pp {}{}: {} pipeline stages of {} GPUs each (PP outermost, Megatron-LM's "
-                     "order tp-cp-dp-pp){}",
-                     p.dp, p.tp, p.pp, p.sequence_parallel ? " with sequence parallelism" : "", p.pp, s.stage_ranks(),
-                     p.tp > 1 ? fmt::format("; TP groups of {} inside a node", p.tp) : std::string()));
     std::string blocks;
     for (const auto& st : r.pipeline_stages) blocks += (blocks.empty() ? "" : "/") + std::to_string(st.blocks);
     line(fmt::format("  pipeline  {} schedule, {} micro-batch{} (batch.grad_accum) through {} model chunk{} per PP rank; "
@@ -180,7 +190,8 @@ std::string report_text(const Report& r) {
     line(fmt::format("  batch     micro_batch_size {} x seq_len {} x grad_accum {} = {} tokens/{}/step, {} tokens/step in all",
                      s.batch.micro_batch_size, s.batch.seq_len, s.batch.grad_accum,
                      count(static_cast<double>(s.tokens_per_gpu_step())),
-                     s.parallelism.pp > 1   ? "pipeline (its stages' GPUs share them)"
+                     s.parallelism.cp > 1   ? "GPU (its share of the sequence)"
+                     : s.parallelism.pp > 1 ? "pipeline (its stages' GPUs share them)"
                      : s.parallelism.tp > 1 ? "DP rank (its TP group's GPUs share them)"
                                             : "GPU",
                      count(r.tokens_per_step)));
@@ -201,11 +212,18 @@ std::string report_text(const Report& r) {
   line(fmt::format("  framework ops  {}   ({})", ms(r.overhead_time_s), strategy_of(s).framework_ops_label));
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
-  if (s.parallelism.pp > 1) {
-    line(fmt::format("    PP / {}DP      {} / {}{} exposed   (point-to-point receives of activations and gradients)",
-                     s.parallelism.tp > 1 ? "TP / " : "", ms(r.pp_exposed_comm_s),
-                     s.parallelism.tp > 1 ? ms(r.tp_exposed_comm_s) + " / " : std::string(),
-                     ms(r.dp_exposed_comm_s)));
+  if (s.parallelism.pp > 1 || s.parallelism.cp > 1) {
+    // The exposed time by mesh dimension, in the order it is attributed (run.cpp).
+    std::string dims, values;
+    for (const auto& [on, name, v] : {std::tuple{s.parallelism.tp > 1, "TP", r.tp_exposed_comm_s},
+                                      std::tuple{s.parallelism.cp > 1, "CP", r.cp_exposed_comm_s},
+                                      std::tuple{s.parallelism.pp > 1, "PP", r.pp_exposed_comm_s},
+                                      std::tuple{true, "DP", r.dp_exposed_comm_s}}) {
+      if (!on) continue;
+      dims += (dims.empty() ? "" : " / ") + std::string(name);
+      values += (values.empty() ? "" : " /") + ms(v);
+    }
+    line(fmt::format("    {}   {} exposed", dims, values));
     if (!r.pipeline_stages.empty())
       line(fmt::format("  bubble         {}   ({:.1f} % of the step: PP rank 0 waiting for its neighbours)",
                        ms(r.pipeline_stages.front().bubble_s),
@@ -277,10 +295,10 @@ std::string report_text(const Report& r) {
     line("");
     line("collectives per step per rank (sizes as nccl-tests counts them)");
     // With tensor parallelism each op names its mesh dimension ("TP AllReduce").
-    const bool mesh = s.parallelism.tp > 1 || s.parallelism.pp > 1;
+    const bool mesh = s.parallelism.tp > 1 || s.parallelism.pp > 1 || s.parallelism.cp > 1;
     const std::size_t op_width = mesh ? 19 : 14;
     const auto op_label = [mesh](const CollectiveSummary& c) {
-      return mesh ? (c.group == "tp" ? "TP " : c.group == "pp" ? "PP " : "DP ") + c.op : c.op;
+      return mesh ? (c.group == "tp" ? "TP " : c.group == "pp" ? "PP " : c.group == "cp" ? "CP " : "DP ") + c.op : c.op;
     };
     line(fmt::format("  {:<{}}{:>12}{:>7}{:>13}{:>13}{:>12}{:>12}  {}", "op", op_width, "size", "count", "time each",
                      "total", "algbw", "busbw", "algorithm"));

@@ -147,6 +147,7 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
     const auto size = static_cast<std::uint32_t>(shape.ranks);
     const auto group = static_cast<std::int32_t>(t.group);
     const auto tp = static_cast<std::uint32_t>(s.parallelism.tp);
+    // A CP group takes every tp-th rank, in consecutive blocks of its size (tp-cp-dp order).
     spans[t.rendezvous] = {size, group == step.tp_group ? 1u : group == step.replica_group ? copies / size : tp};
   }
   sim::RankVariation var;
@@ -303,27 +304,36 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   r.exposed_comm_s = sim::uncovered_length(comm, compute).seconds();
   r.overlap_fraction = r.comm_time_s > 0 ? 1.0 - r.exposed_comm_s / r.comm_time_s : 1.0;
   // Exposure by mesh dimension, attributed in turn so that the parts add up: TP (what compute
-  // leaves), PP (what compute and TP leave), then DP (the rest).
-  if (step.tp_group >= 0 || pp > 1) {
+  // leaves), CP (what compute and TP leave), PP (what those leave), then DP (the rest).
+  if (step.tp_group >= 0 || pp > 1 || step.cp_group >= 0) {
     const auto tp_group = step.tp_group;
     const auto is_tp = [tp_group](const sim::Task& t) {
       return t.kind == sim::TaskKind::Transfer && tp_group >= 0 && t.group == static_cast<std::uint32_t>(tp_group);
     };
     const auto is_pp = [&step](const sim::Task& t) { return t.kind == sim::TaskKind::Transfer && step.is_pp_group(t.group); };
+    const auto is_cp = [&step](const sim::Task& t) { return t.kind == sim::TaskKind::Transfer && step.is_cp_group(t.group); };
     const auto tp_comm = sim::busy_intervals(g, tl, [&](const sim::Task& t) { return t.rank == 0 && is_tp(t); });
+    const auto cp_comm = sim::busy_intervals(g, tl, [&](const sim::Task& t) { return t.rank == 0 && is_cp(t); });
     const auto pp_comm = sim::busy_intervals(g, tl, [&](const sim::Task& t) { return t.rank == 0 && is_pp(t); });
     const auto compute_tp = sim::busy_intervals(g, tl, [&](const sim::Task& t) {
       return t.rank == 0 && (t.kind == sim::TaskKind::Compute || is_tp(t));
     });
+    const auto compute_tp_cp = sim::busy_intervals(g, tl, [&](const sim::Task& t) {
+      return t.rank == 0 && (t.kind == sim::TaskKind::Compute || is_tp(t) || is_cp(t));
+    });
     r.tp_comm_time_s = sim::total_length(tp_comm).seconds();
     r.tp_exposed_comm_s = sim::uncovered_length(tp_comm, compute).seconds();
+    r.cp_comm_time_s = sim::total_length(cp_comm).seconds();
+    r.cp_exposed_comm_s = sim::uncovered_length(cp_comm, compute_tp).seconds();
     r.pp_comm_time_s = sim::total_length(pp_comm).seconds();
-    r.pp_exposed_comm_s = sim::uncovered_length(pp_comm, compute_tp).seconds();
+    r.pp_exposed_comm_s = sim::uncovered_length(pp_comm, compute_tp_cp).seconds();
     r.dp_comm_time_s = sim::total_length(sim::busy_intervals(g, tl, [&](const sim::Task& t) {
-                                           return t.rank == 0 && t.kind == sim::TaskKind::Transfer && !is_tp(t) && !is_pp(t);
+                                           return t.rank == 0 && t.kind == sim::TaskKind::Transfer && !is_tp(t) &&
+                                                  !is_pp(t) && !is_cp(t);
                                          })).seconds();
     // The rest of the exposed time; rounding of the picosecond sums can leave −1e-19.
-    r.dp_exposed_comm_s = std::max(0.0, r.exposed_comm_s - r.tp_exposed_comm_s - r.pp_exposed_comm_s);
+    r.dp_exposed_comm_s =
+        std::max(0.0, r.exposed_comm_s - r.tp_exposed_comm_s - r.cp_exposed_comm_s - r.pp_exposed_comm_s);
   }
   // per_rank: rank 0 is idle while it waits at a collective for ranks that reach it later, and
   // from its last task until the slowest rank ends the step; that wait is the rest of the step
@@ -352,6 +362,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     const double factor = p2p ? 1.0 : hardware::bus_factor(cop, shape.ranks);
     const std::string group = static_cast<std::int32_t>(t.group) == step.tp_group ? "tp"
                               : step.is_pp_group(t.group)                         ? "pp"
+                              : step.is_cp_group(t.group)                         ? "cp"
                                                                                   : "dp";
     auto it = std::find_if(r.collectives.begin(), r.collectives.end(), [&](const CollectiveSummary& x) {
       return x.op == op && x.bytes == t.bytes && x.ranks == shape.ranks && x.algorithm == c.algorithm &&
@@ -395,7 +406,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     if (it->spans_nodes) r.inter_node_collective_bytes += t.bytes;
   }
 
-  r.tokens_per_step = static_cast<double>(s.parallelism.dp) * static_cast<double>(s.tokens_per_gpu_step());
+  r.tokens_per_step = static_cast<double>(s.data_ranks()) * static_cast<double>(s.tokens_per_gpu_step());
   r.tokens_per_s = r.step_time_s > 0 ? r.tokens_per_step / r.step_time_s : 0;
   r.model_flops_per_gpu = model_flops_per_gpu_step(s) / static_cast<double>(pp);  // the stages share the model
   r.mfu = r.step_time_s > 0 ? r.model_flops_per_gpu / (r.step_time_s * s.hardware.peak_flops_per_s) : 0;
@@ -507,12 +518,14 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   if (!r.memory.fits && r.error_band.present()) {
     r.error_band.set.clear();
     r.error_band_withheld = "the step does not fit in memory";
-  } else if (pp > 1) {
-    r.error_band_withheld = "this step has pipeline parallelism, and the bands are earned by data-parallel runs; the "
-                            "pipeline-parallel runs in the measured sets (docs/accuracy.md) number fewer than the 5 of "
-                            "one kind (GPU family, sharding, arithmetic) a band needs";
+  } else if (pp > 1 || s.parallelism.cp > 1) {
+    const char* what = pp > 1 ? "pipeline" : "context";
+    r.error_band_withheld = fmt::format("this step has {} parallelism, and the bands are earned by data-parallel runs; "
+                                        "the {}-parallel runs in the measured sets (docs/accuracy.md) number fewer than "
+                                        "the 5 of one kind (GPU family, sharding, arithmetic) a band needs", what, what);
   } else if (s.parallelism.tp > 1) {
-    // The bands were earned by data-parallel runs (RunKind::tensor_parallel, pipeline_parallel).
+    // The bands were earned by data-parallel runs (RunKind::tensor_parallel, pipeline_parallel,
+    // context_parallel).
     r.error_band_withheld = "this step has tensor parallelism, and the bands are earned by data-parallel runs; the "
                             "tensor-parallel runs in the measured sets (docs/accuracy.md) number fewer than the 5 of one "
                             "kind (GPU family, sharding, arithmetic) a band needs";

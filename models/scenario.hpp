@@ -53,6 +53,14 @@ struct ParallelismConfig {
   /// Stages (model chunks) per PP rank: Megatron-LM's virtual_pipeline_model_parallel_size;
   /// 1 for single-stage schedules, 2 by default for Interleaved1F1B (torchtitan's default).
   std::int64_t virtual_stages = 1;
+  /// Context-parallel degree (Megatron-LM's context_parallel_size, torchtitan's
+  /// context_parallel_degree; models/context_parallel.hpp): each micro-batch's sequence split
+  /// over cp ranks, CP between TP and DP (tp-cp-dp-pp).
+  std::int64_t cp = 1;
+  /// How the CP ranks exchange KV: "p2p" (Megatron-LM's --cp-comm-type default: a ring
+  /// overlapped with attention) or "allgather" (torchtitan's default rotate method); set from
+  /// the strategy's family when not given (default_cp_comm_type).
+  std::string cp_comm_type;
   double bucket_cap_mb = 25;         ///< MiB; reducer.hpp kDefaultBucketBytesCap (25 MiB)
   double first_bucket_mb = 1;        ///< MiB; reducer.hpp kDefaultFirstBucketBytes (1 MiB)
   bool sync_every_micro_batch = false;  ///< false = no_sync() on all but the last micro-batch
@@ -253,10 +261,14 @@ struct Scenario {
   int ranks_per_node() const;
   /// DP ranks one node holds when full: cluster.gpus_per_node / parallelism.tp.
   int dp_slots_per_node() const { return static_cast<int>(cluster.gpus_per_node / parallelism.tp); }
-  /// Ranks (GPUs) of the job: dp × tp × pp.
-  std::int64_t world_size() const { return parallelism.dp * parallelism.tp * parallelism.pp; }
-  /// Ranks of one pipeline stage: dp × tp (the world without PP).
-  std::int64_t stage_ranks() const { return parallelism.dp * parallelism.tp; }
+  /// Ranks (GPUs) of the job: dp × tp × cp × pp.
+  std::int64_t world_size() const { return parallelism.dp * parallelism.tp * parallelism.cp * parallelism.pp; }
+  /// Ranks of one pipeline stage: dp × tp × cp (the world without PP).
+  std::int64_t stage_ranks() const { return parallelism.dp * parallelism.tp * parallelism.cp; }
+  /// Ranks that hold the same weights and reduce their gradients together: dp × cp (CP ranks
+  /// hold the same weights: Megatron-LM's DP×CP group, torchtitan's dp_shard × cp mesh). The
+  /// DP strategies' groups and shards span them.
+  std::int64_t data_ranks() const { return parallelism.dp * parallelism.cp; }
   /// GPUs of one node the job uses: gpus_per_node, or the world when it is smaller.
   int gpus_used_per_node() const { return static_cast<int>(std::min<std::int64_t>(cluster.gpus_per_node, world_size())); }
   /// Parameters of the whole model (every TP rank's share together), and its trainable ones:
@@ -270,7 +282,8 @@ struct Scenario {
   /// ZeRO stage of the strategy (0 for ddp, 3 for fsdp/hsdp).
   int zero_stage() const;
   /// Tokens each GPU processes per micro-batch.
-  std::int64_t tokens_per_micro_batch() const { return batch.micro_batch_size * batch.seq_len; }
+  /// Under context parallelism, its share of the sequence: micro_batch_size × seq_len / cp.
+  std::int64_t tokens_per_micro_batch() const { return batch.micro_batch_size * batch.seq_len / parallelism.cp; }
   /// Tokens each GPU processes per optimizer step.
   std::int64_t tokens_per_gpu_step() const { return tokens_per_micro_batch() * batch.grad_accum; }
 };

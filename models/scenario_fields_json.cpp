@@ -38,6 +38,9 @@ using Value = std::optional<FieldValue>;
 // An `.echo` for a boolean field echoed only when set (its default false stays out of reports).
 #define STEPSIM_ECHO_IF_TRUE(member) \
   .echo = [](const Scenario& s) -> Value { return s.member ? Value(true) : std::nullopt; }
+// The echo of a mesh degree: echoed when above 1 (a scenario without that dimension echoes as before).
+#define STEPSIM_ECHO_IF_ABOVE_ONE(member) \
+  .echo = [](const Scenario& s) -> Value { return s.member > 1 ? Value(std::int64_t{s.member}) : std::nullopt; }
 
 // A relative file path in a scenario is relative to the scenario's directory (then to the
 // working directory, for --set values typed at a shell). Catalog names pass through. When
@@ -225,26 +228,6 @@ std::string dtype_text(const std::optional<DType>& d) { return d ? dtype_name(*d
 std::vector<std::string> dtype_values() { return dtype_names(); }
 
 // The fields of the objects other than parallelism's strategy knobs, in reading order.
-// A mesh dimension stepsim does not model yet, declared so that a scenario naming it is told
-// so (not "did you mean 'dp'"): 1 only.
-constexpr char kCp[] = "cp", kCpWhat[] = "context parallelism";
-
-template <const char* Key, const char* What>
-void read_unmodelled_degree(const JsonReader& p, Scenario&) {
-  if (!p.has(Key)) return;
-  const std::int64_t v = p.integer(Key, 1, INT64_MAX);
-  if (v != 1) p.fail(Key, fmt::format("{}: {} is not modelled yet (stepsim simulates dp × tp × pp meshes); expected 1", v, What));
-}
-
-template <const char* Key, const char* What>
-ScenarioField unmodelled_degree(const char* megatron_name) {
-  static const std::string doc = fmt::format("{} degree (Megatron-LM's {}): not modelled yet (issue 15), so 1 only; "
-                                             "stepsim simulates dp × tp × pp meshes", What, megatron_name);
-  return {.object = "parallelism", .key = Key, .type = FieldType::Integer, .doc = doc.c_str(), .min = 1, .max = 1,
-          .get = [](const Scenario&) -> FieldValue { return std::int64_t{1}; }, .read = read_unmodelled_degree<Key, What>,
-          .echo = [](const Scenario&) -> Value { return std::nullopt; }};
-}
-
 std::vector<ScenarioField> core_fields() {
   std::vector<ScenarioField> table = {
       // ---- the root ----
@@ -304,10 +287,7 @@ std::vector<ScenarioField> core_fields() {
               "the vocabulary; TP AllReduces of the [s, b, h] activations in every block; the TP group sits inside "
               "one node, so tp divides gpus_per_node. Transformers and the seed MLP only",
        .min = 1, .max = hardware::kMaxGpusPerNode, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.tp),
-       .echo = [](const Scenario& s) -> Value {
-         if (s.parallelism.tp <= 1) return std::nullopt;
-         return std::int64_t{s.parallelism.tp};
-       }},
+       STEPSIM_ECHO_IF_ABOVE_ONE(parallelism.tp)},
       {.object = "parallelism", .key = "sequence_parallel", .type = T::Boolean,
        .doc = "Megatron-LM's sequence parallelism (needs tp > 1): norms and dropout on seq_len / tp tokens, an "
               "AllGather before and a ReduceScatter after each TP region in place of the AllReduce; activations and "
@@ -326,11 +306,8 @@ std::vector<ScenarioField> core_fields() {
               "comes out of the simulation. Blocks split evenly under ddp (Megatron-LM: a multiple of pp × "
               "virtual_stages), torchtitan's way under fsdp / hsdp (the embedding and the head count as a layer "
               "each). Transformers only; ddp, fsdp and hsdp (DeepSpeed's pipeline engine is not modelled)",
-       .min = 1, .max = 1 << 16, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.pp),
-       .echo = [](const Scenario& s) -> Value {
-         if (s.parallelism.pp <= 1) return std::nullopt;
-         return std::int64_t{s.parallelism.pp};
-       }},
+       .min = 1, .max = 4096, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.pp),
+       STEPSIM_ECHO_IF_ABOVE_ONE(parallelism.pp)},
       {.object = "parallelism", .key = "pipeline_schedule", .type = T::Choice,
        .doc = "the pipeline schedule (torch.distributed.pipelining's names): `1F1B` (one forward one backward after "
               "a warm-up of pp − rank forwards; Megatron-LM's and torchtitan's default; at pp 1 it is plain gradient "
@@ -348,11 +325,28 @@ std::vector<ScenarioField> core_fields() {
               "rank): Interleaved1F1B only",
        .default_doc = "2 under Interleaved1F1B (torchtitan's default), else 1", .min = 1, .max = 1 << 10,
        STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.virtual_stages),
+       STEPSIM_ECHO_IF_ABOVE_ONE(parallelism.virtual_stages)},
+      {.object = "parallelism", .key = "cp", .type = T::Integer,
+       .doc = "context-parallel degree (Megatron-LM's context_parallel_size, torchtitan's context_parallel_degree): "
+              "each micro-batch's sequence split over cp ranks (seq_len a multiple of 2 × cp, load-balanced), every "
+              "module but attention on seq_len / cp tokens, attention's queries against every key with the KV "
+              "exchanged as cp_comm_type says; weights replicated, gradients reduced (and FSDP shards) over dp × cp "
+              "ranks; CP between TP and DP (tp-cp-dp-pp). Transformers with flash attention; ddp, fsdp and hsdp",
+       .min = 1, .max = 4096, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.cp),
+       STEPSIM_ECHO_IF_ABOVE_ONE(parallelism.cp)},
+      {.object = "parallelism", .key = "cp_comm_type", .type = T::Choice,
+       .doc = "how the CP ranks exchange K and V (models/context_parallel.hpp): `p2p` (Megatron-LM's --cp-comm-type "
+              "default, Transformer Engine's ring: cp − 1 messages per layer overlapped with the attention steps, "
+              "and KV + dKV in backward) or `allgather` (torchtitan's context_parallel_rotate_method default: one "
+              "AllGather of KV per layer that only the first step could hide, again in backward, and the fp32 dK/dV "
+              "around the ring). Ignored at cp 1",
+       .default_doc = "allgather under fsdp / hsdp (torchtitan), p2p otherwise (Megatron-LM)",
+       .choices = [] { return std::vector<std::string>{"p2p", "allgather"}; },
+       STEPSIM_FIELD_ACCESS(std::string, parallelism.cp_comm_type),
        .echo = [](const Scenario& s) -> Value {
-         if (s.parallelism.virtual_stages <= 1) return std::nullopt;
-         return std::int64_t{s.parallelism.virtual_stages};
+         if (s.parallelism.cp <= 1) return std::nullopt;
+         return s.parallelism.cp_comm_type;
        }},
-      unmodelled_degree<kCp, kCpWhat>("context_parallel_size"),
   };
   // torus_axes after the strategy knobs
   const ScenarioField torus_axes =

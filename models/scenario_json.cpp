@@ -9,6 +9,7 @@
 #include "models/recompute.hpp"
 #include "models/scenario_fields.hpp"
 #include "models/strategy/strategy.hpp"
+#include "models/context_parallel.hpp"
 #include "models/pipeline.hpp"
 #include "models/tensor_parallel.hpp"
 #include "sim/support/error.hpp"
@@ -23,14 +24,14 @@
 namespace stepsim::models {
 
 int Scenario::ranks_per_node() const {
-  return static_cast<int>(std::min<std::int64_t>(dp_slots_per_node(), parallelism.dp));
+  return static_cast<int>(std::min<std::int64_t>(dp_slots_per_node(), data_ranks()));
 }
 
 std::int64_t Scenario::shard_ranks() const {
   const StrategyEntry& st = strategy_of(*this);
   if (st.zero_stage == 0) return 1;
   if (st.hybrid) return sharding.shard_group_size > 0 ? sharding.shard_group_size : ranks_per_node();
-  return parallelism.dp;
+  return data_ranks();
 }
 
 int Scenario::zero_stage() const { return strategy_of(*this).zero_stage; }
@@ -84,7 +85,6 @@ void apply_tensor_parallel(const JsonReader& par, Scenario& s) {
 void check_cluster(const JsonReader& par, const Scenario& s) {
   const auto& p = s.parallelism;
   const std::int64_t gpn = s.cluster.gpus_per_node;
-  const std::int64_t world = s.world_size();
   if (p.tp > 1 && s.hardware.is_torus())
     par.fail("tp", fmt::format("{} on the {} torus: stepsim models tensor parallelism on a GPU node's scale-up domain "
                                "(NVLink), not over ICI; expected tp 1 on a torus profile", p.tp, s.hardware.name));
@@ -93,15 +93,22 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
                                "one node (Megatron-LM's default order tp-cp-ep-dp-pp, TP innermost); expected a "
                                "divisor of {}", p.tp, gpn, gpn));
   constexpr std::int64_t kMaxWorld = 100'000'000;  // parallelism.dp's own bound
-  if (world > kMaxWorld)
-    par.fail(p.pp > 1 ? "pp" : "tp",
-             p.pp > 1 ? fmt::format("dp × tp × pp = {} × {} × {} = {} ranks; expected at most {}", p.dp, p.tp, p.pp, world,
-                                    kMaxWorld)
-                      : fmt::format("dp × tp = {} × {} = {} ranks; expected at most {}", p.dp, p.tp, world, kMaxWorld));
-  const std::string world_doc =
-      p.pp > 1   ? fmt::format("dp × tp × pp ({} × {} × {} = {})", p.dp, p.tp, p.pp, world)
-      : p.tp > 1 ? fmt::format("dp × tp ({} × {} = {})", p.dp, p.tp, world)
-                 : fmt::format("dp ({})", p.dp);
+  // The mesh as its degrees multiply: "dp × tp × cp × pp" with the dimensions > 1 (dp always).
+  std::string names = "dp", values = std::to_string(p.dp);
+  double product = static_cast<double>(p.dp);  // in double: the degrees' product can pass int64
+  const char* last = "dp";
+  for (const auto& [name, v] : {std::pair{"tp", p.tp}, std::pair{"cp", p.cp}, std::pair{"pp", p.pp}}) {
+    if (v <= 1) continue;
+    names += fmt::format(" × {}", name);
+    values += fmt::format(" × {}", v);
+    product *= static_cast<double>(v);
+    last = name;
+  }
+  if (product > static_cast<double>(kMaxWorld))
+    par.fail(last, fmt::format("{} = {} = {:.0f} ranks; expected at most {}", names, values, product, kMaxWorld));
+  const std::int64_t world = s.world_size();
+  const std::string world_doc = names == "dp" ? fmt::format("dp ({})", p.dp)
+                                              : fmt::format("{} ({} = {})", names, values, world);
   if (world > gpn && world % gpn != 0)
     throw InputError(s.source, "/parallelism/dp",
                      fmt::format("{} must be a multiple of /cluster/gpus_per_node ({}) when the "
@@ -111,8 +118,7 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
     throw InputError(s.source, "/cluster/nodes",
                      fmt::format("/cluster/nodes ({}) × /cluster/gpus_per_node ({}) = {} ≠ "
                                  "/parallelism/{}; the world size must equal {}",
-                                 s.cluster.nodes, gpn, s.cluster.nodes * gpn, world_doc,
-                                 p.pp > 1 ? "dp × tp × pp" : p.tp > 1 ? "dp × tp" : "dp"));
+                                 s.cluster.nodes, gpn, s.cluster.nodes * gpn, world_doc, names));
   if (world <= gpn && s.cluster.nodes != 1)
     throw InputError(s.source, "/cluster/nodes",
                      fmt::format("{} fits in one node of {} GPUs, but /cluster/nodes is {}",
@@ -120,8 +126,10 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
   const auto& z = s.sharding;
   if (strategy_of(s).hybrid) {
     const std::int64_t g = s.shard_ranks();
-    if (p.dp % g != 0 || g > p.dp)
-      par.fail("shard_group_size", fmt::format("the shard group ({} ranks) must divide dp ({})", g, p.dp));
+    const std::int64_t d = s.data_ranks();
+    if (d % g != 0 || g > d)
+      par.fail("shard_group_size", p.cp > 1 ? fmt::format("the shard group ({} ranks) must divide dp × cp ({})", g, d)
+                                            : fmt::format("the shard group ({} ranks) must divide dp ({})", g, p.dp));
   }
   if (z.reshard_after_forward == ReshardMode::Group) {
     const std::int64_t n = s.shard_ranks();
@@ -171,6 +179,34 @@ void check_pipeline(const JsonReader& par, Scenario& s) {
   if (const std::string why = pipeline_problem(s); !why.empty()) par.fail("pp", fmt::format("{}: {}", p.pp, why));
 }
 
+// Context parallelism (models/context_parallel.hpp): what it is modelled for, the sequence it
+// splits, and the KV exchange's default by framework.
+void check_context_parallel(const JsonReader& par, const JsonReader& batch, Scenario& s) {
+  auto& p = s.parallelism;
+  if (p.cp == 1) return;  // cp_comm_type has nothing to act on (a base scenario may still sweep cp)
+  if (p.cp_comm_type.empty()) p.cp_comm_type = default_cp_comm_type(s);
+  const StrategyEntry& st = strategy_of(s);
+  if (st.family == StrategyFamily::DeepSpeed)
+    par.fail("cp", fmt::format("{} under strategy '{}': DeepSpeed splits sequences with Ulysses (all-to-all), which is not "
+                               "modelled; expected strategy ddp, fsdp or hsdp", p.cp, st.name));
+  if (s.hardware.is_torus())
+    par.fail("cp", fmt::format("{} on the {} torus: context parallelism is modelled on GPU nodes; expected cp 1", p.cp,
+                               s.hardware.name));
+  if (!s.model.transformer_shape)
+    par.fail("cp", fmt::format("{}: model '{}' is not a transformer: context parallelism splits attention's sequence",
+                               p.cp, s.model.name));
+  if (!s.activations.flash_attention)
+    par.fail("cp", fmt::format("{} with eager attention: both frameworks run context parallelism on fused attention "
+                               "kernels (Transformer Engine, SDPA); expected activations.attention flash", p.cp));
+  if (s.batch.seq_len % (2 * p.cp) != 0) {
+    const std::string why = fmt::format("{} does not divide into 2 × cp = {} chunks (the load-balanced split gives each "
+                                        "CP rank chunks i and 2·cp − 1 − i; Megatron-LM and torchtitan require it); "
+                                        "expected a multiple of {}", s.batch.seq_len, 2 * p.cp, 2 * p.cp);
+    if (batch.has("seq_len")) batch.fail("seq_len", why);
+    par.fail("cp", why);
+  }
+}
+
 // TPU profiles: dp fits the torus, and the torus axes the DP rings use (issue 13 item 21;
 // default: all of the profile's).
 void check_torus(const JsonReader& par, Scenario& s) {
@@ -197,9 +233,13 @@ void check_torus(const JsonReader& par, Scenario& s) {
 // asserts the sequence divides by the TP size).
 void check_sequence_parallel(const JsonReader& root, const JsonReader& batch, const Scenario& s) {
   const auto& p = s.parallelism;
-  if (!p.sequence_parallel || s.batch.seq_len % p.tp == 0) return;
-  const std::string why = fmt::format("{} does not divide by tp {}: sequence parallelism splits each sequence tp ways "
-                                      "(Megatron-LM asserts it); expected a multiple of {}", s.batch.seq_len, p.tp, p.tp);
+  if (!p.sequence_parallel || s.batch.seq_len % (p.tp * p.cp) == 0) return;
+  const std::string why =
+      p.cp > 1 ? fmt::format("{} does not divide by tp × cp = {}: sequence parallelism splits each CP rank's seq_len / cp "
+                             "tokens tp ways (Megatron-LM asserts it); expected a multiple of {}",
+                             s.batch.seq_len, p.tp * p.cp, p.tp * p.cp)
+               : fmt::format("{} does not divide by tp {}: sequence parallelism splits each sequence tp ways "
+                             "(Megatron-LM asserts it); expected a multiple of {}", s.batch.seq_len, p.tp, p.tp);
   if (batch.has("seq_len")) batch.fail("seq_len", why);
   root.fail("batch", "seq_len " + why);
 }
@@ -368,6 +408,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   check_float8(prec, s);
   resolve_gemm_math(root, prec, s);
   read_object(root, "activations", s);
+  check_context_parallel(*par, batch, s);
   read_object(root, "framework", s);
   check_size(s);
 

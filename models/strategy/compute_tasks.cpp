@@ -7,6 +7,7 @@
 #include "models/model_spec.hpp"
 #include "models/recompute.hpp"
 #include "models/scenario.hpp"
+#include "models/context_parallel.hpp"
 #include "models/tensor_parallel.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
@@ -225,60 +226,117 @@ sim::Task p2p_task(std::string name, double bytes, std::uint32_t group, std::uin
   return t;
 }
 
-std::uint32_t add_tensor_parallel_group(LoweredStep& out, const Scenario& s) {
-  if (s.parallelism.tp <= 1) return kNoTpGroup;
-  const int tp = static_cast<int>(s.parallelism.tp);
-  hardware::GroupShape shape = group_shape(s, tp, tp);
-  shape.concurrent_groups_per_node = 1;  // inside the node: no NIC to share
-  out.groups.push_back(shape);
-  out.tp_group = static_cast<std::int32_t>(out.groups.size() - 1);
-  return static_cast<std::uint32_t>(out.groups.size() - 1);
+MeshGroups add_mesh_groups(LoweredStep& out, const Scenario& s) {
+  MeshGroups m;
+  const int gpn = s.cluster.gpus_per_node;
+  if (s.parallelism.tp > 1) {
+    const int tp = static_cast<int>(s.parallelism.tp);
+    hardware::GroupShape shape = group_shape(s, tp, tp);
+    shape.concurrent_groups_per_node = 1;  // inside the node: no NIC to share
+    out.groups.push_back(shape);
+    m.tp = static_cast<std::uint32_t>(out.groups.size() - 1);
+    out.tp_group = static_cast<std::int32_t>(m.tp);
+  }
+  if (s.parallelism.cp > 1) {
+    // cp ranks every tp-th: min(cp, gpn / tp) of them per node, the node's other GPUs in the
+    // other CP groups, which share its NICs when a group spans nodes.
+    const int cp = static_cast<int>(s.parallelism.cp);
+    const int per_node = std::min(cp, s.dp_slots_per_node());
+    hardware::GroupShape shape = group_shape(s, cp, per_node);
+    shape.concurrent_groups_per_node = std::max(1, gpn / per_node);
+    out.groups.push_back(shape);
+    m.cp = static_cast<std::uint32_t>(out.groups.size() - 1);
+    out.cp_group = static_cast<std::int32_t>(m.cp);
+    // Ring neighbours: inside a node when the whole group is, else (at its node boundaries,
+    // which set the ring's pace) across, every GPU of the node sending at once.
+    out.groups.push_back(per_node == cp ? hardware::GroupShape{2, 2, 0, 1} : hardware::GroupShape{2, 1, 0, gpn});
+    m.cp_pair = static_cast<std::uint32_t>(out.groups.size() - 1);
+  }
+  return m;
 }
 
-void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t layer,
-                                     const std::string& prefix, bool backward, std::uint32_t group,
-                                     sim::RendezvousId& next_rendezvous, std::uint32_t rank) {
-  if (group == kNoTpGroup) return;
-  const auto collectives = tensor_parallel_collectives(s, layer, backward);
-  if (collectives.empty()) return;
-  const bool overlap = s.parallelism.tp_comm_overlap;
-  // Under overlap the collectives start with the layer: after the compute task before its
-  // first (the layer's tasks are the compute stream's newest, back to another layer or phase).
-  sim::TaskId before = sim::kNoTask;
-  if (overlap) {
-    const auto phase = static_cast<std::uint32_t>(backward ? Phase::Backward : Phase::Forward);
-    sim::TaskId first = g.stream_tail(rank, kComputeStream);
-    while (first != sim::kNoTask) {
-      const sim::TaskId prev = g.stream_previous(first);
-      if (prev == sim::kNoTask || g.task(prev).layer != static_cast<std::int32_t>(layer) || g.task(prev).phase != phase) break;
-      first = prev;
-    }
-    if (first != sim::kNoTask) before = g.stream_previous(first);
+namespace {
+
+// The compute task before `layer`'s first task of `phase` on `rank`'s compute stream (whose
+// newest tasks are that layer's): where transfers overlapped with the layer start.
+sim::TaskId before_layer(const sim::TaskGraph& g, std::uint32_t rank, std::size_t layer, Phase phase) {
+  sim::TaskId first = g.stream_tail(rank, kComputeStream);
+  while (first != sim::kNoTask) {
+    const sim::TaskId prev = g.stream_previous(first);
+    if (prev == sim::kNoTask || g.task(prev).layer != static_cast<std::int32_t>(layer) ||
+        g.task(prev).phase != static_cast<std::uint32_t>(phase))
+      break;
+    first = prev;
   }
+  return first == sim::kNoTask ? sim::kNoTask : g.stream_previous(first);
+}
+
+// Adds `tasks` (in issue order) for `layer`: on the compute stream, or (overlap) on `stream`
+// from the layer's start with the compute stream waiting for the last before the next layer.
+void add_in_layer(sim::TaskGraph& g, std::vector<sim::Task> tasks, std::size_t layer, bool backward, bool overlap,
+                  std::uint32_t stream, const std::string& wait_name, std::uint32_t rank) {
+  if (tasks.empty()) return;
+  const sim::TaskId before =
+      overlap ? before_layer(g, rank, layer, backward ? Phase::Backward : Phase::Forward) : sim::kNoTask;
   sim::TaskId last = sim::kNoTask;
-  for (std::size_t i = 0; i < collectives.size(); ++i) {
-    const auto& c = collectives[i];
-    const std::string name = fmt::format("{}tp.{}.{}.{}{}", prefix, backward ? "bwd" : "fwd", s.model.layers[layer].name,
-                                         c.label(), i);
-    sim::Task t = collective_task(name, c.op, c.bytes, group, overlap ? kTpStream : kComputeStream, next_rendezvous);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    sim::Task& t = tasks[i];
+    t.stream = overlap ? stream : kComputeStream;
     t.layer = static_cast<std::int32_t>(layer);
     t.rank = rank;
     last = g.add_task(std::move(t));
     if (i == 0 && before != sim::kNoTask) g.add_dependency(before, last);
   }
   if (!overlap) return;
-  sim::Task w = wait_task(fmt::format("{}tp.{}.{}.wait", prefix, backward ? "bwd" : "fwd", s.model.layers[layer].name),
-                          Phase::Overhead);
+  sim::Task w = wait_task(wait_name, Phase::Overhead);
   w.rank = rank;
   const sim::TaskId wait = g.add_task(std::move(w));
   g.add_dependency(last, wait);
 }
 
+}  // namespace
+
+void add_layer_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t layer, const std::string& prefix,
+                           bool backward, const MeshGroups& mesh, sim::RendezvousId& next_rendezvous,
+                           std::uint32_t rank) {
+  const std::string& name = s.model.layers[layer].name;
+  const char* pass = backward ? "bwd" : "fwd";
+  if (mesh.tp != kNoGroup) {
+    std::vector<sim::Task> tasks;
+    const auto collectives = tensor_parallel_collectives(s, layer, backward);
+    for (std::size_t i = 0; i < collectives.size(); ++i) {
+      const auto& c = collectives[i];
+      tasks.push_back(collective_task(fmt::format("{}tp.{}.{}.{}{}", prefix, pass, name, c.label(), i), c.op, c.bytes,
+                                      mesh.tp, kComputeStream, next_rendezvous));
+    }
+    add_in_layer(g, std::move(tasks), layer, backward, s.parallelism.tp_comm_overlap, kTpStream,
+                 fmt::format("{}tp.{}.{}.wait", prefix, pass, name), rank);
+  }
+  if (mesh.cp != kNoGroup) {
+    std::vector<sim::Task> sync, ring;
+    for (const ContextParallelTransfer& c : context_parallel_transfers(s, layer, backward)) {
+      const std::string task_name = fmt::format("{}cp.{}.{}.{}", prefix, pass, name, c.label());
+      if (c.ring) {
+        for (int k = 0; k < c.count; ++k)
+          ring.push_back(p2p_task(fmt::format("{}{}", task_name, k), c.bytes, mesh.cp_pair, kCpStream));
+      } else {
+        for (int k = 0; k < c.count; ++k)
+          sync.push_back(collective_task(fmt::format("{}{}", task_name, k), c.op, c.bytes, mesh.cp, kComputeStream,
+                                         next_rendezvous));
+      }
+    }
+    add_in_layer(g, std::move(sync), layer, backward, false, kComputeStream, "", rank);
+    add_in_layer(g, std::move(ring), layer, backward, true, kCpStream, fmt::format("{}cp.{}.{}.wait", prefix, pass, name),
+                 rank);
+  }
+}
+
 const std::vector<std::string>& stream_names() {
   static const std::vector<std::string> names = {"compute", "communication", "replica communication", "TP communication",
-                                                 "PP receive from previous stage", "PP receive from next stage"};
+                                                 "PP receive from previous stage", "PP receive from next stage",
+                                                 "CP communication"};
   static_assert(kComputeStream == 0 && kCommStream == 1 && kReplicaStream == 2 && kTpStream == 3 &&
-                kPpRecvPrevStream == 4 && kPpRecvNextStream == 5);
+                kPpRecvPrevStream == 4 && kPpRecvNextStream == 5 && kCpStream == 6);
   return names;
 }
 
@@ -330,6 +388,9 @@ namespace {
 // The batched GEMMs of one attention matmul (Scores or Values) of one micro-batch.
 void add_attention_gemms(const Scenario& s, const LayerGemm& g, hardware::GemmList& fwd, hardware::GemmList& bwd) {
   const double seq = static_cast<double>(s.batch.seq_len);
+  // Under context parallelism a rank's queries are seq_len / cp of them, against every key
+  // (models/context_parallel.hpp): the GEMMs' query dimension.
+  const double queries = seq / static_cast<double>(s.parallelism.cp);
   const double batch = static_cast<double>(s.batch.micro_batch_size) * g.heads;
   // Flash attention keeps the s×s scores on chip (GemmShape::on_chip); eager attention
   // writes and reads them through HBM (the batched GEMMs' own traffic). With a measured
@@ -341,12 +402,12 @@ void add_attention_gemms(const Scenario& s, const LayerGemm& g, hardware::GemmLi
   // full s²); through HBM, the whole masked s×s.
   const double keys = flash ? g.keys(seq) : seq;
   if (g.kind == LayerGemm::Kind::AttentionScores) {
-    fwd.push_back({{seq, keys, g.head_dim, batch, flash, math}, 1});
-    bwd.push_back({{seq, g.head_dim, keys, batch, flash, math}, 2});  // dQ = dS·K, dK = dSᵀ·Q
+    fwd.push_back({{queries, keys, g.head_dim, batch, flash, math}, 1});
+    bwd.push_back({{queries, g.head_dim, keys, batch, flash, math}, 2});  // dQ = dS·K, dK = dSᵀ·Q
   } else {
-    fwd.push_back({{seq, g.head_dim, keys, batch, flash, math}, 1});
-    bwd.push_back({{seq, keys, g.head_dim, batch, flash, math}, 1});  // dP = dO·Vᵀ
-    bwd.push_back({{seq, g.head_dim, keys, batch, flash, math}, 1});  // dV = Pᵀ·dO
+    fwd.push_back({{queries, g.head_dim, keys, batch, flash, math}, 1});
+    bwd.push_back({{queries, keys, g.head_dim, batch, flash, math}, 1});  // dP = dO·Vᵀ
+    bwd.push_back({{queries, g.head_dim, keys, batch, flash, math}, 1});  // dV = Pᵀ·dO
   }
 }
 
@@ -415,11 +476,15 @@ std::vector<hardware::AttentionWork> layer_attention(const Scenario& s, std::siz
     hardware::AttentionWork a;
     a.kernel = static_cast<std::size_t>(kernel - s.hardware.attention.data());
     a.batch = static_cast<double>(s.batch.micro_batch_size) * g.heads;
-    a.seq_len = static_cast<double>(s.batch.seq_len);
+    // Under context parallelism (models/context_parallel.hpp): cp kernel steps of seq_len / cp
+    // queries, each the work of a causal kernel on seq_len / cp (the diagonal block, or half of
+    // a full one): 1/cp of the whole sequence's causal attention.
+    const double cp = static_cast<double>(s.parallelism.cp);
+    a.seq_len = static_cast<double>(s.batch.seq_len) / cp;
     a.head_dim = g.head_dim;
     a.causal = g.causal;
     a.window = g.window;
-    a.passes = backward ? 2.5 + recompute_work(s, layer).attention : 1.0;
+    a.passes = (backward ? 2.5 + recompute_work(s, layer).attention : 1.0) * cp;
     out.push_back(a);
   }
   return out;

@@ -30,10 +30,13 @@ inline constexpr std::uint32_t kTpStream = 3;
 /// own stream, as ProcessGroupNCCL creates them for point-to-point).
 inline constexpr std::uint32_t kPpRecvPrevStream = 4;
 inline constexpr std::uint32_t kPpRecvNextStream = 5;
+/// Context parallelism's ring transfers (KV and its gradient between CP neighbours), beside
+/// the attention they overlap.
+inline constexpr std::uint32_t kCpStream = 6;
 
 /// The names of the streams above, by index (traces, the HTML report): "compute",
 /// "communication", "replica communication", "TP communication", "PP receive from previous
-/// stage", "PP receive from next stage".
+/// stage", "PP receive from next stage", "CP communication".
 const std::vector<std::string>& stream_names();
 /// stream_names()[stream], or "stream N" past them.
 std::string stream_name(std::uint32_t stream);
@@ -117,24 +120,38 @@ sim::Task collective_task(std::string name, hardware::CollectiveOp op, double by
 /// rendezvous; the lowering makes it wait for the sender's compute.
 sim::Task p2p_task(std::string name, double bytes, std::uint32_t group, std::uint32_t stream);
 
-/// The communicator of the rank's tensor-parallel group (parallelism.tp ranks inside one node,
-/// TP innermost as Megatron-LM places it), appended to `out.groups`; its index. kNoTpGroup when
-/// parallelism.tp is 1.
-inline constexpr std::uint32_t kNoTpGroup = 0xffffffffu;
-std::uint32_t add_tensor_parallel_group(LoweredStep& out, const Scenario& s);
+/// The model-parallel communicators of a rank inside its layers, appended to a step's groups
+/// by add_mesh_groups; kNoGroup for a dimension of degree 1.
+inline constexpr std::uint32_t kNoGroup = 0xffffffffu;
+struct MeshGroups {
+  /// The tensor-parallel group: parallelism.tp ranks inside one node, TP innermost as
+  /// Megatron-LM places it.
+  std::uint32_t tp = kNoGroup;
+  /// The context-parallel group (parallelism.cp ranks, every tp-th: Megatron-LM's order
+  /// tp-cp-dp-pp), for its AllGathers; and the 2-rank link between ring neighbours in it, for
+  /// the ring's point-to-point messages.
+  std::uint32_t cp = kNoGroup;
+  std::uint32_t cp_pair = kNoGroup;
+};
 
-/// Adds the TP collectives of one micro-batch of `layer` (models/tensor_parallel.hpp); call it
-/// right after the layer's forward task (or backward segments) is added. Without
-/// parallelism.tp_comm_overlap they follow on the compute stream: Megatron-LM's forward
-/// reductions are synchronous, and the layer before needs the backward's input gradient (its
-/// overlap with the weight-gradient GEMM is not modelled). With it they run on kTpStream from
-/// the layer's start, beside its compute, and the compute stream waits for them before the next
-/// layer (a zero-time wait task): the micro-pipelined collectives hide behind the layer's
-/// GEMMs, up to the layer's compute time. Nothing when `group` is kNoTpGroup. The tasks go to
-/// graph rank `rank` (a pipeline stage; 0 without pipeline parallelism).
-void add_tensor_parallel_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t layer,
-                                     const std::string& prefix, bool backward, std::uint32_t group,
-                                     sim::RendezvousId& next_rendezvous, std::uint32_t rank = 0);
+/// Appends the TP and CP communicators of `s` to `out.groups` (setting out.tp_group /
+/// out.cp_group); their indexes.
+MeshGroups add_mesh_groups(LoweredStep& out, const Scenario& s);
+
+/// Adds the model-parallel communication of one micro-batch of `layer` inside the layer: its
+/// TP collectives (models/tensor_parallel.hpp), then its CP transfers
+/// (models/context_parallel.hpp). Call it right after the layer's forward task (or backward
+/// segments) is added. Without parallelism.tp_comm_overlap the TP collectives follow on the
+/// compute stream: Megatron-LM's forward reductions are synchronous, and the layer before needs
+/// the backward's input gradient (its overlap with the weight-gradient GEMM is not modelled).
+/// With it they run on kTpStream from the layer's start, beside its compute, and the compute
+/// stream waits for them before the next layer (a zero-time wait task): the micro-pipelined
+/// collectives hide behind the layer's GEMMs, up to the layer's compute time. CP transfers that
+/// the ring overlaps run the same way on kCpStream; the AllGathers of KV run on the compute
+/// stream. The tasks go to graph rank `rank` (a pipeline stage; 0 without pipeline parallelism).
+void add_layer_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t layer, const std::string& prefix,
+                           bool backward, const MeshGroups& mesh, sim::RendezvousId& next_rendezvous,
+                           std::uint32_t rank = 0);
 
 /// A zero-duration task on the compute stream: a CUDA event wait (stream waits on an event
 /// recorded elsewhere); give it dependencies on what it waits for.

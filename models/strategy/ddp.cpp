@@ -38,8 +38,8 @@ struct GradRef {
 
 LoweredStep lower_ddp(const Scenario& s) {
   LoweredStep out;
-  out.groups.push_back(group_shape(s, static_cast<int>(s.parallelism.dp), s.ranks_per_node()));
-  const std::uint32_t tp_group = add_tensor_parallel_group(out, s);
+  out.groups.push_back(group_shape(s, static_cast<int>(s.data_ranks()), s.ranks_per_node()));
+  const MeshGroups mesh = add_mesh_groups(out, s);
   const ModelSpec& m = s.model;
 
   // Gradient-ready order of the trainable tensors: layers in reverse, tensors in each
@@ -74,7 +74,7 @@ LoweredStep lower_ddp(const Scenario& s) {
     const bool sync = mb == micro_batches - 1 || s.parallelism.sync_every_micro_batch;
     for (std::size_t l = 0; l < m.layers.size(); ++l) {
       g.add_task(forward_task(s, l, prefix));
-      add_tensor_parallel_collectives(g, s, l, prefix, false, tp_group, next_rendezvous);
+      add_layer_collectives(g, s, l, prefix, false, mesh, next_rendezvous);
     }
 
     // The bucket copy (or in-place div_ with gradient_as_bucket_view) reads and writes each
@@ -107,7 +107,7 @@ LoweredStep lower_ddp(const Scenario& s) {
           g.add_dependency(last_grad_task[next_bucket], last_collective);
         }
       }
-      add_tensor_parallel_collectives(g, s, l, prefix, true, tp_group, next_rendezvous);
+      add_layer_collectives(g, s, l, prefix, true, mesh, next_rendezvous);
     }
     if (!sync) continue;
     // finalize_backward: wait only when .grad already views the buckets, else copy back.

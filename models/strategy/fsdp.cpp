@@ -120,7 +120,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
   if (hsdp) {
     // One replica group per position in the shard group; the shard group's ranks on one node
     // each run their own replica AllReduce at once, sharing the node's NICs.
-    const int replicas = static_cast<int>(s.parallelism.dp / shard);
+    const int replicas = static_cast<int>(s.data_ranks() / shard);
     const int shard_ranks_per_node = std::min(shard, gpn);
     const int replica_ranks_per_node = shard < gpn ? gpn / shard : 1;
     hardware::GroupShape replica = group_shape(s, replicas, replica_ranks_per_node);
@@ -128,7 +128,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
     out.groups.push_back(replica);
     out.replica_group = static_cast<std::int32_t>(out.groups.size() - 1);
   }
-  const std::uint32_t tp_group = add_tensor_parallel_group(out, s);
+  const MeshGroups mesh = add_mesh_groups(out, s);
 
   const std::vector<Unit> units = make_units(s);
   const ModelSpec& m = s.model;
@@ -192,7 +192,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
         t.free_bytes[kBufferCounter] = units[static_cast<std::size_t>(u)].param_bytes;
       const sim::TaskId id = g.add_task(std::move(t));
       if (u >= 0 && l == last_layer(static_cast<std::size_t>(u))) fwd_free[static_cast<std::size_t>(u)] = id;
-      add_tensor_parallel_collectives(g, s, l, prefix, false, tp_group, next_rendezvous);
+      add_layer_collectives(g, s, l, prefix, false, mesh, next_rendezvous);
     }
 
     // ---- backward ----
@@ -245,7 +245,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
           seg.task.free_bytes[kBufferCounter] = units[u].param_bytes;  // reshard_after_backward (default True)
         last_segment = g.add_task(std::move(seg.task));
       }
-      add_tensor_parallel_collectives(g, s, l, prefix, true, tp_group, next_rendezvous);
+      add_layer_collectives(g, s, l, prefix, true, mesh, next_rendezvous);
       if (!unit_end) continue;
       // BACKWARD_POST: the next AllGather is issued after this unit's compute.
       if (!fsdp2 && z.backward_prefetch == BackwardPrefetch::BackwardPost) {

@@ -95,19 +95,19 @@ LoweredStep lower_pipeline(const Scenario& s) {
   STEPSIM_ASSERT(fsdp || strategy.family == StrategyFamily::DDP, "pipeline parallelism under '{}'", strategy.name);
   const int gpn = s.dp_slots_per_node();
   // Groups: 0 the DP (shard) group, [the HSDP replica group], [TP], then PP inside and across nodes.
-  const int shard = fsdp ? static_cast<int>(s.shard_ranks()) : static_cast<int>(s.parallelism.dp);
+  const int shard = fsdp ? static_cast<int>(s.shard_ranks()) : static_cast<int>(s.data_ranks());
   out.groups.push_back(group_shape(s, shard, fsdp ? std::min(shard, gpn) : s.ranks_per_node()));
   constexpr std::uint32_t kDpGroup = 0;
   std::uint32_t replica_group = 0;
   if (strategy.hybrid) {
-    const int replicas = static_cast<int>(s.parallelism.dp / shard);
+    const int replicas = static_cast<int>(s.data_ranks() / shard);
     hardware::GroupShape replica = group_shape(s, replicas, shard < gpn ? gpn / shard : 1);
     replica.concurrent_groups_per_node = std::min(shard, gpn) * static_cast<int>(s.parallelism.tp);
     out.groups.push_back(replica);
     replica_group = static_cast<std::uint32_t>(out.groups.size() - 1);
     out.replica_group = static_cast<std::int32_t>(replica_group);
   }
-  const std::uint32_t tp_group = add_tensor_parallel_group(out, s);
+  const MeshGroups mesh = add_mesh_groups(out, s);
   // Point to point: every GPU of a stage sends to its peer at once; across nodes they share the
   // node's NICs (GroupShape::concurrent_groups_per_node), inside one each has its NVLink.
   out.pp_group = static_cast<std::int32_t>(out.groups.size());
@@ -209,7 +209,7 @@ LoweredStep lower_pipeline(const Scenario& s) {
           const sim::TaskId id = add(forward_task(s, l, prefix));
           if (first_task && recv != sim::kNoTask) g.add_dependency(recv, id);
           first_task = false;
-          add_tensor_parallel_collectives(g, s, l, prefix, false, tp_group, next_rendezvous, rank);
+          add_layer_collectives(g, s, l, prefix, false, mesh, next_rendezvous, rank);
         }
         fwd_done[vsi][mbi] = compute_tail();
         continue;
@@ -256,7 +256,7 @@ LoweredStep lower_pipeline(const Scenario& s) {
             g.add_dependency(last_grad[next_bucket], last_ar);
           }
         }
-        add_tensor_parallel_collectives(g, s, l, prefix, true, tp_group, next_rendezvous, rank);
+        add_layer_collectives(g, s, l, prefix, true, mesh, next_rendezvous, rank);
       }
       bwd_done[vsi][mbi] = compute_tail();
       if (!last) continue;

@@ -43,6 +43,13 @@ struct LoweredStep {
   /// ranks of neighbouring stages inside one node; the next index: across nodes). Every group
   /// from it on is a PP one; -1 without PP.
   std::int32_t pp_group = -1;
+  /// Index of the context-parallel communicator (add_mesh_groups; the next index is the 2-rank
+  /// link of its ring); -1 without CP.
+  std::int32_t cp_group = -1;
+  /// True when group `g` is a context-parallel one (the CP group or its ring link).
+  bool is_cp_group(std::uint32_t g) const {
+    return cp_group >= 0 && (static_cast<std::int32_t>(g) == cp_group || static_cast<std::int32_t>(g) == cp_group + 1);
+  }
   /// True when group `g` is a pipeline-parallel (point-to-point) communicator.
   bool is_pp_group(std::uint32_t g) const { return pp_group >= 0 && static_cast<std::int32_t>(g) >= pp_group; }
 };

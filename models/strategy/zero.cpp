@@ -102,8 +102,8 @@ double total_param_bytes(const ModelSpec& m) {
 LoweredStep lower_zero12(const Scenario& s) {
   const int stage = s.zero_stage();
   LoweredStep out;
-  out.groups.push_back(group_shape(s, static_cast<int>(s.parallelism.dp), s.ranks_per_node()));
-  const std::uint32_t tp_group = add_tensor_parallel_group(out, s);
+  out.groups.push_back(group_shape(s, static_cast<int>(s.data_ranks()), s.ranks_per_node()));
+  const MeshGroups mesh = add_mesh_groups(out, s);
   sim::TaskGraph& g = out.graph;
   const ModelSpec& m = s.model;
   const bool overlap = s.sharding.overlap_comm;
@@ -124,7 +124,7 @@ LoweredStep lower_zero12(const Scenario& s) {
     const bool reduce = stage == 2 || mb == micro_batches - 1;
     for (std::size_t l = 0; l < m.layers.size(); ++l) {
       g.add_task(forward_task(s, l, prefix));
-      add_tensor_parallel_collectives(g, s, l, prefix, false, tp_group, next_rendezvous);
+      add_layer_collectives(g, s, l, prefix, false, mesh, next_rendezvous);
     }
 
     std::size_t bucket = 0, next_grad = 0;
@@ -160,7 +160,7 @@ LoweredStep lower_zero12(const Scenario& s) {
         last_compute = id;
         if (grad && reduce && hooks) on_grad(id);
       }
-      add_tensor_parallel_collectives(g, s, l, prefix, true, tp_group, next_rendezvous);
+      add_layer_collectives(g, s, l, prefix, true, mesh, next_rendezvous);
     }
     if (!reduce) continue;
     if (!hooks) {  // stage 1 without overlap_comm: reduce everything after backward, model order
@@ -174,7 +174,7 @@ LoweredStep lower_zero12(const Scenario& s) {
     const sim::TaskId sync = g.add_task(wait_task(prefix + "zero.reduce_epilogue", Phase::Overhead));
     if (last_reduction != sim::kNoTask) g.add_dependency(last_reduction, sync);
   }
-  if (sim::Task opt; optimizer_step(s, static_cast<double>(s.parallelism.dp), opt)) {
+  if (sim::Task opt; optimizer_step(s, static_cast<double>(s.data_ranks()), opt)) {
     const sim::TaskId step = g.add_task(std::move(opt));
     // step() ends with one AllGather of the whole low-precision model, waited on (rule 60).
     const sim::TaskId ag = g.add_task(collective_task("zero.allgather_params", CollectiveOp::AllGather,
@@ -189,8 +189,8 @@ LoweredStep lower_zero12(const Scenario& s) {
 
 LoweredStep lower_zero3(const Scenario& s) {
   LoweredStep out;
-  out.groups.push_back(group_shape(s, static_cast<int>(s.parallelism.dp), s.ranks_per_node()));
-  const std::uint32_t tp_group = add_tensor_parallel_group(out, s);
+  out.groups.push_back(group_shape(s, static_cast<int>(s.data_ranks()), s.ranks_per_node()));
+  const MeshGroups mesh = add_mesh_groups(out, s);
   sim::TaskGraph& g = out.graph;
   const ModelSpec& m = s.model;
   const auto& z = s.sharding;
@@ -283,7 +283,7 @@ LoweredStep lower_zero3(const Scenario& s) {
       const sim::TaskId id = g.add_task(std::move(t));
       if (fetch_of[pos] != sim::kNoTask) g.add_dependency(fetch_of[pos], id);
       if (needs_fetch(trace[pos]) && !kept[pos]) live -= gather_elems[pos];
-      add_tensor_parallel_collectives(g, s, pos, prefix, false, tp_group, next_rendezvous);
+      add_layer_collectives(g, s, pos, prefix, false, mesh, next_rendezvous);
     }
     // Backward with ready-order ReduceScatter buckets.
     std::size_t next_grad = 0, bucket = 0;
@@ -328,13 +328,13 @@ LoweredStep lower_zero3(const Scenario& s) {
         }
       }
       if (gather_elems[l] > 0) live -= gather_elems[l];
-      add_tensor_parallel_collectives(g, s, l, prefix, true, tp_group, next_rendezvous);
+      add_layer_collectives(g, s, l, prefix, true, mesh, next_rendezvous);
     }
     flush();
     const sim::TaskId sync = g.add_task(wait_task(prefix + "zero3.reduce_epilogue", Phase::Overhead));
     if (!reductions.empty()) g.add_dependency(reductions.back(), sync);
   }
-  if (sim::Task opt; optimizer_step(s, static_cast<double>(s.parallelism.dp), opt)) g.add_task(std::move(opt));
+  if (sim::Task opt; optimizer_step(s, static_cast<double>(s.data_ranks()), opt)) g.add_task(std::move(opt));
   g.freeze("zero3");
   return out;
 }

@@ -210,8 +210,8 @@ TEST_CASE("pipeline: scenarios refuse what is not modelled, naming the field", "
   CHECK_THROWS_WITH(llama1b(2, 1, 4, R"(, "pipeline_schedule": "GPipe")"), Contains("needs pp > 1"));
   CHECK_THROWS_WITH(llama1b(2, 2, 4, "", "ddp", R"(, "sim": {"rank_mode": "per_rank"})"), Contains("/sim/rank_mode"));
   CHECK_THROWS_WITH(llama1b(16, 2, 4, R"(, "sync_every_micro_batch": true)"), Contains("sync_every_micro_batch"));
-  // The world is dp × tp × pp.
-  CHECK_THROWS_WITH(llama1b(8, 2, 4, "", "ddp", R"(, "cluster": {"nodes": 1})"), Contains("dp × tp × pp"));
+  // The world is dp × pp here (the message names the mesh's dimensions above 1).
+  CHECK_THROWS_WITH(llama1b(8, 2, 4, "", "ddp", R"(, "cluster": {"nodes": 1})"), Contains("dp × pp (8 × 2 = 16)"));
 }
 
 TEST_CASE("pipeline: tied embeddings put a copy on the last stage and all-reduce its gradient", "[models][pp]") {
