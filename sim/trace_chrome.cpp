@@ -84,7 +84,9 @@ std::string chrome_trace_json(const TaskGraph& graph, const Timeline& timeline, 
       const std::uint32_t rank = c * stride + k;
       if (!selected[rank]) continue;
       begin_event();
-      fmt::format_to(it, R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"rank {}"}}}})", rank, rank);
+      fmt::format_to(it, R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":)", rank);
+      append_escaped(out, fmt::format("{} {}", options.rank_name, rank));
+      fmt::format_to(it, "}}}}");
       begin_event();
       fmt::format_to(it, R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", rank, rank);
       for (std::uint32_t s = 0; s < streams; ++s) {

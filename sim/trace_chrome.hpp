@@ -21,6 +21,9 @@ struct ChromeTraceOptions {
   /// Ranks (trace pids) to write; empty = all. A rank is copy × rank_stride + task.rank, where
   /// rank_stride is the graph's largest task.rank + 1.
   std::vector<std::uint32_t> ranks;
+  /// Processes are named "<rank_name> N" (e.g. "PP rank 3" when the graph's ranks are pipeline
+  /// stages).
+  std::string rank_name = "rank";
   /// Thread names by stream index; streams past the end are named "stream N".
   std::vector<std::string> stream_names;
   /// Names of the two memory counters (sim::Task::alloc_bytes / free_bytes), as counter series.

@@ -112,6 +112,7 @@ int cmd_run(const RunArgs& a) {
     sim::ChromeTraceOptions o;
     o.copies = kept.copies;
     o.stream_names = models::stream_names();
+    if (s.parallelism.pp > 1) o.rank_name = "PP rank";  // the graph's ranks are the pipeline's stages
     o.counter_names = {"activations_bytes", "buffers_bytes"};
     static_assert(models::kActivationCounter == 0 && models::kBufferCounter == 1);
     o.ranks = ranks;
