@@ -48,6 +48,7 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   std::int64_t pp = 1;
   double in_flight = 1;
   std::string schedule;
+  std::int64_t cp = 1;  // context parallelism: the states shard over dp × cp ranks
   if (!a.scenario.empty() || a.scenario_doc) {
     if (a.params != 0 || a.dp != 0 || !a.hardware.empty())
       throw InputError("--params/--dp/--hardware", "", "give either a scenario or --params and --dp (and --hardware), not both");
@@ -61,7 +62,8 @@ QueryAnswer memory_query(const MemoryQuery& a) {
     // (static_memory), unless --optimizer-bytes-per-param says otherwise.
     param_bytes = dtype_bytes(s.precision.held_dtype);
     if (!a.optimizer_bytes_given) k = optimizer_state_bytes_per_param(s.optimizer, s.precision.held_dtype);
-    dp = s.parallelism.dp;
+    dp = s.data_ranks();  // the ranks the states shard over: dp × cp
+    cp = s.parallelism.cp;
     activations = activation_bytes(s);
     pp = s.parallelism.pp;
     if (pp > 1) {
@@ -106,7 +108,8 @@ QueryAnswer memory_query(const MemoryQuery& a) {
     j["pp"] = pp;
     j["model_params"] = model_params;
   }
-  j["dp"] = dp;
+  j["dp"] = dp;  // dp × cp under context parallelism
+  if (cp > 1) j["cp"] = cp;
   j["shard_group_size"] = group;
   j["optimizer_bytes_per_param"] = k;
   j["param_bytes"] = param_bytes;
@@ -118,8 +121,10 @@ QueryAnswer memory_query(const MemoryQuery& a) {
                              pp, tp > 1 ? fmt::format(" and tp {}", tp) : std::string())
       : tp > 1 ? fmt::format("{:.4g} parameters per TP rank (the model's {:.4g} over tp {})", psi, model_params, tp)
                : fmt::format("{:.4g} parameters", psi);
-  std::string text = fmt::format("model-state memory per GPU for {}, N_d = {}, B = {:g}, K = {:g}, HSDP "
-                                 "shard group G = {} (GB = 1e9 bytes)\n", subject, dp, param_bytes, k, group);
+  std::string text = fmt::format("model-state memory per GPU for {}, N_d = {}{}, B = {:g}, K = {:g}, HSDP "
+                                 "shard group G = {} (GB = 1e9 bytes)\n", subject,
+                                 cp > 1 ? fmt::format("dp × cp = {} × {} = ", dp / cp, cp) : std::string(), dp, param_bytes,
+                                 k, group);
   text += fmt::format("  {:<7}{:>12}{:>12}{:>12}{:>12}{}{}\n", "", "params", "grads", "optimizer", "total",
                       activations >= 0 ? "  + activations" : "", hw ? "   largest model" : "");
   for (const auto& row : strategy_model_states(psi, dp, group, k, param_bytes)) {

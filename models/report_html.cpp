@@ -606,10 +606,10 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
                      ms(r.dp_exposed_comm_s));
   if (s.parallelism.pp > 1) {
     const auto& p = s.parallelism;
-    h += fmt::format("<p id=\"mesh\">mesh: dp {} &#215; tp {} &#215; pp {} &#8212; {} pipeline stages of {} GPUs, {} schedule, "
-                     "{} micro-batches, {} model chunk{} per PP rank; exposed communication {} PP, {} TP and {} DP "
+    h += fmt::format("<p id=\"mesh\">mesh: dp {} &#215; tp {} &#215; cp {} &#215; pp {} &#8212; {} pipeline stages of {} GPUs, {} "
+                     "schedule, {} micro-batches, {} model chunk{} per PP rank; exposed communication {} PP, {} TP and {} DP "
                      "(stage 0)</p>\n",
-                     p.dp, p.tp, p.pp, p.pp, s.stage_ranks(), esc(p.pipeline_schedule), s.batch.grad_accum, p.virtual_stages,
+                     p.dp, p.tp, p.cp, p.pp, p.pp, s.stage_ranks(), esc(p.pipeline_schedule), s.batch.grad_accum, p.virtual_stages,
                      p.virtual_stages == 1 ? "" : "s", ms(r.pp_exposed_comm_s), ms(r.tp_exposed_comm_s),
                      ms(r.dp_exposed_comm_s));
     h += "<table class=\"rows\" id=\"pipeline-stages\"><tr><th>PP rank</th><th>blocks</th><th>parameters</th><th>compute</th>"

@@ -130,6 +130,10 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
     if (d % g != 0 || g > d)
       par.fail("shard_group_size", p.cp > 1 ? fmt::format("the shard group ({} ranks) must divide dp × cp ({})", g, d)
                                             : fmt::format("the shard group ({} ranks) must divide dp ({})", g, p.dp));
+    if (g % p.cp != 0)
+      par.fail("shard_group_size", fmt::format("the shard group ({} ranks) must be a multiple of cp ({}): the CP ranks "
+                                               "of a sequence hold the same weights, and torchtitan shards them over "
+                                               "dp_shard × cp", g, p.cp));
   }
   if (z.reshard_after_forward == ReshardMode::Group) {
     const std::int64_t n = s.shard_ranks();

@@ -392,7 +392,8 @@ const std::vector<ScenarioField>& fsdp_knob_fields() {
        .rule = [](const JsonReader& par, Scenario& s) { fsdp1_only(par, s, "limit_all_gathers"); },
        .echo = [](const Scenario& s) { return fsdp1_echo(s, s.sharding.limit_all_gathers); }},
       {.object = "parallelism", .key = "shard_group_size", .type = T::Integer,
-       .doc = "HSDP: ranks one shard group spans (a divisor of dp); the replicas AllReduce across groups",
+       .doc = "HSDP: ranks one shard group spans (a divisor of dp, of dp × cp under context parallelism and then a "
+              "multiple of cp: torchtitan shards over dp_shard × cp); the replicas AllReduce across groups",
        .default_doc = "GPUs per node (min(gpus_per_node, dp))", .min = 1, .max = 1 << 20, .knob = true,
        STEPSIM_FIELD_ACCESS(std::int64_t, sharding.shard_group_size),
        .echo = [](const Scenario& s) -> std::optional<FieldValue> { return s.shard_ranks(); }},
