@@ -305,7 +305,8 @@ std::vector<ScenarioField> core_fields() {
               "pipeline_schedule, activations and their gradients sent point to point between stages; the bubble "
               "comes out of the simulation. Blocks split evenly under ddp (Megatron-LM: a multiple of pp × "
               "virtual_stages), torchtitan's way under fsdp / hsdp (the embedding and the head count as a layer "
-              "each). Transformers only; ddp, fsdp and hsdp (DeepSpeed's pipeline engine is not modelled)",
+              "each). Transformers only; ddp, fsdp, hsdp and zero1 (DeepSpeed's PipelineEngine: 1F1B, gradients reduced after the "
+              "last backward; it refuses ZeRO-2/3)",
        .min = 1, .max = 4096, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.pp),
        STEPSIM_ECHO_IF_ABOVE_ONE(parallelism.pp)},
       {.object = "parallelism", .key = "pipeline_schedule", .type = T::Choice,

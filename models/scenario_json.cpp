@@ -164,11 +164,12 @@ void check_pipeline(const JsonReader& par, Scenario& s) {
     par.fail("virtual_stages", fmt::format("{} needs pipeline_schedule \"Interleaved1F1B\" ({} runs one model chunk per "
                                            "PP rank); expected 1", p.virtual_stages, p.pipeline_schedule));
   const StrategyEntry& st = strategy_of(s);
-  if (st.family == StrategyFamily::DeepSpeed)
-    par.fail("pp", fmt::format("{} under strategy '{}': {}; expected strategy ddp, fsdp or hsdp", p.pp, st.name,
-                               st.zero_stage >= 2 ? "DeepSpeed's PipelineEngine refuses ZeRO-2 and ZeRO-3 (it asserts "
-                                                    "a ZeRO stage below 2)"
-                                                  : "DeepSpeed's pipeline engine is not modelled yet"));
+  if (st.family == StrategyFamily::DeepSpeed && st.zero_stage >= 2)
+    par.fail("pp", fmt::format("{} under strategy '{}': DeepSpeed's PipelineEngine refuses ZeRO-2 and ZeRO-3 (it asserts "
+                               "a ZeRO stage below 2); expected strategy zero1, ddp, fsdp or hsdp", p.pp, st.name));
+  if (st.family == StrategyFamily::DeepSpeed && p.pipeline_schedule != "1F1B")
+    par.fail("pipeline_schedule", fmt::format("\"{}\" under strategy '{}': DeepSpeed's PipelineEngine runs its own 1F1B "
+                                              "TrainSchedule only; expected \"1F1B\"", p.pipeline_schedule, st.name));
   if (s.hardware.is_torus())
     par.fail("pp", fmt::format("{} on the {} torus: pipeline parallelism is modelled on GPU nodes; expected pp 1", p.pp,
                                s.hardware.name));

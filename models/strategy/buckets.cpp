@@ -38,4 +38,16 @@ std::vector<BucketAssignment> assign_buckets(const std::vector<BucketInput>& ten
   return out;
 }
 
+std::vector<bool> deepspeed_ipg_flushes(const std::vector<double>& elements, double bucket_elements) {
+  std::vector<bool> flush_before;
+  double open = 0;
+  for (double e : elements) {
+    const bool flush = open > 0 && open + e > bucket_elements;
+    flush_before.push_back(flush);
+    if (flush) open = 0;
+    open += e;
+  }
+  return flush_before;
+}
+
 }  // namespace stepsim::models

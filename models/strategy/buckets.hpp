@@ -29,4 +29,11 @@ struct BucketAssignment {
 std::vector<BucketAssignment> assign_buckets(const std::vector<BucketInput>& tensors,
                                              const std::vector<double>& limits_bytes);
 
+/// DeepSpeed ZeRO-1/2's IPG bucketing (stage_1_and_2.py, semantics.md §C.2 rule 56) over
+/// gradients of `elements` elements each, in the order they reach the bucket: for each, whether
+/// the open bucket is flushed (reduced) *before* it is added — when the bucket is not empty and
+/// the gradient would take it past `bucket_elements` (reduce_bucket_size). A gradient larger
+/// than the bucket is thus reduced alone.
+std::vector<bool> deepspeed_ipg_flushes(const std::vector<double>& elements, double bucket_elements);
+
 }  // namespace stepsim::models

@@ -21,6 +21,13 @@
 //    accumulate, and REDUCE_GRAD reduce-scatters every unit of a chunk (HSDP: then all-reduces
 //    the shard over the replicas) after the chunk's last backward, then reshards. The
 //    optimizer waits for every reduction;
+//  - zero1 (DeepSpeed's PipelineEngine, deepspeed/runtime/pipe/engine.py: its TrainSchedule is
+//    1F1B, ReduceGrads runs once after the last backward, then OptimizerStep): every micro-batch
+//    accumulates; after the stage's last backward its gradients are reduced in IPG buckets of
+//    reduce_bucket_size elements in model order (ZeRO-1 without hooks, semantics.md §C.2 rule
+//    55/56: on the compute stream, or on the communication stream with overlap_comm, the compute
+//    stream waiting at the epilogue), then Adam on the rank's 1/(dp × cp) partition and one
+//    AllGather of the stage's parameters (rule 60);
 //  - tied embeddings (Megatron-LM, models/pipeline.hpp pipeline_tied_embedding): the last
 //    stage holds a copy of the word embedding; after its DP reduction each of the first and
 //    last stage all-reduces that gradient with the other (one 2-rank AllReduce), before the
@@ -92,7 +99,9 @@ LoweredStep lower_pipeline(const Scenario& s) {
   LoweredStep out;
   const StrategyEntry& strategy = strategy_of(s);
   const bool fsdp = strategy.family == StrategyFamily::FSDP;
-  STEPSIM_ASSERT(fsdp || strategy.family == StrategyFamily::DDP, "pipeline parallelism under '{}'", strategy.name);
+  const bool zero1 = strategy.family == StrategyFamily::DeepSpeed;
+  STEPSIM_ASSERT(fsdp || strategy.family == StrategyFamily::DDP || (zero1 && strategy.zero_stage == 1),
+                 "pipeline parallelism under '{}'", strategy.name);
   const int gpn = s.dp_slots_per_node();
   // Groups: 0 the DP (shard) group, [the HSDP replica group], [TP], then PP inside and across nodes.
   const int shard = fsdp ? static_cast<int>(s.shard_ranks()) : static_cast<int>(s.data_ranks());
@@ -158,6 +167,7 @@ LoweredStep lower_pipeline(const Scenario& s) {
         k.unsharded_grads.assign(k.units.size(), 0);
         continue;
       }
+      if (zero1) continue;  // DeepSpeed's IPG buckets are formed at ReduceGrads
       std::vector<BucketInput> inputs;
       for (auto it = k.layers.rbegin(); it != k.layers.rend(); ++it)
         for (std::size_t idx : s.model.ready_order(*it)) {
@@ -218,7 +228,7 @@ LoweredStep lower_pipeline(const Scenario& s) {
       sim::TaskId recv = sim::kNoTask;
       if (vs + 1 < stages) recv = recv_grad[vsi][mbi] = receive(true, (vs + 1) % pp);
       const bool last = a.micro_batch == m - 1;  // the chunk's last backward (backwards run in micro-batch order)
-      const bool sync = last && !fsdp;
+      const bool sync = last && !fsdp && !zero1;
       std::vector<std::size_t> left(k.buckets.size());
       for (std::size_t b = 0; b < k.buckets.size(); ++b) left[b] = k.buckets[b].tensors.size();
       std::vector<sim::TaskId> last_grad(k.buckets.size(), sim::kNoTask);
@@ -260,6 +270,37 @@ LoweredStep lower_pipeline(const Scenario& s) {
       }
       bwd_done[vsi][mbi] = compute_tail();
       if (!last) continue;
+      if (zero1) {
+        // ReduceGrads: the chunk's gradients in model order, in IPG buckets (rule 55/56).
+        std::vector<double> elements, bytes;
+        for (std::size_t l : k.layers)
+          for (const ParamTensor& p : s.model.layers[l].params)
+            if (p.trainable) {
+              elements.push_back(static_cast<double>(p.numel));
+              bytes.push_back(static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype));
+            }
+        const std::vector<bool> flush = deepspeed_ipg_flushes(elements, s.sharding.reduce_bucket_size);
+        const CollectiveOp op = s.sharding.gradient_reduce_scatter ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
+        const bool overlap = s.sharding.overlap_comm;
+        double open = 0;
+        std::size_t bucket = 0;
+        sim::TaskId last_reduction = sim::kNoTask;
+        const auto reduce = [&] {
+          if (open <= 0) return;
+          last_reduction = add(collective_task(fmt::format("{}{}.bucket{}", prefix, hardware::collective_op_name(op), bucket++),
+                                               op, open, kDpGroup, overlap ? kCommStream : kComputeStream, next_rendezvous));
+          g.add_dependency(bwd_done[vsi][mbi], last_reduction);
+          open = 0;
+        };
+        for (std::size_t i = 0; i < bytes.size(); ++i) {
+          if (flush[i]) reduce();
+          open += bytes[i];
+        }
+        reduce();
+        const sim::TaskId epilogue = add(wait_task(prefix + "zero.reduce_epilogue", Phase::Overhead));
+        if (last_reduction != sim::kNoTask) g.add_dependency(last_reduction, epilogue);
+        continue;
+      }
       if (!fsdp) {
         sim::Task fin = wait_task(prefix + (s.parallelism.gradient_as_bucket_view ? "ddp.finalize_backward"
                                                                                   : "ddp.copy_bucket_to_grad"),
@@ -305,9 +346,20 @@ LoweredStep lower_pipeline(const Scenario& s) {
       const sim::TaskId wait = add(wait_task(fmt::format("s{}.wait.tied_embedding", r), Phase::Overhead));
       g.add_dependency(ar_id, wait);
     }
-    if (sim::Task opt; optimizer_step(pipeline_rank_scenario(s, r), fsdp ? static_cast<double>(shard) : 1.0, opt)) {
+    const Scenario rank_s = pipeline_rank_scenario(s, r);
+    if (sim::Task opt; optimizer_step(rank_s, fsdp || zero1 ? static_cast<double>(shard) : 1.0, opt)) {
       opt.name = fmt::format("s{}.{}", r, opt.name);
-      add(std::move(opt));
+      const sim::TaskId step = add(std::move(opt));
+      if (zero1) {
+        // ZeRO-1's step() ends with one AllGather of the stage's low-precision parameters (rule 60).
+        double param_bytes = 0;
+        for (const auto& l : rank_s.model.layers)
+          for (const ParamTensor& p : l.params) param_bytes += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
+        const sim::TaskId ag = add(collective_task(fmt::format("s{}.zero.allgather_params", r), CollectiveOp::AllGather,
+                                                   param_bytes, kDpGroup, kCommStream, next_rendezvous));
+        g.add_dependency(step, ag);
+        g.add_dependency(ag, add(wait_task(fmt::format("s{}.zero.wait_allgather", r), Phase::Overhead)));
+      }
     }
   }
   // Each receive waits for its sender's compute.

@@ -35,6 +35,7 @@
 #include "hardware/task_cost.hpp"
 #include "models/scenario.hpp"
 #include "models/scenario_fields.hpp"
+#include "models/strategy/buckets.hpp"
 #include "models/strategy/compute_tasks.hpp"
 #include "models/strategy/strategy.hpp"
 
@@ -47,24 +48,6 @@ namespace stepsim::models {
 namespace {
 
 using hardware::CollectiveOp;
-
-// DeepSpeed's IPG bucketing over a sequence of gradients (elements), rule 56: returns, for each
-// gradient, whether the bucket is flushed *before* it is added, and whether it is reduced alone.
-struct IpgPlan {
-  std::vector<bool> flush_before;  // flush the open bucket before adding gradient i
-};
-
-IpgPlan plan_ipg(const std::vector<double>& elements, double bucket_elements) {
-  IpgPlan plan;
-  double open = 0;
-  for (double e : elements) {
-    const bool flush = open > 0 && open + e > bucket_elements;
-    plan.flush_before.push_back(flush);
-    if (flush) open = 0;
-    open += e;
-  }
-  return plan;
-}
 
 struct Grad {
   std::size_t layer;
@@ -111,7 +94,7 @@ LoweredStep lower_zero12(const Scenario& s) {
   const CollectiveOp op = s.sharding.gradient_reduce_scatter ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
   const std::string op_name = s.sharding.gradient_reduce_scatter ? "reducescatter" : "allreduce";
   const std::vector<Grad> ready = grads_in_order(s, !hooks);
-  const IpgPlan plan = plan_ipg([&] {
+  const std::vector<bool> flush_before = deepspeed_ipg_flushes([&] {
     std::vector<double> e;
     for (const auto& gr : ready) e.push_back(gr.elements);
     return e;
@@ -149,7 +132,7 @@ LoweredStep lower_zero12(const Scenario& s) {
     // Hook path: a ready gradient joins the IPG bucket (copied into it: contiguous_gradients).
     auto on_grad = [&](sim::TaskId producer) {
       last_compute = producer;
-      if (plan.flush_before[next_grad]) flush();
+      if (flush_before[next_grad]) flush();
       bucket_bytes += ready[next_grad].bytes;
       ++next_grad;
     };
@@ -165,7 +148,7 @@ LoweredStep lower_zero12(const Scenario& s) {
     if (!reduce) continue;
     if (!hooks) {  // stage 1 without overlap_comm: reduce everything after backward, model order
       for (std::size_t i = 0; i < ready.size(); ++i) {
-        if (plan.flush_before[i]) flush();
+        if (flush_before[i]) flush();
         bucket_bytes += ready[i].bytes;
       }
     }
@@ -224,7 +207,7 @@ LoweredStep lower_zero3(const Scenario& s) {
   auto needs_fetch = [&](const Use& u) { return gather_elems[u.layer] > 0 && !(u.backward && kept[u.layer]); };
 
   const std::vector<Grad> ready = grads_in_order(s, false);
-  const IpgPlan plan = plan_ipg([&] {
+  const std::vector<bool> flush_before = deepspeed_ipg_flushes([&] {
     std::vector<double> e;
     for (const auto& gr : ready) e.push_back(gr.elements);
     return e;
@@ -322,7 +305,7 @@ LoweredStep lower_zero3(const Scenario& s) {
         }
         last_compute = id;
         if (grad) {
-          if (plan.flush_before[next_grad]) flush();
+          if (flush_before[next_grad]) flush();
           bucket_bytes += ready[next_grad].bytes;
           ++next_grad;
         }

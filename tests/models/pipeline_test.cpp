@@ -203,7 +203,7 @@ TEST_CASE("pipeline: FSDP under PP gathers each unit once a step and reduce-scat
 
 TEST_CASE("pipeline: scenarios refuse what is not modelled, naming the field", "[models][pp]") {
   CHECK_THROWS_WITH(llama1b(8, 2, 4, "", "zero3"), Contains("/parallelism/pp") && Contains("ZeRO-3"));
-  CHECK_THROWS_WITH(llama1b(8, 2, 4, "", "zero1"), Contains("not modelled yet"));
+  CHECK_THROWS_WITH(llama1b(8, 2, 4, R"(, "pipeline_schedule": "GPipe")", "zero1"), Contains("TrainSchedule only"));
   CHECK_THROWS_WITH(llama1b(1, 3, 4), Contains("16 transformer blocks do not split evenly"));
   CHECK_THROWS_WITH(llama1b(1, 4, 4, R"(, "virtual_stages": 2)"), Contains("Interleaved1F1B"));
   CHECK_THROWS_WITH(llama1b(1, 4, 9, R"(, "pipeline_schedule": "Interleaved1F1B")"), Contains("rounds"));
@@ -256,4 +256,24 @@ TEST_CASE("pipeline: 1F1B at pp 1 is plain gradient accumulation, so a base scen
   const Report plain = run(llama1b(8, 1, 4));
   CHECK(named.step_time_s == plain.step_time_s);
   CHECK(named.pipeline_stages.empty());
+}
+
+TEST_CASE("pipeline: ZeRO-1 under DeepSpeed's pipeline engine reduces after the last backward, then gathers", "[models][pp]") {
+  // deepspeed/runtime/pipe/engine.py: ReduceGrads once after the schedule, then OptimizerStep,
+  // whose ZeRO-1 step ends with one AllGather of the stage's parameters (semantics.md §C.2).
+  const Scenario s = llama1b(8, 2, 4, "", "zero1", R"(, "cluster": {"nodes": 2})");
+  const Report r = run(s);
+  const double stage_bytes = static_cast<double>(pipeline_rank_scenario(s, 0).model.parameter_count()) * 2;
+  double reduced = 0, gathered = 0;
+  for (const auto& c : r.collectives) {
+    if (c.group != "dp") continue;
+    if (c.op == "AllReduce") reduced += c.bytes * static_cast<double>(c.count);
+    if (c.op == "AllGather") gathered += c.bytes * static_cast<double>(c.count);
+  }
+  CHECK(reduced == Approx(stage_bytes));  // every gradient of PP rank 0 once (bf16), not per micro-batch
+  CHECK(gathered == Approx(stage_bytes));
+  // Adam over 1/8 of the stage: its states are sharded as ZeRO-1's.
+  const Report ddp = run(llama1b(8, 2, 4, "", "ddp", R"(, "cluster": {"nodes": 2})"));
+  CHECK(r.memory.optimizer_bytes == Approx(ddp.memory.optimizer_bytes / 8));
+  CHECK(r.step_time_s > 0);
 }
