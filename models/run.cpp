@@ -259,8 +259,12 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   std::optional<sim::Timeline> all;  // per_rank: every rank's records
   // Under PP each stage holds its own layers' states; the memory limit takes the largest.
   const int pp = static_cast<int>(s.parallelism.pp);
+  std::vector<Scenario> stage_scenarios;  // each PP rank's layers (pipeline_rank_scenario), once
   std::vector<MemoryBreakdown> stage_memory;
-  for (int k = 0; pp > 1 && k < pp; ++k) stage_memory.push_back(static_memory(pipeline_rank_scenario(s, k)));
+  for (int k = 0; pp > 1 && k < pp; ++k) {
+    stage_scenarios.push_back(pipeline_rank_scenario(s, k));
+    stage_memory.push_back(static_memory(stage_scenarios.back()));
+  }
   r.memory = static_memory(s);
   if (pp > 1)
     r.memory = *std::max_element(stage_memory.begin(), stage_memory.end(), [](const MemoryBreakdown& a, const MemoryBreakdown& b) {
@@ -460,7 +464,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
         return t.kind == sim::TaskKind::Transfer && t.rank == rank;
       });
       PipelineStageSummary st;
-      const Scenario stage_s = pipeline_rank_scenario(s, k);
+      const Scenario& stage_s = stage_scenarios[static_cast<std::size_t>(k)];
       st.layers = stage_s.model.layers.size();
       st.blocks = static_cast<std::size_t>(std::count_if(stage_s.model.layers.begin(), stage_s.model.layers.end(),
                                                          [](const LayerSpec& l) { return !l.root; }));

@@ -153,9 +153,10 @@ LoweredStep lower_pipeline(const Scenario& s) {
     // Per chunk: DDP's buckets, or FSDP's units.
     struct Chunk {
       std::vector<std::size_t> layers;
-      std::vector<std::pair<std::size_t, std::size_t>> ready;  // (layer, param) in ready order
       std::vector<BucketAssignment> buckets;
+      std::vector<std::size_t> bucket_of;  // by trainable tensor in ready order: its bucket
       std::vector<ChunkUnit> units;
+      std::vector<std::size_t> unit_of;    // by model layer: its unit (layers of the chunk only)
       std::vector<double> unsharded_grads;
     };
     std::vector<Chunk> chunk(static_cast<std::size_t>(chunks));
@@ -165,6 +166,9 @@ LoweredStep lower_pipeline(const Scenario& s) {
       if (fsdp) {
         k.units = chunk_units(s, k.layers);
         k.unsharded_grads.assign(k.units.size(), 0);
+        k.unit_of.assign(s.model.layers.size(), 0);
+        for (std::size_t u = 0; u < k.units.size(); ++u)
+          for (std::size_t l : k.units[u].layers) k.unit_of[l] = u;
         continue;
       }
       if (zero1) continue;  // DeepSpeed's IPG buckets are formed at ReduceGrads
@@ -173,10 +177,12 @@ LoweredStep lower_pipeline(const Scenario& s) {
         for (std::size_t idx : s.model.ready_order(*it)) {
           const ParamTensor& p = s.model.layers[*it].params[idx];
           if (!p.trainable) continue;
-          k.ready.emplace_back(*it, idx);
           inputs.push_back({static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype), static_cast<std::uint32_t>(p.dtype)});
         }
       k.buckets = assign_buckets(inputs, {s.parallelism.first_bucket_mb * kMiB, s.parallelism.bucket_cap_mb * kMiB});
+      k.bucket_of.assign(inputs.size(), 0);
+      for (std::size_t b = 0; b < k.buckets.size(); ++b)
+        for (std::size_t t : k.buckets[b].tensors) k.bucket_of[t] = b;
       if (r == 0)  // the report's bucket line is PP rank 0's, as its other rows
         for (const auto& b : k.buckets) out.buckets.push_back({b.bytes, b.tensors.size()});
     }
@@ -240,24 +246,19 @@ LoweredStep lower_pipeline(const Scenario& s) {
         for (auto& seg : backward_segments(s, l, prefix, sync ? 2.0 : 0.0, fsdp ? -1 : a.micro_batch)) {
           if (fsdp && seg.produces_grad) {
             // The unit's unsharded gradients exist from its first gradient to REDUCE_GRAD.
-            for (std::size_t u = 0; u < k.units.size(); ++u)
-              if (std::find(k.units[u].layers.begin(), k.units[u].layers.end(), l) != k.units[u].layers.end() &&
-                  k.unsharded_grads[u] == 0) {
-                seg.task.alloc_bytes[kBufferCounter] += k.units[u].grad_bytes;
-                k.unsharded_grads[u] = k.units[u].grad_bytes;
-              }
+            const std::size_t u = k.unit_of[l];
+            if (k.unsharded_grads[u] == 0) {
+              seg.task.alloc_bytes[kBufferCounter] += k.units[u].grad_bytes;
+              k.unsharded_grads[u] = k.units[u].grad_bytes;
+            }
           }
           const bool produces = seg.produces_grad;
           const sim::TaskId id = add(std::move(seg.task));
           if (first_task && recv != sim::kNoTask) g.add_dependency(recv, id);
           first_task = false;
           if (!sync || !produces) continue;
-          // DDP's hook: the bucket of this gradient (tensors in ready order, k.ready).
-          std::size_t b = 0;
-          for (; b < k.buckets.size(); ++b)
-            if (std::find(k.buckets[b].tensors.begin(), k.buckets[b].tensors.end(), ready_pos) != k.buckets[b].tensors.end())
-              break;
-          ++ready_pos;
+          // DDP's hook: the bucket of this gradient (the chunk's trainable tensors in ready order).
+          const std::size_t b = k.bucket_of[ready_pos++];
           last_grad[b] = id;
           --left[b];
           for (; next_bucket < k.buckets.size() && left[next_bucket] == 0; ++next_bucket) {
