@@ -15,8 +15,10 @@ bool multiple_of_16(double v) { return std::fmod(v, 16.0) == 0; }
 }  // namespace
 
 bool float8_gemm(const Scenario& s, const LayerSpec& layer, const LayerGemm& g) {
+  // Routed experts are grouped-GEMM parameters, not nn.Linear modules: torchao's
+  // convert_to_float8_training swaps nn.Linear only, so they stay in the parameter dtype.
   return s.precision.float8 != PrecisionConfig::Float8::None && !layer.root && g.kind == LayerGemm::Kind::Linear &&
-         multiple_of_16(g.n) && multiple_of_16(g.k);
+         g.experts == 0 && multiple_of_16(g.n) && multiple_of_16(g.k);
 }
 
 std::size_t float8_linear_count(const Scenario& s, std::size_t layer) {

@@ -42,7 +42,13 @@ const std::vector<std::string>& known_keys() {
       "use_parallel_residual", "n_ctx", "resid_pdrop", "embd_pdrop", "attn_pdrop", "scale_attn_weights",
       "original_max_position_embeddings", "pretraining_tp", "mlp_bias", "attention_bias", "head_dim",
       "num_key_value_heads", "qkv_bias", "cache_implementation", "tie_word_embeddings", "n_inner", "n_positions",
-      "name", "source"};
+      "name", "source",
+      // routing, auxiliary losses and checkpoint extras of the MoE model_types: no tensor of the
+      // transformers module depends on them
+      "router_jitter_noise", "router_aux_loss_coef", "output_router_logits", "norm_topk_prob", "n_group",
+      "topk_group", "topk_method", "routed_scaling_factor", "scoring_func", "aux_loss_alpha", "seq_aux",
+      "num_nextn_predict_layers", "moe_layer_freq", "ep_size", "swiglu_limit", "quantization_config",
+      "rope_interleave", "experts_per_token", "router_bias", "initial_context_length"};
   return keys;
 }
 
@@ -158,14 +164,93 @@ Defaults defaults_of(const std::string& type) {
   if (type == "olmo2") return {50304, 4096, 11008, 32, 32, 0, 0, false, 2048};       // Olmo2Config
   if (type == "gpt_neox") return {50432, 6144, 24576, 44, 64, 0, 0, false, 2048};    // GPTNeoXConfig
   if (type == "gpt2") return {50257, 768, 0, 12, 12, 0, 0, true, 1024};              // GPT2Config (n_inner None: 4·n_embd)
+  if (type == "mixtral") return {32000, 4096, 14336, 32, 32, 8, 0, false, 131072};   // MixtralConfig
+  if (type == "qwen2_moe") return {151936, 2048, 5632, 24, 16, 16, 0, false, 32768}; // Qwen2MoeConfig
+  if (type == "qwen3_moe") return {151936, 2048, 6144, 24, 32, 4, 0, false, 32768};  // Qwen3MoeConfig
+  if (type == "deepseek_v2") return {32000, 4096, 11008, 32, 32, 0, 0, false, 2048};  // DeepseekV2Config
+  if (type == "deepseek_v3") return {129280, 7168, 18432, 61, 128, 0, 0, false, 4096}; // DeepseekV3Config
+  if (type == "gpt_oss") return {201088, 2880, 2880, 36, 64, 8, 64, false, 131072};  // GptOssConfig
   throw InternalError("no defaults for model_type " + type);
+}
+
+bool is_moe(const std::string& type) {
+  const auto& moe = hf_moe_model_types();
+  return std::find(moe.begin(), moe.end(), type) != moe.end();
+}
+
+// The MoE keys of a mixture-of-experts model_type (TransformerShape::MoE; models.md §1.3, §1.4,
+// §1.10, §1.11): the experts, their width, top-k, the shared expert and which blocks are sparse.
+void read_moe(const std::string& type, ConfigReader& r, TransformerShape& s) {
+  using MoE = TransformerShape::MoE;
+  MoE& e = s.moe;
+  std::vector<bool> sparse(static_cast<std::size_t>(s.layers), true);
+  if (type == "mixtral") {  // MixtralConfig: every block sparse, experts of intermediate_size
+    e.layout = MoE::Layout::Mixtral;
+    e.experts = r.integer("num_local_experts", 8, 1, kMaxHeads);
+    e.topk = r.integer("num_experts_per_tok", 2, 1, kMaxHeads);
+    e.expert_ffn = s.ffn;
+  } else if (type == "gpt_oss") {  // GptOssConfig: every block sparse, experts of intermediate_size
+    e.layout = MoE::Layout::GptOss;
+    e.experts = r.integer("num_local_experts", 128, 1, kMaxHeads);
+    e.topk = r.integer("num_experts_per_tok", 4, 1, kMaxHeads);
+    e.expert_ffn = s.ffn;
+  } else if (type == "qwen2_moe" || type == "qwen3_moe") {
+    // Qwen2MoeConfig / Qwen3MoeConfig: block i is sparse iff i is not in mlp_only_layers,
+    // num_experts > 0 and (i + 1) % decoder_sparse_step == 0; else a dense MLP of intermediate_size.
+    const bool qwen2 = type == "qwen2_moe";
+    e.layout = MoE::Layout::Qwen;
+    e.experts = r.integer("num_experts", qwen2 ? 60 : 128, 0, kMaxHeads);
+    e.topk = r.integer("num_experts_per_tok", qwen2 ? 4 : 8, 1, kMaxHeads);
+    e.expert_ffn = r.integer("moe_intermediate_size", qwen2 ? 1408 : 768, 1, kMaxDim);
+    if (qwen2) {
+      e.shared_ffn = r.integer("shared_expert_intermediate_size", 5632, 1, kMaxDim);
+      e.shared_gate = true;
+    }
+    const std::int64_t step = r.integer("decoder_sparse_step", 1, 1, kMaxLayers);
+    std::vector<std::int64_t> dense_only;
+    if (r.present("mlp_only_layers")) {
+      const nlohmann::json& v = r.json().at("mlp_only_layers");
+      bool ok = v.is_array();
+      for (std::size_t i = 0; ok && i < v.size(); ++i) {
+        ok = v[i].is_number_integer() && v[i].get<std::int64_t>() >= 0;
+        if (ok) dense_only.push_back(v[i].get<std::int64_t>());
+      }
+      if (!ok) r.problem("mlp_only_layers", "expected an array of block indexes (integers >= 0), got " + json_excerpt(v));
+    }
+    for (std::int64_t i = 0; i < s.layers; ++i)
+      sparse[static_cast<std::size_t>(i)] =
+          e.experts > 0 && (i + 1) % step == 0 &&
+          std::find(dense_only.begin(), dense_only.end(), i) == dense_only.end();
+  } else {  // deepseek_v2 / deepseek_v3: blocks from first_k_dense_replace on are sparse
+    const bool v3 = type == "deepseek_v3";
+    e.layout = MoE::Layout::DeepSeek;
+    e.experts = r.integer("n_routed_experts", v3 ? 256 : 64, 1, kMaxHeads);
+    // DeepseekV2Config's num_experts_per_tok defaults to None, with which its MoE routes nothing:
+    // a V2 config must give it (every released one does: 6).
+    const bool topk_given = r.present("num_experts_per_tok");
+    e.topk = r.integer("num_experts_per_tok", v3 ? 8 : 1, 1, kMaxHeads);
+    if (!v3 && !topk_given)
+      r.problem("num_experts_per_tok", "required field is missing (DeepseekV2Config's default None routes no token; "
+                                       "DeepSeek-V2 and V2-Lite give 6)");
+    e.expert_ffn = r.integer("moe_intermediate_size", v3 ? 2048 : 1407, 1, kMaxDim);
+    // n_shared_experts null: no shared expert (DeepseekV2Moe builds one only when it is set).
+    const std::int64_t shared = r.integer("n_shared_experts", v3 ? 1 : 2, 0, kMaxHeads);
+    const bool no_shared = r.json().contains("n_shared_experts") && r.json().at("n_shared_experts").is_null();
+    e.shared_ffn = no_shared ? 0 : shared * e.expert_ffn;
+    const std::int64_t first = r.integer("first_k_dense_replace", v3 ? 3 : 0, 0, kMaxLayers);
+    for (std::int64_t i = 0; i < s.layers && i < first; ++i) sparse[static_cast<std::size_t>(i)] = false;
+  }
+  if (e.experts > 0 && e.topk > e.experts)
+    r.problem("num_experts_per_tok", fmt::format("expected at most the number of experts ({}), got {}", e.experts, e.topk));
+  e.sparse_blocks = std::move(sparse);
 }
 
 }  // namespace
 
 const std::vector<std::string>& hf_model_types() {
-  static const std::vector<std::string> types = {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
-                                                 "gemma3_text", "gemma3", "phi3", "gpt2", "gpt_neox", "olmo2"};
+  static const std::vector<std::string> types = {
+      "llama",  "mistral", "qwen2",  "qwen3",   "gemma",     "gemma2",    "gemma3_text", "gemma3",      "phi3",
+      "gpt2",   "gpt_neox", "olmo2", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"};
   return types;
 }
 
@@ -211,11 +296,6 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
   if (config.contains("hf_config"))  // a wrapper's key inside the config itself: one of them is lost
     top.problem("hf_config", "a config.json holds no hf_config; give the config itself, or {\"name\", \"hf_config\": "
                              "{...}} without model_type beside hf_config");
-  const auto& moe = hf_moe_model_types();
-  if (std::find(moe.begin(), moe.end(), type) != moe.end())
-    throw InputError(source, top.path("model_type"),
-                     fmt::format("'{}' is a mixture-of-experts model, which stepsim does not simulate yet; dense "
-                                 "model_types it builds: {}", type, join_names(hf_model_types())));
   const auto& types = hf_model_types();
   if (std::find(types.begin(), types.end(), type) == types.end())
     throw InputError(source, top.path("model_type"),
@@ -297,6 +377,34 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
     s.max_positions = r.integer(key("n_positions", "max_position_embeddings"), 1024, 1, kMaxDim);
   }
   if (type == "gpt_neox") s.rotary_fraction = r.fraction("rotary_pct", 0.25);
+  const bool deepseek = type == "deepseek_v2" || type == "deepseek_v3";
+  if (is_moe(type)) read_moe(type, r, s);
+  if (deepseek) {
+    // DeepseekV2/V3Attention (TransformerShape::Mla): every head has its own k and v, so
+    // num_key_value_heads shapes nothing; attention_bias puts biases on q_a_proj,
+    // kv_a_proj_with_mqa and o_proj only.
+    s.layout = TransformerShape::Layout::DeepSeek;
+    // q_lora_rank null: q_proj straight from hidden (DeepSeek-V2-Lite).
+    s.mla.q_lora_rank = r.integer("q_lora_rank", 1536, 1, kMaxDim);
+    if (r.json().contains("q_lora_rank") && r.json().at("q_lora_rank").is_null()) s.mla.q_lora_rank = 0;
+    s.mla.kv_lora_rank = r.integer("kv_lora_rank", 512, 1, kMaxDim);
+    s.mla.qk_nope_head_dim = r.integer("qk_nope_head_dim", 128, 1, kMaxHeads);
+    s.mla.qk_rope_head_dim = r.integer("qk_rope_head_dim", 64, 1, kMaxHeads);
+    s.mla.v_head_dim = r.integer("v_head_dim", 128, 1, kMaxHeads);
+    s.kv_heads = s.heads;
+    s.head_dim = s.mla.qk_head_dim();
+    s.qkv_bias = s.o_bias = r.boolean("attention_bias", false);
+  }
+  if (type == "mixtral" || type == "qwen2_moe" || type == "qwen3_moe") s.qkv_bias = s.o_bias = false;
+  if (type == "qwen2_moe") s.qkv_bias = r.boolean("qkv_bias", true);  // Qwen2MoeAttention: q/k/v bias
+  if (type == "qwen3_moe") {
+    s.qk_norm = TransformerShape::QkNorm::PerHead;
+    s.qkv_bias = s.o_bias = r.boolean("attention_bias", false);
+  }
+  if (type == "gpt_oss") {  // GptOssAttention: biases on q/k/v/o, a sink per head
+    s.qkv_bias = s.o_bias = r.boolean("attention_bias", true);
+    s.attention_sinks = true;
+  }
 
   // Cross-field checks, as the modeling classes need them: only over values the config gave
   // well (a refused value's fallback would be blamed for what the user never wrote).
@@ -317,7 +425,9 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
         {gpt2 ? key("n_positions", "max_position_embeddings") : "vocab_size",
          h * static_cast<double>(s.max_positions)},
         {hidden_key, layers * h * (2 * q + 2 * kv)},
-        {ffn_key, layers * h * f * (type == "phi3" || s.gated_mlp ? 3 : 2)}};
+        {ffn_key, layers * h * f * (type == "phi3" || s.gated_mlp ? 3 : 2)},
+        {type == "mixtral" || type == "gpt_oss" ? "num_local_experts" : deepseek ? "n_routed_experts" : "num_experts",
+         layers * h * 3 * static_cast<double>(s.moe.experts) * static_cast<double>(s.moe.expert_ffn)}};
     double total = 0;
     std::size_t largest = 0;
     for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -349,12 +459,14 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
   // == 0), Gemma 3 all but every sliding_window_pattern-th ((i + 1) % pattern != 0, default 6),
   // Qwen2 / Qwen3 those from max_window_layers on (default 28).
   const bool null_window = text->contains("sliding_window") && text->at("sliding_window").is_null();
-  const bool qwen = type == "qwen2" || type == "qwen3";
+  const bool qwen = type == "qwen2" || type == "qwen3" || type == "qwen2_moe" || type == "qwen3_moe";
   std::optional<std::int64_t> width;
   if ((type == "mistral" || type == "gemma2" || type == "gemma3_text") && !null_window)
     width = r.integer("sliding_window", 4096, 1, kMaxDim);
-  else if (type == "phi3")  // Phi3Config: None by default; Phi-3-mini-4k sets 2047, on every block
+  else if (type == "phi3" || type == "mixtral")  // None by default; Phi-3-mini-4k sets 2047, on every block
     width = r.optional_integer("sliding_window", 1, kMaxDim);
+  else if (type == "gpt_oss" && !null_window)  // GptOssConfig: 128 on the layer_types' sliding blocks
+    width = r.integer("sliding_window", 128, 1, kMaxDim);
   else if (qwen && r.boolean("use_sliding_window", false) && !null_window)
     width = r.integer("sliding_window", 4096, 1, kMaxDim);
   std::vector<bool> sliding_block(static_cast<std::size_t>(s.layers), false);
@@ -362,7 +474,8 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
     const std::int64_t pattern = type == "gemma3_text" ? r.integer("sliding_window_pattern", 6, 1, kMaxLayers) : 1;
     const std::int64_t first = qwen ? r.integer("max_window_layers", 28, 0, kMaxLayers) : 0;
     for (std::int64_t i = 0; i < s.layers; ++i)
-      sliding_block[static_cast<std::size_t>(i)] = type == "gemma2"        ? i % 2 == 0
+      // gpt-oss's default layer_types alternate sliding and full, sliding first.
+      sliding_block[static_cast<std::size_t>(i)] = type == "gemma2" || type == "gpt_oss" ? i % 2 == 0
                                                    : type == "gemma3_text" ? (i + 1) % pattern != 0
                                                    : qwen                  ? i >= first
                                                                            : true;
@@ -425,6 +538,16 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
                          type, gpt2 ? "n_embd" : "hidden_size", s.hidden, gpt2 ? "n_inner" : "intermediate_size", s.ffn,
                          gpt2 ? "n_layer" : "num_hidden_layers", s.layers, gpt2 ? "n_head" : "num_attention_heads",
                          s.heads, s.kv_heads, s.q_dim() / s.heads, s.vocab, s.tied_embeddings, dtype_name(s.dtype));
+  if (s.moe.experts > 0) {
+    const auto sparse = std::count(s.moe.sparse_blocks.begin(), s.moe.sparse_blocks.end(), true);
+    m.source += fmt::format("; {} routed experts of width {}, {} per token, on {} of {} blocks{}", s.moe.experts,
+                            s.moe.expert_ffn, s.moe.topk, sparse, s.layers,
+                            s.moe.shared_ffn > 0 ? fmt::format(", a shared expert of width {}", s.moe.shared_ffn) : "");
+  }
+  if (s.uses_mla())
+    m.source += fmt::format("; MLA: q_lora_rank {}, kv_lora_rank {}, qk_nope_head_dim {}, qk_rope_head_dim {}, "
+                            "v_head_dim {}", s.mla.q_lora_rank, s.mla.kv_lora_rank, s.mla.qk_nope_head_dim,
+                            s.mla.qk_rope_head_dim, s.mla.v_head_dim);
   for (const auto& n : notes) m.source += "; " + n;
   if (own_source && !own_source->empty()) m.source = *own_source + "; " + m.source;
   m.hf_model_type = type;

@@ -16,12 +16,12 @@ namespace stepsim::models {
 
 /// The model_types stepsim builds from a config.json: llama (Llama 2 / 3 / 3.1 / 3.2 / 3.3),
 /// mistral, qwen2, qwen3, gemma, gemma2, gemma3_text (and gemma3, whose text_config is read),
-/// phi3 (Phi-3, Phi-4), gpt2, gpt_neox, olmo2.
+/// phi3 (Phi-3, Phi-4), gpt2, gpt_neox, olmo2, and the mixture-of-experts ones
+/// (hf_moe_model_types()).
 const std::vector<std::string>& hf_model_types();
 
-/// The mixture-of-experts model_types a config.json may name that stepsim does not build yet
-/// (mixtral, qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, gpt_oss): they are refused with a
-/// line saying so, not as unknown.
+/// The mixture-of-experts model_types (TransformerShape::MoE): mixtral, qwen2_moe, qwen3_moe,
+/// deepseek_v2, deepseek_v3 (with multi-head latent attention, TransformerShape::Mla), gpt_oss.
 const std::vector<std::string>& hf_moe_model_types();
 
 /// True when `doc` reads as a Hugging Face config rather than a stepsim model description: an
@@ -54,8 +54,8 @@ std::string hf_name_from_path(const std::string& path);
 /// @param name     the model's name; "" takes the config's _name_or_path, else its model_type
 /// @throws InputError naming `source` and the JSON path of each problem — every problem of the
 ///         config in one line (a wrong type, a size out of range, heads not divisible by
-///         num_key_value_heads, an unknown model_type, which lists the supported ones, or a
-///         mixture-of-experts model_type).
+///         num_key_value_heads, num_experts_per_tok above the experts, or an unknown
+///         model_type, which lists the supported ones).
 ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& source, const std::string& pointer,
                           const std::string& name, std::optional<DType> dtype = std::nullopt);
 

@@ -69,6 +69,7 @@ nlohmann::ordered_json list_json(const std::string& what) {
                        {"kind", m.kind},
                        {"hf_model_type", m.hf_model_type.empty() ? J(nullptr) : J(m.hf_model_type)},
                        {"parameters", m.parameter_count()},
+                       {"active_parameters", m.active_parameter_count()},
                        {"layers", m.layers.size()},
                        {"sample_unit", m.sample_unit()},
                        {"source", m.source}});

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace stepsim::models {
 
@@ -57,6 +58,13 @@ bool ModelSpec::has_attention() const {
   return false;
 }
 
+bool ModelSpec::has_experts() const {
+  for (const auto& l : layers)
+    for (const auto& g : l.gemms)
+      if (g.experts > 0) return true;
+  return false;
+}
+
 std::vector<std::size_t> ModelSpec::ready_order(std::size_t l) const {
   const LayerSpec& layer = layers.at(l);
   if (!layer.grad_ready_order.empty()) return layer.grad_ready_order;
@@ -70,6 +78,13 @@ std::int64_t ModelSpec::parameter_count() const {
   for (const auto& l : layers)
     for (const auto& p : l.params) n += p.numel;
   return n;
+}
+
+std::int64_t ModelSpec::active_parameter_count() const {
+  double n = 0;
+  for (const auto& l : layers)
+    for (const auto& p : l.params) n += static_cast<double>(p.numel) * (p.expert_share > 0 ? p.expert_share : 1.0);
+  return std::llround(n);
 }
 
 std::int64_t ModelSpec::trainable_parameter_count() const {
@@ -91,16 +106,76 @@ struct BlockModule {
   std::int64_t in = 0, out = 0;  ///< linear: features in and out; norm: out = width
   bool bias = false;
   int exec = 0;
+  /// A routed expert's projection (TransformerShape::MoE): E copies, each seeing topk/E of the
+  /// tokens; per expert its tensors are named by formatting `name` with the expert's index and
+  /// registered expert by expert, unless `fused` (one [E, in, out] tensor and one [E, out] bias).
+  std::int64_t experts = 0;
+  bool fused = false;
 };
 
 // Execution ranks of a block's modules: norms before attention, q/k/v (or the fused projection),
 // q/k norms, the output projection, the norms between, the MLP's first linears, its last, the
 // post-MLP norm.
-enum : int { kPreNorm = 0, kQkv = 10, kQkNorm = 13, kAttnOut = 15, kPostAttnNorm = 20, kPreMlpNorm = 21,
-             kMlpIn = 30, kMlpOut = 32, kPostMlpNorm = 40 };
+// MLA's low-rank projections run kQkv, then their norms (kLoraNorm), then the up-projections
+// (kLoraUp); an MoE block's router runs before the experts (kRouter), its shared expert after
+// them (kSharedIn, kSharedOut: DeepSeek and Qwen2-MoE add it to the routed output); gpt-oss's
+// attention sinks (kSinks) are a parameter of the attention kernel.
+enum : int { kPreNorm = 0, kQkv = 10, kLoraNorm = 11, kLoraUp = 12, kQkNorm = 13, kSinks = 14, kAttnOut = 15,
+             kPostAttnNorm = 20, kPreMlpNorm = 21, kRouter = 25, kMlpIn = 30, kMlpOut = 32, kSharedIn = 34,
+             kSharedOut = 36, kPostMlpNorm = 40 };
 
-// The block's modules in registration order (TransformerShape::Layout).
-std::vector<BlockModule> block_modules(const TransformerShape& s) {
+// The block-wide norms (over hidden), whose bytes and kernels the block's formulas count.
+bool hidden_norm(const BlockModule& m) {
+  return !m.linear && (m.exec == kPreNorm || m.exec == kPostAttnNorm || m.exec == kPreMlpNorm || m.exec == kPostMlpNorm);
+}
+
+// The MLP of block `i` in registration order: dense (Llama's names) or sparse (MoE::Layout).
+void mlp_modules(const TransformerShape& s, std::int64_t i, std::vector<BlockModule>& m) {
+  using MoE = TransformerShape::MoE;
+  const std::int64_t h = s.hidden;
+  const auto linear = [](std::string n, std::int64_t in, std::int64_t out, bool bias, int exec) {
+    return BlockModule{std::move(n), true, in, out, bias, exec};
+  };
+  const auto swiglu = [&](const std::string& p, std::int64_t f, bool bias, int in_exec, int out_exec,
+                          std::int64_t experts) {
+    m.push_back({p + "gate_proj", true, h, f, bias, in_exec, experts});
+    m.push_back({p + "up_proj", true, h, f, bias, in_exec, experts});
+    m.push_back({p + "down_proj", true, f, h, bias, out_exec, experts});
+  };
+  const MoE& e = s.moe;
+  if (!e.sparse(i)) {
+    swiglu("mlp.", s.ffn, s.mlp_bias, kMlpIn, kMlpOut, 0);
+    return;
+  }
+  const std::int64_t n = e.experts, f = e.expert_ffn;
+  switch (e.layout) {
+    case MoE::Layout::Mixtral:  // MixtralSparseMoeBlock: gate, then experts (w1, w2, w3 each)
+      m.push_back(linear("block_sparse_moe.gate", h, n, false, kRouter));
+      m.push_back({"block_sparse_moe.experts.{}.w1", true, h, f, false, kMlpIn, n});
+      m.push_back({"block_sparse_moe.experts.{}.w2", true, f, h, false, kMlpOut, n});
+      m.push_back({"block_sparse_moe.experts.{}.w3", true, h, f, false, kMlpIn, n});
+      return;
+    case MoE::Layout::Qwen:  // Qwen2MoeSparseMoeBlock: gate, experts, shared_expert, shared_expert_gate
+      m.push_back(linear("mlp.gate", h, n, false, kRouter));
+      swiglu("mlp.experts.{}.", f, false, kMlpIn, kMlpOut, n);
+      if (e.shared_ffn > 0) swiglu("mlp.shared_expert.", e.shared_ffn, false, kSharedIn, kSharedOut, 0);
+      if (e.shared_gate) m.push_back(linear("mlp.shared_expert_gate", h, 1, false, kSharedOut));
+      return;
+    case MoE::Layout::DeepSeek:  // DeepseekV3MoE: experts, gate, shared_experts
+      swiglu("mlp.experts.{}.", f, false, kMlpIn, kMlpOut, n);
+      m.push_back(linear("mlp.gate", h, n, false, kRouter));
+      if (e.shared_ffn > 0) swiglu("mlp.shared_experts.", e.shared_ffn, false, kSharedIn, kSharedOut, 0);
+      return;
+    case MoE::Layout::GptOss:  // GptOssMLP: router (weight, bias), experts (gate_up_proj[_bias], down_proj[_bias])
+      m.push_back(linear("mlp.router", h, n, true, kRouter));
+      m.push_back({"mlp.experts.gate_up_proj", true, h, 2 * f, true, kMlpIn, n, true});
+      m.push_back({"mlp.experts.down_proj", true, f, h, true, kMlpOut, n, true});
+      return;
+  }
+}
+
+// Block `block`'s modules in registration order (TransformerShape::Layout).
+std::vector<BlockModule> block_modules(const TransformerShape& s, std::int64_t block) {
   using TS = TransformerShape;
   const std::int64_t h = s.hidden, q = s.q_dim(), kv = s.kv_dim(), f = s.ffn;
   const auto linear = [](std::string n, std::int64_t in, std::int64_t out, bool bias, int exec) {
@@ -133,6 +208,23 @@ std::vector<BlockModule> block_modules(const TransformerShape& s) {
       m.push_back(linear("mlp.gate_up_proj", h, 2 * f, s.mlp_bias, kMlpIn));
       m.push_back(linear("mlp.down_proj", f, h, s.mlp_bias, kMlpOut));
       break;
+    case TS::Layout::DeepSeek: {  // DeepseekV3Attention (TransformerShape::Mla), then Llama's MLP and norms
+      const TS::Mla& a = s.mla;
+      if (a.q_lora_rank > 0) {
+        m.push_back(linear("self_attn.q_a_proj", h, a.q_lora_rank, s.qkv_bias, kQkv));
+        m.push_back({"self_attn.q_a_layernorm", false, 0, a.q_lora_rank, false, kLoraNorm});
+        m.push_back(linear("self_attn.q_b_proj", a.q_lora_rank, q, false, kLoraUp));
+      } else {
+        m.push_back(linear("self_attn.q_proj", h, q, false, kQkv));
+      }
+      m.push_back(linear("self_attn.kv_a_proj_with_mqa", h, a.kv_lora_rank + a.qk_rope_head_dim, s.qkv_bias, kQkv));
+      m.push_back({"self_attn.kv_a_layernorm", false, 0, a.kv_lora_rank, false, kLoraNorm});
+      m.push_back(linear("self_attn.kv_b_proj", a.kv_lora_rank, s.heads * (a.qk_nope_head_dim + a.v_head_dim), false,
+                         kLoraUp));
+      m.push_back(linear("self_attn.o_proj", s.heads * a.v_head_dim, h, s.o_bias, kAttnOut));
+      mlp_modules(s, block, m);
+      break;
+    }
     case TS::Layout::Llama:
       m.push_back(linear("self_attn.q_proj", h, q, s.qkv_bias, kQkv));
       m.push_back(linear("self_attn.k_proj", h, kv, s.qkv_bias, kQkv));
@@ -144,10 +236,9 @@ std::vector<BlockModule> block_modules(const TransformerShape& s) {
         m.push_back({"self_attn.q_norm", false, 0, per_head ? d : q, false, kQkNorm});
         m.push_back({"self_attn.k_norm", false, 0, per_head ? d : kv, false, kQkNorm});
       }
+      if (s.attention_sinks) m.push_back({"self_attn.sinks", false, 0, s.heads, false, kSinks});  // GptOssAttention
       if (s.gated_mlp) {
-        m.push_back(linear("mlp.gate_proj", h, f, s.mlp_bias, kMlpIn));
-        m.push_back(linear("mlp.up_proj", h, f, s.mlp_bias, kMlpIn));
-        m.push_back(linear("mlp.down_proj", f, h, s.mlp_bias, kMlpOut));
+        mlp_modules(s, block, m);
       } else {
         m.push_back(linear("mlp.fc_in", h, f, s.mlp_bias, kMlpIn));
         m.push_back(linear("mlp.fc_out", f, h, s.mlp_bias, kMlpOut));
@@ -204,32 +295,64 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
   }
   m.layers.push_back(embed);
 
-  const std::vector<BlockModule> modules = block_modules(s);
-  std::vector<std::size_t> exec_modules(modules.size());
-  for (std::size_t i = 0; i < modules.size(); ++i) exec_modules[i] = i;
-  std::stable_sort(exec_modules.begin(), exec_modules.end(),
-                   [&](std::size_t a, std::size_t b) { return modules[a].exec < modules[b].exec; });
-  int hidden_norms = 0;
-  for (const BlockModule& mod : modules) hidden_norms += !mod.linear && mod.exec != kQkNorm;
   const bool qk_norm = s.qk_norm != TS::QkNorm::None;
   const bool rotary = s.max_positions == 0;
+  const bool mla = s.uses_mla();
+  const TS::MoE& moe = s.moe;
 
   for (std::int64_t i = 0; i < s.layers; ++i) {
+    const std::vector<BlockModule> modules = block_modules(s, i);
+    std::vector<std::size_t> exec_modules(modules.size());
+    for (std::size_t k = 0; k < modules.size(); ++k) exec_modules[k] = k;
+    std::stable_sort(exec_modules.begin(), exec_modules.end(),
+                     [&](std::size_t a, std::size_t b) { return modules[a].exec < modules[b].exec; });
+    int hidden_norms = 0;
+    for (const BlockModule& mod : modules) hidden_norms += hidden_norm(mod);
+    const bool sparse = moe.sparse(i);
     LayerSpec b;
     b.name = fmt::format("layers.{}", i);
     b.tp_linear_pairs = 2;  // attention qkv → proj, MLP fc1 → fc2
     const std::string p = root + fmt::format("{}.{}.", gpt2 ? "h" : "layers", i);
-    // Registration order; each module's weight, then its bias.
+    // Registration order; each module's weight, then its bias. A run of per-expert modules
+    // registers expert by expert (experts.0.w1, experts.0.w2, …, experts.1.w1, …).
     std::vector<std::vector<std::size_t>> module_params(modules.size());
-    for (std::size_t k = 0; k < modules.size(); ++k) {
+    const auto add = [&](std::size_t k, const std::string& module_name) {
       const BlockModule& mod = modules[k];
       module_params[k].push_back(b.params.size());
-      b.params.push_back(tensor(p + mod.name + ".weight", mod.linear ? mod.in * mod.out : mod.out));
+      // gpt-oss's sinks are a bare nn.Parameter of the attention module, named as such.
+      b.params.push_back(tensor(p + module_name + (mod.exec == kSinks ? "" : ".weight"),
+                                mod.linear ? mod.in * mod.out : mod.out));
       if (mod.bias) {
         module_params[k].push_back(b.params.size());
-        b.params.push_back(tensor(p + mod.name + ".bias", mod.out));
+        b.params.push_back(tensor(p + module_name + ".bias", mod.out));
       }
+    };
+    for (std::size_t k = 0; k < modules.size(); ++k) {
+      const BlockModule& mod = modules[k];
+      if (mod.experts == 0 || mod.fused) {
+        // gpt-oss's fused experts: gate_up_proj, gate_up_proj_bias (not .weight / .bias).
+        if (mod.fused) {
+          module_params[k].push_back(b.params.size());
+          b.params.push_back(tensor(p + mod.name, mod.experts * mod.in * mod.out));
+          if (mod.bias) {
+            module_params[k].push_back(b.params.size());
+            b.params.push_back(tensor(p + mod.name + "_bias", mod.experts * mod.out));
+          }
+        } else {
+          add(k, mod.name);
+        }
+        continue;
+      }
+      std::size_t last = k;
+      while (last + 1 < modules.size() && modules[last + 1].experts > 0 && !modules[last + 1].fused) ++last;
+      for (std::int64_t j = 0; j < mod.experts; ++j)
+        for (std::size_t e = k; e <= last; ++e) add(e, fmt::format(fmt::runtime(modules[e].name), j));
+      k = last;
     }
+    for (std::size_t k = 0; k < modules.size(); ++k)
+      if (modules[k].experts > 0)
+        for (std::size_t idx : module_params[k])
+          b.params[idx].expert_share = static_cast<double>(moe.topk) / static_cast<double>(modules[k].experts);
     // Execution order: the GEMMs run in it, and backward produces gradients in its reverse
     // (registration order differs: Llama registers the norms last).
     std::vector<std::size_t> exec;
@@ -237,22 +360,74 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
       const BlockModule& mod = modules[k];
       exec.insert(exec.end(), module_params[k].begin(), module_params[k].end());
       if (!mod.linear) continue;
-      b.gemms.push_back({LayerGemm::Kind::Linear, static_cast<double>(mod.out), static_cast<double>(mod.in),
-                         static_cast<std::int64_t>(module_params[k].front()), 0, 0});
-      b.fwd_gemm_flops_per_token += 2.0 * static_cast<double>(mod.in) * static_cast<double>(mod.out);
+      LayerGemm g{LayerGemm::Kind::Linear, static_cast<double>(mod.out), static_cast<double>(mod.in),
+                  static_cast<std::int64_t>(module_params[k].front()), 0, 0};
+      if (mod.experts > 0) {
+        g.experts = static_cast<double>(mod.experts);
+        g.topk = static_cast<double>(moe.topk);
+      }
+      b.gemms.push_back(g);
+      b.fwd_gemm_flops_per_token += g.flops_per_sample();
     }
     b.grad_ready_order.assign(exec.rbegin(), exec.rend());
-    b.fwd_attn_flops_per_token_per_seq = 4.0 * q;
-    const auto hd = static_cast<double>(s.q_dim() / s.heads), heads = static_cast<double>(s.heads);
+    // Attention: QKᵀ over q/k heads of width hd, PV over v heads of width vd (MLA: qk_head_dim
+    // and v_head_dim; else both head_dim).
+    const auto heads = static_cast<double>(s.heads);
+    const auto hd = static_cast<double>(s.q_dim() / s.heads);
+    const double vd = mla ? static_cast<double>(s.mla.v_head_dim) : hd;
+    b.fwd_attn_flops_per_token_per_seq = 2.0 * heads * (hd + vd);
     b.gemms.push_back({LayerGemm::Kind::AttentionScores, 0, 0, -1, heads, hd, s.causal});
-    b.gemms.push_back({LayerGemm::Kind::AttentionValues, 0, 0, -1, heads, hd, s.causal});
+    b.gemms.push_back({LayerGemm::Kind::AttentionValues, 0, 0, -1, heads, vd, s.causal});
     if (static_cast<std::size_t>(i) < s.attention_window.size())
       for (std::size_t k = b.gemms.size() - 2; k < b.gemms.size(); ++k)
         b.gemms[k].window = static_cast<double>(s.attention_window[static_cast<std::size_t>(i)]);
     const double f = static_cast<double>(s.ffn);
     const double kv = static_cast<double>(kv_dim);
     const double extra_norms = hidden_norms - 2;  // Sandwich: the two norms on the outputs
-    b.activation_bytes_per_token = act * (3 * h + 2 * q + 2 * kv + (s.gated_mlp ? 3 : 2) * f) + act * h * extra_norms;
+    // The MLP's terms per token, in elements of act bytes (plus fp32 router bytes): what it keeps
+    // for backward, what its elementwise kernels move, its kernels, and eager PyTorch's extra
+    // traffic. Dense: the gate/up/activation outputs (3·ffn; 2·ffn ungated), the activation's read
+    // and write. Sparse (TransformerShape::MoE, dropless, the grouped-GEMM form torchtitan and
+    // Megatron-Core run): per token, its k routed copies' permuted input (k·h), the experts'
+    // gate/up/activation outputs (3·k·F) and outputs before the weighted combine (k·h) are kept,
+    // with the router's fp32 scores (4·E bytes) and its top-k indices (8·k bytes); the
+    // permutation gathers (h read, k·h written) and the un-permutation scatter-adds (k·h read,
+    // h written); the router's softmax (or sigmoid) and top-k read and write the fp32 scores
+    // (3·4·E bytes); kernels: the scores, top-k, the routing map's sort and counts, the gather,
+    // the scatter-add. The shared expert is a dense SwiGLU of shared_ffn on every token;
+    // Qwen2-MoE's shared_expert_gate adds a sigmoid and a product over h.
+    double mlp_kept = (s.gated_mlp ? 3 : 2) * f, mlp_stream = (s.gated_mlp ? 3 : 2) * f, mlp_eager = 2 * f;
+    double mlp_kernels = s.gated_mlp ? 2 : 1, mlp_fp32_kept = 0, mlp_fp32_stream = 0;
+    if (sparse) {
+      const double k = static_cast<double>(moe.topk), fe = static_cast<double>(moe.expert_ffn);
+      const double e = static_cast<double>(moe.experts), fs = static_cast<double>(moe.shared_ffn);
+      mlp_kept = k * (2 * h + 3 * fe) + 3 * fs;
+      mlp_stream = 3 * k * fe + 2 * (1 + k) * h + 3 * fs + (moe.shared_gate ? 3 * h : 0.0);
+      mlp_eager = 2 * (k * fe + fs);
+      mlp_kernels = 2 + 6 + (fs > 0 ? 2 : 0) + (moe.shared_gate ? 2 : 0);
+      mlp_fp32_kept = 4 * e + 8 * k;
+      mlp_fp32_stream = 3 * 4 * e;
+    }
+    // Attention's kept tensors: q, k, v and the output (2·q + 2·kv). MLA (TransformerShape::Mla):
+    // q and k of heads·qk_head_dim, v and the output of heads·v_head_dim, and the low-rank
+    // projections' outputs before and after their norms (2·q_lora_rank + 2·kv_lora_rank +
+    // qk_rope_head_dim); rotary turns only the rope part of q (heads·qk_rope_head_dim) and the
+    // shared k_pe; the two low-rank norms stream 2·act each way, and concatenating q and k's
+    // nope and rope parts copies both (2·2·q).
+    double attn_kept = 2 * q + 2 * kv, rotary_elems = s.rotary_fraction * (q + kv), lora_norm = 0;
+    double attn_copies = 0;
+    int lora_norms = 0;
+    if (mla) {
+      const double vdim = heads * vd, ql = static_cast<double>(s.mla.q_lora_rank);
+      const double kl = static_cast<double>(s.mla.kv_lora_rank), rope = static_cast<double>(s.mla.qk_rope_head_dim);
+      attn_kept = 2 * q + 2 * vdim + 2 * ql + 2 * kl + rope;
+      rotary_elems = heads * rope + rope;
+      lora_norm = ql + kl;
+      lora_norms = s.mla.q_lora_rank > 0 ? 2 : 1;
+      attn_copies = 2 * 2 * q;
+    }
+    b.activation_bytes_per_token =
+        act * (3 * h + attn_kept + mlp_kept) + act * h * extra_norms + mlp_fp32_kept;
     if (qk_norm) b.activation_bytes_per_token += act * (q + kv);
     b.input_bytes_per_token = act * h;
     b.attention_heads = s.heads;
@@ -262,12 +437,14 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     // landed; the goldens and accuracy sets keep that until a change of its own moves them.
     const bool rotary_bytes = rotary || s.layout == TS::Layout::Llama;
     b.fwd_streaming_bytes_per_token =
-        act * (2 * h * hidden_norms + 6 * h + (rotary_bytes ? s.rotary_fraction * 2 * (q + kv) : 0.0) +
-               (s.gated_mlp ? 3 : 2) * f);
+        act * (2 * h * hidden_norms + 6 * h + (rotary_bytes ? 2 * rotary_elems : 0.0) + mlp_stream) + mlp_fp32_stream;
     if (qk_norm) b.fwd_streaming_bytes_per_token += act * 2 * (q + kv);
-    // The norms, two residual (bias-dropout-) adds, the activation (and the gate product when
-    // gated), rotary on q and k, the q/k norms; views: the q/k/v splits and head reshapes.
-    b.fwd_streaming_kernels = hidden_norms + 2 + (s.gated_mlp ? 2 : 1) + (rotary ? 2 : 0) + (qk_norm ? 2 : 0);
+    if (mla) b.fwd_streaming_bytes_per_token += act * (2 * lora_norm + attn_copies);
+    // The norms, two residual (bias-dropout-) adds, the MLP's (activation and gate product when
+    // gated; a sparse layer's routing), rotary on q and k, the q/k norms, MLA's low-rank norms and
+    // q/k concatenations; views: the q/k/v splits and head reshapes.
+    b.fwd_streaming_kernels =
+        hidden_norms + 2 + mlp_kernels + (rotary ? 2 : 0) + (qk_norm ? 2 : 0) + (mla ? lora_norms + 2 : 0);
     b.fwd_host_only_ops = 8;
     // Eager PyTorch's composites, op by op (make_transformer's documentation lists them).
     const bool upcast = act < 4;
@@ -278,21 +455,22 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
       b.eager_extra_streaming_kernels += hidden_norms * rms_kernels;
       if (upcast) b.eager_extra_activation_bytes_per_token += hidden_norms * h * 4;  // fp32 input + output, less the input
     }
-    if (qk_norm) {  // q_norm and k_norm are RMSNorms too
-      b.eager_extra_streaming_bytes_per_token += (q + kv) * (rms_eager - 2 * act);
-      b.eager_extra_streaming_kernels += 2 * rms_kernels;
-      if (upcast) b.eager_extra_activation_bytes_per_token += (q + kv) * 4;
+    if (qk_norm || mla) {  // q_norm and k_norm (MLA: q_a_layernorm, kv_a_layernorm) are RMSNorms too
+      const double width = mla ? lora_norm : q + kv;
+      b.eager_extra_streaming_bytes_per_token += width * (rms_eager - 2 * act);
+      b.eager_extra_streaming_kernels += (mla ? lora_norms : 2) * rms_kernels;
+      if (upcast) b.eager_extra_activation_bytes_per_token += width * 4;
     }
     if (rotary) {  // rotary on q and k
       const double eager = upcast ? (act + 4) + 8 + (4 + act) : 8;
-      b.eager_extra_streaming_bytes_per_token += s.rotary_fraction * (q + kv) * (eager - 2 * act);
+      b.eager_extra_streaming_bytes_per_token += rotary_elems * (eager - 2 * act);
       b.eager_extra_streaming_kernels += 2 * ((upcast ? 3 : 1) - 1);
     }
     if (s.kv_heads < s.heads) {  // repeat_kv copies k and v to every query head
       b.eager_extra_streaming_bytes_per_token += 2 * act * (kv + q);
       b.eager_extra_streaming_kernels += 2;
     }
-    if (s.gated_mlp) b.eager_extra_streaming_bytes_per_token += 2 * act * f;  // act and × apart: 5·act vs 3·act
+    if (s.gated_mlp) b.eager_extra_streaming_bytes_per_token += act * mlp_eager;  // act and × apart: 5·act vs 3·act
     m.layers.push_back(b);
   }
 

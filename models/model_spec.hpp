@@ -25,6 +25,10 @@ struct ParamTensor {
   std::int64_t numel = 0;   ///< elements, > 0
   DType dtype = DType::BF16;
   bool trainable = true;    ///< requires_grad; frozen tensors get no gradient, bucket or state
+  /// A routed expert's tensor (TransformerShape::MoE): it serves `expert_share` of the tokens
+  /// (topk / experts); expert parallelism places it on one EP rank and its gradient reduces
+  /// over the expert-data-parallel group. 0: a dense tensor every token uses.
+  double expert_share = 0;
 };
 
 /// One GEMM of a layer's forward, for the shape-dependent GEMM curve (hardware/gemm_model.hpp).
@@ -47,13 +51,19 @@ struct LayerGemm {
   double groups = 1;               ///< Conv: groups (ResNeXt's cardinality); n and input channels divide by it
   double input_elements = 0;       ///< Conv: input elements per sample (channels × height × width)
   bool input_grad = true;          ///< Conv: the input needs a gradient (false for a network's first conv on the images)
+  /// Linear: a routed experts' projection of a mixture-of-experts layer (TransformerShape::MoE),
+  /// run as one grouped GEMM over `experts` weights [n, k], each on the tokens routed to it:
+  /// topk/experts of the tokens when the router balances them (dropless). 0: a dense linear.
+  double experts = 0, topk = 0;
   /// Attention kinds: a causal sliding window, the most keys a query sees (0 = the whole
   /// sequence). Only a FlashAttention kernel skips the masked blocks (hardware::AttentionWork);
   /// SDPA's other backends and eager attention compute the whole masked s×s.
   double window = 0;
-  /// FLOPs per sample of the forward: 2·rows·n·k (Linear and Conv; 0 for the attention kinds,
-  /// whose FLOPs scale with the sequence).
-  double flops_per_sample() const { return kind == Kind::Linear || kind == Kind::Conv ? 2.0 * rows * n * k : 0.0; }
+  /// FLOPs per sample of the forward: 2·rows·n·k (Linear and Conv; × topk for routed experts; 0
+  /// for the attention kinds, whose FLOPs scale with the sequence).
+  double flops_per_sample() const {
+    return kind == Kind::Linear || kind == Kind::Conv ? 2.0 * rows * n * k * (experts > 0 ? topk : 1.0) : 0.0;
+  }
   /// The attention kinds (Scores, Values).
   bool attention() const { return kind == Kind::AttentionScores || kind == Kind::AttentionValues; }
   /// Attention kinds: keys per query on the FLOP convention's full s² (LayerSpec::attention_keys):
@@ -156,6 +166,8 @@ struct ModelSpec {
   /// Some layer computes attention (attention GEMMs, attention FLOPs or eager score heads), so
   /// activations.attention has something to act on.
   bool has_attention() const;
+  /// Some layer runs routed experts (LayerGemm::experts > 0): a mixture of experts.
+  bool has_experts() const;
   /// What one sample of the simulator's batch is: "images" for convolutional networks (kind
   /// "resnet", one image per sample, seq_len 1), else "tokens".
   std::string sample_unit() const { return kind == "resnet" ? "images" : "tokens"; }
@@ -165,6 +177,10 @@ struct ModelSpec {
   /// Parameter count Ψ (all tensors) and trainable count.
   std::int64_t parameter_count() const;
   std::int64_t trainable_parameter_count() const;
+  /// Parameters one token uses: the routed experts' tensors count their expert_share (top-k of
+  /// the experts), every other tensor in full; parameter_count() for a dense model. Rounded to
+  /// the nearest parameter.
+  std::int64_t active_parameter_count() const;
 };
 
 /// Activation bytes one token leaves for the backward of `layer` (Korthikanti et al. 2022 §4,
@@ -217,7 +233,8 @@ struct TransformerShape {
   /// ln_f. GPTNeoX: gpt_neox.layers.N.input_layernorm, post_attention_layernorm (registered
   /// first), attention.query_key_value (fused), attention.dense, mlp.dense_h_to_4h,
   /// mlp.dense_4h_to_h; gpt_neox.embed_in, final_layer_norm, embed_out.
-  enum class Layout { Llama, Phi3, GPT2, GPTNeoX };
+  /// DeepSeek: MLA attention (TransformerShape::Mla) with Llama's decoder layer.
+  enum class Layout { Llama, Phi3, GPT2, GPTNeoX, DeepSeek };
   Layout layout = Layout::Llama;
   /// The gated MLP's activation is GELU (Gemma's GeGLU) rather than SiLU; same kernels and bytes.
   bool gelu_gate = false;
@@ -234,6 +251,55 @@ struct TransformerShape {
   /// fused (torch.compile), three ops apart (÷, tanh, ×) under eager PyTorch; it keeps the
   /// tanh's output for backward (act·vocab).
   bool logit_softcap = false;
+
+  /// Multi-head latent attention (DeepSeek-V2/V3, models.md §1.10), when kv_lora_rank > 0:
+  /// q = q_b_proj(q_a_layernorm(q_a_proj(x))) (or q_proj when q_lora_rank is 0),
+  /// [k_nope, v] = kv_b_proj(kv_a_layernorm(kv_a_proj_with_mqa(x)[:kv_lora_rank])), the rotary
+  /// part k_pe (qk_rope_head_dim wide) shared by every head; each head's q and k are
+  /// qk_nope_head_dim + qk_rope_head_dim wide, its v v_head_dim; o_proj is [hidden, heads·v_head_dim].
+  struct Mla {
+    std::int64_t q_lora_rank = 0;   ///< 0: q_proj [heads·qk_head_dim, hidden] (DeepSeek-V2-Lite)
+    std::int64_t kv_lora_rank = 0;  ///< 0: no MLA
+    std::int64_t qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+    /// qk_nope_head_dim + qk_rope_head_dim: the width of one head's q and k.
+    std::int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+  };
+  Mla mla;
+  bool uses_mla() const { return mla.kv_lora_rank > 0; }
+
+  /// Mixture of experts (models.md §1.3, §1.4, §1.10, §1.11): the blocks whose MLP is a sparse
+  /// layer of `experts` routed SwiGLU experts of width `expert_ffn`, `topk` of them per token,
+  /// picked by a router Linear [experts, hidden]; the other blocks keep the dense MLP of width ffn.
+  struct MoE {
+    std::int64_t experts = 0;     ///< routed experts E (0: a dense model)
+    std::int64_t topk = 0;        ///< experts per token k, 1 ≤ k ≤ E
+    std::int64_t expert_ffn = 0;  ///< one routed expert's SwiGLU width
+    /// The shared expert(s), one merged SwiGLU every token runs (DeepSeek: moe_intermediate_size
+    /// × n_shared_experts; Qwen2-MoE: shared_expert_intermediate_size); 0: none.
+    std::int64_t shared_ffn = 0;
+    bool shared_gate = false;     ///< Qwen2-MoE's shared_expert_gate, Linear [1, hidden] + sigmoid
+    /// Tensor names and registration order of the sparse block:
+    ///  * Mixtral: block_sparse_moe.gate [E, H]; block_sparse_moe.experts.{j}.w1 [F, H], w2 [H, F], w3 [F, H];
+    ///  * Qwen: mlp.gate [E, H]; mlp.experts.{j}.{gate,up,down}_proj; [mlp.shared_expert.{gate,up,down}_proj,
+    ///    mlp.shared_expert_gate [1, H]] (Qwen2-MoE);
+    ///  * DeepSeek: mlp.experts.{j}.{gate,up,down}_proj; mlp.gate.weight [E, H]; mlp.shared_experts.{gate,up,down}_proj;
+    ///  * GptOss: mlp.router.weight [E, H] + bias [E]; mlp.experts.gate_up_proj [E, H, 2F] + gate_up_proj_bias
+    ///    [E, 2F], down_proj [E, F, H] + down_proj_bias [E, H] (fused 3-D tensors).
+    /// (transformers v4's per-expert nn.ModuleList; v5 fuses Mixtral's, Qwen's and DeepSeek's experts
+    /// into 3-D tensors of the same element count, models.md §1.0.)
+    enum class Layout { Mixtral, Qwen, DeepSeek, GptOss };
+    Layout layout = Layout::Mixtral;
+    /// Per block, whether its MLP is sparse; blocks past the end are dense.
+    std::vector<bool> sparse_blocks;
+    bool sparse(std::int64_t block) const {
+      return experts > 0 && block >= 0 && static_cast<std::size_t>(block) < sparse_blocks.size() &&
+             sparse_blocks[static_cast<std::size_t>(block)];
+    }
+  };
+  MoE moe;
+  /// gpt-oss: biases on the experts' projections and the router, and a learned attention sink
+  /// per head (self_attn.sinks [heads], registered after o_proj).
+  bool attention_sinks = false;
 
   /// heads·head_dim: width of q and of the attention output.
   std::int64_t q_dim() const { return heads * (head_dim > 0 ? head_dim : hidden / heads); }

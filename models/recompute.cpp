@@ -80,7 +80,7 @@ RecomputeWork recompute_work(const Scenario& s, std::size_t layer) {
         const LayerGemm& g = l.gemms[i];
         if (g.kind != LayerGemm::Kind::Linear || ++count % 2 != 0) continue;
         w.gemms.push_back(i);
-        rerun += 2.0 * g.n * g.k;
+        rerun += g.flops_per_sample();
       }
       w.linear_flops_share = l.fwd_gemm_flops_per_token > 0 ? std::min(1.0, rerun / l.fwd_gemm_flops_per_token) : 0.0;
       w.streaming = 1;
@@ -105,7 +105,8 @@ double kept_activation_bytes_per_token(const Scenario& s, std::size_t layer) {
       int count = 0;
       for (const LayerGemm& g : l.gemms) {
         if (g.kind == LayerGemm::Kind::Linear) {
-          if (++count % 2 == 1) kept += g.n * dtype_bytes(gemm_dtype(l, g));
+          // A routed expert's output: one row per routed copy (topk per token).
+          if (++count % 2 == 1) kept += g.n * (g.experts > 0 ? g.topk : 1.0) * dtype_bytes(gemm_dtype(l, g));
         } else if (g.kind == LayerGemm::Kind::AttentionScores) {
           // SDPA's saved outputs: the attention output and its fp32 logsumexp per head.
           const DType act = l.params.empty() ? DType::BF16 : l.params.front().dtype;

@@ -421,10 +421,12 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
                                                                                                    : s.precision.gemm_math);
     r.comm_bound_threshold_tokens_per_gpu = hardware::dp_threshold(peak, step.groups[0]).tokens_per_gpu;
     // The threshold prices a sample at the seeds' 6·Ψ FLOPs (a token of a transformer); an
-    // image of a CNN costs its convolutions' FLOPs (3 × forward), so the same compute time
-    // covers 6·Ψ / (FLOPs per image) as many images.
+    // image of a CNN costs its convolutions' FLOPs (3 × forward), and a token of a mixture of
+    // experts only its active experts' (the seeds' E/k factor, §7.3, here exact: shared experts,
+    // dense blocks and attention included), so the same compute time covers 6·Ψ / (FLOPs per
+    // sample) as many samples.
     const double per_sample = r.model_flops_per_gpu / static_cast<double>(s.tokens_per_gpu_step());
-    if (s.model.sample_unit() == "images" && per_sample > 0)
+    if ((s.model.sample_unit() == "images" || s.model.has_experts()) && per_sample > 0)
       r.comm_bound_threshold_tokens_per_gpu *= 6.0 * static_cast<double>(s.model.trainable_parameter_count()) / per_sample;
   }
   // The last micro-batch (the one that synchronises gradients) against its own backward: its

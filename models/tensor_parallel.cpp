@@ -19,6 +19,11 @@ std::string tensor_parallel_problem(const ModelSpec& full, std::int64_t tp) {
                                      "TP ranks)", what, n, tp);
   };
   if (const auto& t = full.transformer_shape) {
+    if (t->moe.experts > 0 || t->uses_mla())
+      return fmt::format("model '{}' is {}: tensor parallelism of its {} is not modelled yet (run it with tp 1; "
+                         "expert parallelism is parallelism.ep)", full.name,
+                         t->moe.experts > 0 ? "a mixture of experts" : "built on multi-head latent attention",
+                         t->moe.experts > 0 ? "experts (Megatron-LM's expert tensor parallelism)" : "latent attention");
     for (const std::string& why : {indivisible("attention heads", t->heads), indivisible("KV heads", t->kv_heads),
                                    indivisible("MLP width (ffn)", t->ffn)})
       if (!why.empty()) return fmt::format("model '{}': {}", full.name, why);

@@ -156,10 +156,12 @@ int cmd_list(const std::string& what, const std::vector<std::string>& asked, con
   } else if (j.at("what") == "models") {
     std::size_t w = 12;
     for (const auto& m : items) w = std::max(w, m.at("name").get<std::string>().size());
-    for (const auto& m : items)
-      text += fmt::format("{:<{}} {:>8.3f} B parameters, {} layers ({})\n", m.at("name").get<std::string>(), w,
-                          m.at("parameters").get<double>() / 1e9, m.at("layers").get<std::size_t>(),
-                          m.at("kind").get<std::string>());
+    for (const auto& m : items) {
+      const double all = m.at("parameters").get<double>(), active = m.at("active_parameters").get<double>();
+      text += fmt::format("{:<{}} {:>8.3f} B parameters, {} layers ({}{})\n", m.at("name").get<std::string>(), w,
+                          all / 1e9, m.at("layers").get<std::size_t>(), m.at("kind").get<std::string>(),
+                          active < all ? fmt::format("; mixture of experts, {:.3f} B active per token", active / 1e9) : "");
+    }
   } else if (j.at("what") == "profiles") {
     text = profiles_text(items, names);
   } else if (j.at("what") == "networks") {

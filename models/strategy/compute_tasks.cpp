@@ -442,10 +442,14 @@ hardware::GemmList layer_gemms(const Scenario& s, std::size_t layer, bool backwa
     if (g.kind == LayerGemm::Kind::Linear) {
       // Float8Linear runs all three in FP8 (models/float8.hpp).
       const hardware::GemmMath math = float8_gemm(s, l, g) ? hardware::GemmMath::Fp8 : s.precision.gemm_math;
-      fwd.push_back({{tokens, g.n, g.k, 1, false, math}, 1});
-      bwd.push_back({{tokens, g.k, g.n, 1, false, math}, 1});  // dgrad: dX = dY·Wᵀ
+      // Routed experts: one grouped GEMM, a batch of the experts' GEMMs on topk/experts of the
+      // tokens each (LayerGemm::experts; a balanced router).
+      const double rows = g.experts > 0 ? tokens * g.topk / g.experts : tokens;
+      const double batch = g.experts > 0 ? g.experts : 1;
+      fwd.push_back({{rows, g.n, g.k, batch, false, math}, 1});
+      bwd.push_back({{rows, g.k, g.n, batch, false, math}, 1});  // dgrad: dX = dY·Wᵀ
       const bool trainable = g.param < 0 || l.params.at(static_cast<std::size_t>(g.param)).trainable;
-      if (trainable) bwd.push_back({{g.n, g.k, tokens, 1, false, math}, 1});  // wgrad: dW = dYᵀ·X
+      if (trainable) bwd.push_back({{g.n, g.k, rows, batch, false, math}, 1});  // wgrad: dW = dYᵀ·X
     } else if (g.kind == LayerGemm::Kind::Conv) {
       add_conv_gemms(s, l, g, fwd, bwd);
     } else {

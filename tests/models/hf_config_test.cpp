@@ -141,6 +141,61 @@ TEST_CASE("hf_config: parameter totals of real checkpoints match their published
        {{"model_type", "olmo2"}, {"hidden_size", 4096}, {"intermediate_size", 11008}, {"num_hidden_layers", 32},
         {"num_attention_heads", 32}, {"num_key_value_heads", 32}, {"vocab_size", 100352}},
        7'298'617'344, 7.30e9, tight, "HF allenai/OLMo-2-1124-7B: 7.30B"},
+      // Mixture-of-experts model_types (every expert counted; models.md §1.3, §1.4, §1.10, §1.11).
+      {"Mixtral-8x7B-v0.1",
+       {{"model_type", "mixtral"}, {"hidden_size", 4096}, {"intermediate_size", 14336}, {"num_hidden_layers", 32},
+        {"num_attention_heads", 32}, {"num_key_value_heads", 8}, {"num_local_experts", 8},
+        {"num_experts_per_tok", 2}, {"vocab_size", 32000}, {"sliding_window", nullptr}},
+       46'702'792'704, 46.7e9, tight, "HF mistralai/Mixtral-8x7B-v0.1: 46.7B"},
+      {"Qwen1.5-MoE-A2.7B",
+       {{"model_type", "qwen2_moe"}, {"hidden_size", 2048}, {"intermediate_size", 5632}, {"num_hidden_layers", 24},
+        {"num_attention_heads", 16}, {"num_key_value_heads", 16}, {"vocab_size", 151936}, {"num_experts", 60},
+        {"num_experts_per_tok", 4}, {"moe_intermediate_size", 1408}, {"shared_expert_intermediate_size", 5632},
+        {"decoder_sparse_step", 1}, {"norm_topk_prob", false}},
+       14'315'784'192, 14.3e9, 0.05 / 14.3, "HF Qwen/Qwen1.5-MoE-A2.7B: 14.3B"},
+      {"Qwen3-30B-A3B",
+       {{"model_type", "qwen3_moe"}, {"hidden_size", 2048}, {"intermediate_size", 6144}, {"num_hidden_layers", 48},
+        {"num_attention_heads", 32}, {"num_key_value_heads", 4}, {"head_dim", 128}, {"vocab_size", 151936},
+        {"num_experts", 128}, {"num_experts_per_tok", 8}, {"moe_intermediate_size", 768},
+        {"decoder_sparse_step", 1}, {"mlp_only_layers", json::array()}, {"attention_bias", false}},
+       30'532'122'624, 30.5e9, 0.05 / 30.5, "HF Qwen/Qwen3-30B-A3B model card: 30.5B"},
+      {"Qwen3-235B-A22B",
+       {{"model_type", "qwen3_moe"}, {"hidden_size", 4096}, {"intermediate_size", 12288}, {"num_hidden_layers", 94},
+        {"num_attention_heads", 64}, {"num_key_value_heads", 4}, {"head_dim", 128}, {"vocab_size", 151936},
+        {"num_experts", 128}, {"num_experts_per_tok", 8}, {"moe_intermediate_size", 1536}},
+       235'093'634'560, 235e9, tight, "HF Qwen/Qwen3-235B-A22B model card: 235B"},
+      {"DeepSeek-V2-Lite",
+       {{"model_type", "deepseek_v2"}, {"hidden_size", 2048}, {"intermediate_size", 10944}, {"num_hidden_layers", 27},
+        {"num_attention_heads", 16}, {"num_key_value_heads", 16}, {"q_lora_rank", nullptr}, {"kv_lora_rank", 512},
+        {"qk_nope_head_dim", 128}, {"qk_rope_head_dim", 64}, {"v_head_dim", 128}, {"n_routed_experts", 64},
+        {"n_shared_experts", 2}, {"moe_intermediate_size", 1408}, {"num_experts_per_tok", 6},
+        {"first_k_dense_replace", 1}, {"moe_layer_freq", 1}, {"vocab_size", 102400}},
+       15'706'484'224, 15.7e9, 0.05 / 15.7, "HF deepseek-ai/DeepSeek-V2-Lite: 15.7B"},
+      {"DeepSeek-V2",
+       {{"model_type", "deepseek_v2"}, {"hidden_size", 5120}, {"intermediate_size", 12288}, {"num_hidden_layers", 60},
+        {"num_attention_heads", 128}, {"q_lora_rank", 1536}, {"kv_lora_rank", 512}, {"qk_nope_head_dim", 128},
+        {"qk_rope_head_dim", 64}, {"v_head_dim", 128}, {"n_routed_experts", 160}, {"n_shared_experts", 2},
+        {"moe_intermediate_size", 1536}, {"num_experts_per_tok", 6}, {"first_k_dense_replace", 1},
+        {"vocab_size", 102400}},
+       235'741'434'880, 236e9, 0.5 / 236, "DeepSeek-V2 paper / HF card: 236B"},
+      {"DeepSeek-V3",
+       {{"model_type", "deepseek_v3"}, {"hidden_size", 7168}, {"intermediate_size", 18432}, {"num_hidden_layers", 61},
+        {"num_attention_heads", 128}, {"num_key_value_heads", 128}, {"q_lora_rank", 1536}, {"kv_lora_rank", 512},
+        {"qk_nope_head_dim", 128}, {"qk_rope_head_dim", 64}, {"v_head_dim", 128}, {"n_routed_experts", 256},
+        {"n_shared_experts", 1}, {"moe_intermediate_size", 2048}, {"num_experts_per_tok", 8},
+        {"first_k_dense_replace", 3}, {"moe_layer_freq", 1}, {"n_group", 8}, {"topk_group", 4},
+        {"num_nextn_predict_layers", 1}, {"vocab_size", 129280}},
+       671'026'404'352, 671e9, tight, "HF deepseek-ai/DeepSeek-V3 README_WEIGHTS.md: 671B main model"},
+      {"gpt-oss-120b",
+       {{"model_type", "gpt_oss"}, {"hidden_size", 2880}, {"intermediate_size", 2880}, {"num_hidden_layers", 36},
+        {"num_attention_heads", 64}, {"num_key_value_heads", 8}, {"head_dim", 64}, {"num_local_experts", 128},
+        {"num_experts_per_tok", 4}, {"experts_per_token", 4}, {"sliding_window", 128}, {"vocab_size", 201088}},
+       116'829'156'672, 117e9, 0.5 / 117, "OpenAI gpt-oss model card: 117B"},
+      {"gpt-oss-20b",
+       {{"model_type", "gpt_oss"}, {"hidden_size", 2880}, {"intermediate_size", 2880}, {"num_hidden_layers", 24},
+        {"num_attention_heads", 64}, {"num_key_value_heads", 8}, {"head_dim", 64}, {"num_local_experts", 32},
+        {"num_experts_per_tok", 4}, {"vocab_size", 201088}},
+       20'914'757'184, 21e9, 0.5 / 21, "OpenAI gpt-oss model card: 21B"},
   };
   int within_tight = 0;
   for (const auto& row : rows) {
@@ -182,6 +237,85 @@ TEST_CASE("hf_config: a Llama config.json builds the catalog's llama3-8b exactly
   CHECK(step({{"hf_config", {{"model_type", "llama"}, {"hidden_size", 4096}, {"intermediate_size", 14336},
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
                              {"vocab_size", 128256}}}}) == step("llama3-8b"));
+}
+
+namespace {
+std::vector<std::string> tensor_names(const LayerSpec& l, const std::string& strip) {
+  std::vector<std::string> names;
+  for (const auto& p : l.params) names.push_back(p.name.rfind(strip, 0) == 0 ? p.name.substr(strip.size()) : p.name);
+  return names;
+}
+}  // namespace
+
+// Registration orders read from transformers' modeling files (v4.5x, per-expert nn.ModuleList):
+// MixtralSparseMoeBlock (gate, experts of w1/w2/w3), Qwen2MoeSparseMoeBlock (gate, experts,
+// shared_expert, shared_expert_gate), DeepseekV3MoE (experts, gate, shared_experts) after
+// DeepseekV3Attention's MLA projections, GptOssAttention's sinks and GptOssMLP's router and
+// fused experts (models.md §1.3, §1.4, §1.10, §1.11).
+TEST_CASE("hf_config: mixture-of-experts tensors in transformers' registration order", "[models][hf][moe]") {
+  SECTION("mixtral: the gate, then expert by expert w1, w2, w3") {
+    const auto m = hf({{"model_type", "mixtral"}, {"num_hidden_layers", 1}, {"num_local_experts", 2}});
+    CHECK(tensor_names(m.layers[1], "model.layers.0.") ==
+          std::vector<std::string>{"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                                   "self_attn.o_proj.weight", "block_sparse_moe.gate.weight",
+                                   "block_sparse_moe.experts.0.w1.weight", "block_sparse_moe.experts.0.w2.weight",
+                                   "block_sparse_moe.experts.0.w3.weight", "block_sparse_moe.experts.1.w1.weight",
+                                   "block_sparse_moe.experts.1.w2.weight", "block_sparse_moe.experts.1.w3.weight",
+                                   "input_layernorm.weight", "post_attention_layernorm.weight"});
+    CHECK(m.layers[1].params[4].numel == 2 * 4096);  // gate [E, H]
+    // The active experts' FLOPs only: 2 of 2 here, each 3·H·F; attention 2·(q + 2 kv + o).
+    CHECK(m.layers[1].fwd_gemm_flops_per_token == 2.0 * (4096.0 * 4096 * 2 + 2 * 4096.0 * 1024) + 2.0 * 4096 * 2 +
+                                                      2 * 2.0 * 3 * 4096 * 14336);
+  }
+  SECTION("qwen2_moe: gate, experts, shared_expert, shared_expert_gate; mlp_only_layers dense") {
+    const auto m = hf({{"model_type", "qwen2_moe"}, {"num_hidden_layers", 2}, {"num_experts", 2},
+                       {"num_experts_per_tok", 1}, {"mlp_only_layers", {1}}});
+    const auto names = tensor_names(m.layers[1], "model.layers.0.");
+    CHECK(std::vector<std::string>(names.begin() + 7, names.end()) ==
+          std::vector<std::string>{"mlp.gate.weight", "mlp.experts.0.gate_proj.weight", "mlp.experts.0.up_proj.weight",
+                                   "mlp.experts.0.down_proj.weight", "mlp.experts.1.gate_proj.weight",
+                                   "mlp.experts.1.up_proj.weight", "mlp.experts.1.down_proj.weight",
+                                   "mlp.shared_expert.gate_proj.weight", "mlp.shared_expert.up_proj.weight",
+                                   "mlp.shared_expert.down_proj.weight", "mlp.shared_expert_gate.weight",
+                                   "input_layernorm.weight", "post_attention_layernorm.weight"});
+    CHECK(tensor_names(m.layers[2], "model.layers.1.")[7] == "mlp.gate_proj.weight");  // block 1 dense
+    CHECK(m.layers[2].params[7].numel == 2048 * 5632);
+  }
+  SECTION("deepseek_v3: MLA projections, then experts, the router, the shared experts; dense first blocks") {
+    const auto m = hf({{"model_type", "deepseek_v3"}, {"num_hidden_layers", 2}, {"n_routed_experts", 2},
+                       {"num_experts_per_tok", 2}, {"first_k_dense_replace", 1}});
+    const auto names = tensor_names(m.layers[2], "model.layers.1.");
+    CHECK(names == std::vector<std::string>{
+                       "self_attn.q_a_proj.weight", "self_attn.q_a_layernorm.weight", "self_attn.q_b_proj.weight",
+                       "self_attn.kv_a_proj_with_mqa.weight", "self_attn.kv_a_layernorm.weight",
+                       "self_attn.kv_b_proj.weight", "self_attn.o_proj.weight", "mlp.experts.0.gate_proj.weight",
+                       "mlp.experts.0.up_proj.weight", "mlp.experts.0.down_proj.weight", "mlp.experts.1.gate_proj.weight",
+                       "mlp.experts.1.up_proj.weight", "mlp.experts.1.down_proj.weight", "mlp.gate.weight",
+                       "mlp.shared_experts.gate_proj.weight", "mlp.shared_experts.up_proj.weight",
+                       "mlp.shared_experts.down_proj.weight", "input_layernorm.weight", "post_attention_layernorm.weight"});
+    CHECK(m.layers[2].params[2].numel == 128 * 192 * 1536);   // q_b_proj [heads·(nope + rope), q_lora_rank]
+    CHECK(m.layers[2].params[3].numel == (512 + 64) * 7168);  // kv_a_proj_with_mqa
+    CHECK(m.layers[2].params[5].numel == 128 * 256 * 512);    // kv_b_proj [heads·(nope + v), kv_lora_rank]
+    CHECK(m.layers[2].params[6].numel == 7168 * 128 * 128);   // o_proj [hidden, heads·v_head_dim]
+    CHECK(tensor_names(m.layers[1], "model.layers.0.")[7] == "mlp.gate_proj.weight");  // first_k_dense_replace
+    // Attention core per token and key: QKᵀ over 192-wide heads, PV over 128-wide ones.
+    CHECK(m.layers[2].fwd_attn_flops_per_token_per_seq == 2.0 * 128 * (192 + 128));
+  }
+  SECTION("gpt_oss: biased attention, sinks, the router with its bias, fused experts") {
+    const auto m = hf({{"model_type", "gpt_oss"}, {"num_hidden_layers", 2}, {"num_local_experts", 4}});
+    CHECK(tensor_names(m.layers[1], "model.layers.0.") ==
+          std::vector<std::string>{"self_attn.q_proj.weight", "self_attn.q_proj.bias", "self_attn.k_proj.weight",
+                                   "self_attn.k_proj.bias", "self_attn.v_proj.weight", "self_attn.v_proj.bias",
+                                   "self_attn.o_proj.weight", "self_attn.o_proj.bias", "self_attn.sinks",
+                                   "mlp.router.weight", "mlp.router.bias", "mlp.experts.gate_up_proj",
+                                   "mlp.experts.gate_up_proj_bias", "mlp.experts.down_proj",
+                                   "mlp.experts.down_proj_bias", "input_layernorm.weight",
+                                   "post_attention_layernorm.weight"});
+    CHECK(m.layers[1].params[11].numel == 4 * 2880 * 2 * 2880);
+    // layer_types' default: sliding (128) on even blocks, full on odd ones.
+    CHECK(m.layers[1].gemms.back().window == 128);
+    CHECK(m.layers[2].gemms.back().window == 0);
+  }
 }
 
 TEST_CASE("hf_config: tensors in each layout's registration order", "[models][hf]") {
@@ -375,8 +509,10 @@ TEST_CASE("hf_config: refusals name the file, the key and every problem at once"
   const std::string unknown = error_of([] { hf({{"model_type", "lama"}}); });
   CHECK_THAT(unknown, Contains("config.json: /model_type: unknown model_type 'lama'; supported: llama, mistral"));
   CHECK_THAT(unknown, Contains("did you mean 'llama'"));
-  CHECK_THAT(error_of([] { hf({{"model_type", "mixtral"}}); }),
-             Contains("/model_type: 'mixtral' is a mixture-of-experts model"));
+  CHECK_THAT(error_of([] { hf({{"model_type", "mixtral"}, {"num_local_experts", 4}, {"num_experts_per_tok", 8}}); }),
+             Contains("config.json: /num_experts_per_tok: expected at most the number of experts (4), got 8"));
+  CHECK_THAT(error_of([] { hf({{"model_type", "qwen3_moe"}, {"mlp_only_layers", {1, "2"}}}); }),
+             Contains("/mlp_only_layers: expected an array of block indexes"));
   CHECK_THAT(error_of([] { hf({{"hidden_size", 10}}); }), Contains("/model_type: required field is missing"));
   const std::string many = error_of([] {
     hf({{"model_type", "llama"}, {"hidden_size", "4096"}, {"num_attention_heads", 0}, {"tie_word_embeddings", 1},
@@ -481,6 +617,10 @@ TEST_CASE("hf_config: the catalog's config.json models add up to their published
       // 32.76B; the 7B and 72B cards agree with theirs): the catalog files say so, and no
       // tolerance is stretched to hide it.
       {"qwen2.5-14b", 14'770'033'664, 0, 0}, {"qwen2.5-32b", 32'763'876'352, 0, 0},
+      // Mixtures of experts: every expert counted.
+      {"mixtral-8x7b", 46'702'792'704, 46.7e9, 0.001},  {"qwen3-30b-a3b", 30'532'122'624, 30.5e9, 0.05 / 30.5},
+      {"qwen3-235b-a22b", 235'093'634'560, 235e9, 0.001}, {"deepseek-v3", 671'026'404'352, 671e9, 0.001},
+      {"gpt-oss-20b", 20'914'757'184, 21e9, 0.5 / 21},  {"gpt-oss-120b", 116'829'156'672, 117e9, 0.5 / 117},
   };
   for (const auto& e : entries) {
     INFO(e.name);
@@ -507,4 +647,23 @@ TEST_CASE("hf_config: a sequence beyond the model's positions", "[models][hf]") 
   REQUIRE(!r.warnings.empty());
   CHECK_THAT(r.warnings.back(), Contains("seq_len 4096 is beyond the 2048 positions model 'llama' declares"));
   CHECK(run(scenario_with({{"hf_config", {{"model_type", "llama"}, {"num_hidden_layers", 2}}}}, 2048)).warnings.empty());
+}
+
+// Active parameters per token: the routed experts' tensors count top-k of the experts, every
+// other tensor (attention, routers, shared experts, dense blocks, embeddings) in full. Vendors
+// count differently (shared/reference/models.md §1.15): Mixtral and Qwen3 include the
+// embeddings; DeepSeek-V3 (36.6 B, README_WEIGHTS.md) and gpt-oss (5.1 B / 3.6 B, model card)
+// leave the input embedding out.
+TEST_CASE("hf_config: active parameters of the catalog's mixtures of experts", "[models][hf][moe]") {
+  const auto active_without_input_embedding = [](const ModelSpec& m) {
+    return static_cast<double>(m.active_parameter_count() - m.layers.front().params.front().numel);
+  };
+  CHECK(std::abs(static_cast<double>(load_model("mixtral-8x7b").active_parameter_count()) - 12.9e9) <= 0.05e9);
+  CHECK(std::abs(static_cast<double>(load_model("qwen3-30b-a3b").active_parameter_count()) - 3.3e9) <= 0.06e9);
+  CHECK(std::abs(static_cast<double>(load_model("qwen3-235b-a22b").active_parameter_count()) - 22e9) <= 0.5e9);
+  CHECK(std::abs(active_without_input_embedding(load_model("deepseek-v3")) - 36.6e9) <= 0.05e9);
+  CHECK(std::abs(active_without_input_embedding(load_model("gpt-oss-120b")) - 5.1e9) <= 0.05e9);
+  CHECK(std::abs(active_without_input_embedding(load_model("gpt-oss-20b")) - 3.6e9) <= 0.05e9);
+  const ModelSpec dense = load_model("llama3-8b");
+  CHECK(dense.active_parameter_count() == dense.parameter_count());
 }
