@@ -378,4 +378,39 @@ CollectiveCost p2p_cost(const HardwareProfile& hw, double bytes, const GroupShap
   return c;
 }
 
+CollectiveCost all_to_all_cost(const HardwareProfile& hw, double bytes, const GroupShape& group) {
+  STEPSIM_ASSERT(bytes >= 0 && std::isfinite(bytes), "bad all-to-all size {}", bytes);
+  CollectiveCost c;
+  c.algorithm = "alltoall";
+  const int n = std::max(1, group.ranks);
+  if (n == 1) return c;
+  const int g = std::max(1, std::min(group.ranks_per_node, n));
+  const int nodes = (n + g - 1) / g;
+  const double intra_bytes = bytes * static_cast<double>(g - 1) / n;
+  const double inter_bytes = bytes * static_cast<double>(n - g) / n;
+  const double intra_s = g > 1 ? intra_bytes / hw.intra_group_bandwidth_bytes_per_s(g) : 0.0;
+  double inter_s = 0;
+  c.latency_s = hw.intra_node.base_latency_s + (n - 1) * hw.intra_node.step_latency_s;
+  if (nodes > 1) {
+    // One GPU's share of its node's NICs: the group's g GPUs use group_network_bytes_per_s(g).
+    const double w = hw.nics_per_node > 0
+                         ? hw.group_network_bytes_per_s(g, std::max(1, group.concurrent_groups_per_node)) / g
+                         : 0.0;
+    if (!(w > 0))
+      throw InputError(hw.name, "/inter_node",
+                       "an all-to-all crosses nodes, but the profile has no network (nics_per_node × "
+                       "nic_bandwidth_bytes_per_s)");
+    inter_s = inter_bytes / w;
+    c.latency_s = std::max(c.latency_s, hw.inter_node.base_latency_s + (n - 1) * hw.inter_node.step_latency_s);
+  }
+  c.bandwidth_s = std::max(intra_s, inter_s);
+  if (c.bandwidth_s > 0) {
+    c.intra_share = intra_s / c.bandwidth_s;
+    c.inter_share = inter_s / c.bandwidth_s;
+  }
+  c.bottleneck = inter_s > intra_s ? "node network egress" : "intra-node fabric";
+  if (nodes > 1) apply_fabric(hw, nodes, c);
+  return c;
+}
+
 }  // namespace stepsim::hardware

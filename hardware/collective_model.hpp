@@ -142,6 +142,21 @@ void apply_fabric(const HardwareProfile& hw, int nodes, CollectiveCost& cost);
 ///      nodes and the profile has no network.
 CollectiveCost p2p_cost(const HardwareProfile& hw, double bytes, const GroupShape& group);
 
+/// One all-to-all of `bytes` per rank over `group` (expert parallelism's token dispatch and
+/// combine: NCCL's grouped send/recv to every peer, as torch.distributed.all_to_all_single runs
+/// it; `bytes` is one rank's send buffer, as nccl-tests' alltoall_perf counts its size, busbw =
+/// algbw × (n − 1)/n). Each rank sends bytes/n to every peer: (g − 1)/n of the buffer to the
+/// g − 1 peers on its node over NVLink at the per-GPU bandwidth, and (n − g)/n to the peers on
+/// other nodes through its share of its node's NICs (every member GPU sending at once; the
+/// shape's concurrent_groups_per_node groups share them). The two paths run at once: the
+/// bandwidth term is the slower, bottleneck share 1, the other its time over it. Latency: the
+/// intra-node base plus one step per peer, (n − 1) · step_latency (a send/recv pair per peer),
+/// and, across nodes, the inter-node base and the fabric terms (apply_fabric over the nodes).
+/// algorithm "alltoall". 0 bytes or one rank: latency only (none for one rank).
+/// @pre bytes ≥ 0 and finite. @throws InputError when the group spans nodes and the profile
+///      has no network.
+CollectiveCost all_to_all_cost(const HardwareProfile& hw, double bytes, const GroupShape& group);
+
 /// Time (s) below which no algorithm can move the bytes `op` must move over `bytes` on
 /// `group`, whatever its latency: a physical floor every cost model must respect (property test
 /// hardware_test "no collective beats its bandwidth lower bound").

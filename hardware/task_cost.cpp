@@ -35,6 +35,10 @@ bool is_collective(std::uint32_t op) {
 
 bool is_p2p(std::uint32_t op) { return op == static_cast<std::uint32_t>(OpCode::SendRecv); }
 
+bool is_all_to_all(std::uint32_t op) { return op == static_cast<std::uint32_t>(OpCode::AllToAll); }
+
+bool is_transfer_op(std::uint32_t op) { return is_collective(op) || is_p2p(op) || is_all_to_all(op); }
+
 StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
                              CollectiveAlgorithm algorithm,
                              std::shared_ptr<const CalibrationOverlay> calibration, CollectiveModel model,
@@ -50,6 +54,7 @@ StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
 CollectiveCost StepCostModel::collective(const sim::Task& task) const {
   STEPSIM_ASSERT(task.group < groups_.size(), "task '{}' names unknown group {}", task.name, task.group);
   if (is_p2p(task.op)) return p2p_cost(hw_, task.bytes, groups_[task.group]);
+  if (is_all_to_all(task.op)) return all_to_all_cost(hw_, task.bytes, groups_[task.group]);
   const CollectiveOp op = collective_of(static_cast<OpCode>(task.op));
   if (!calibration_ || calibration_->tables.empty()) return model_collective_cost(model_, hw_, op, task.bytes, groups_[task.group], algorithm_);
   return calibrated_collective_cost(hw_, calibration_.get(), op, task.bytes, groups_[task.group], algorithm_);
@@ -65,7 +70,7 @@ bool StepCostModel::kernel_list_applies(const sim::Task& task) const {
 }
 
 double StepCostModel::seconds(const sim::Task& task) const {
-  if (is_collective(task.op) || is_p2p(task.op)) return collective(task).time_s();
+  if (is_transfer_op(task.op)) return collective(task).time_s();
   switch (static_cast<OpCode>(task.op)) {
     case OpCode::Kernel: return kernel_time_s(hw_, task.flops, task.bytes);
     case OpCode::Fixed: return task.fixed_s;
@@ -80,7 +85,7 @@ double StepCostModel::seconds(const sim::Task& task) const {
 
 KernelWorkSplit StepCostModel::split(const sim::Task& task) const {
   KernelWorkSplit out;
-  if (is_collective(task.op) || is_p2p(task.op)) return out;
+  if (is_transfer_op(task.op)) return out;
   auto flat = [&] {
     out.gemm_s = task.flops / (hw_.sustained_flops_per_s() * hw_.gemm_efficiency);
     out.streaming_s = streaming_time_s(hw_, task.bytes);
@@ -120,7 +125,7 @@ sim::Time StepCostModel::duration(const sim::Task& task) const { return to_time(
 
 sim::Work StepCostModel::work(const sim::Task& task) const {
   const bool slowdown = contention_.compute_slowdown > 1;
-  if (!is_collective(task.op) && !is_p2p(task.op)) {
+  if (!is_transfer_op(task.op)) {
     sim::Work w{sim::Time(), duration(task)};
     if (slowdown && task.kind == sim::TaskKind::Compute) {
       w.domain = task.rank;

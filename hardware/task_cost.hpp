@@ -28,6 +28,9 @@ enum class OpCode : std::uint32_t {
   /// A point-to-point send of task.bytes from a peer to this rank over groups[task.group] (2
   /// ranks): pipeline parallelism's activations and their gradients (p2p_cost).
   SendRecv = 13,
+  /// An all-to-all of task.bytes per rank over groups[task.group]: expert parallelism's token
+  /// dispatch and combine (all_to_all_cost).
+  AllToAll = 14,
 };
 
 /// Collective op of a collective OpCode. Precondition: code is a collective.
@@ -38,6 +41,10 @@ OpCode opcode_of(CollectiveOp op);
 bool is_collective(std::uint32_t op);
 /// True for the SendRecv code.
 bool is_p2p(std::uint32_t op);
+/// True for the AllToAll code.
+bool is_all_to_all(std::uint32_t op);
+/// True for every code that moves bytes between ranks: the collectives, SendRecv, AllToAll.
+bool is_transfer_op(std::uint32_t op);
 
 /// How the tasks of one rank interact while they run (sim::Work; semantics.md §E).
 struct Contention {

@@ -53,13 +53,19 @@ MemoryBreakdown static_memory(const Scenario& s) {
   double trainable_grad_bytes = 0;
   for (const auto& layer : s.model.layers) {
     for (const auto& p : layer.params) {
-      const double numel = static_cast<double>(p.numel);
+      // A routed expert under expert parallelism is sharded over its expert-data-parallel
+      // ranks' share of the shard group (Scenario::expert_shard_ranks): as n ranks shard a
+      // tensor ep times larger.
+      const double local = static_cast<double>(p.numel);
+      const double numel = local * (p.expert_share > 0 && stage >= 1 && s.parallelism.ep > 1
+                                        ? n / static_cast<double>(s.expert_shard_ranks())
+                                        : 1.0);
       const double b = dtype_bytes(p.dtype);
       // A tensor the strategy keeps whole everywhere (ZeRO-3's persistent small tensors).
       const bool persistent = strategy.persistent_param && strategy.persistent_param(s, numel);
       m.params_bytes += numel * b / (stage >= 3 && !persistent ? n : 1.0);
       if (!p.trainable) continue;
-      trainable_grad_bytes += numel * b;
+      trainable_grad_bytes += local * b;
       m.grads_bytes += numel * b / (stage >= 2 ? n : 1.0);
       m.optimizer_bytes += numel * optimizer_state_bytes_per_param(s.optimizer, p.dtype) / (stage >= 1 ? n : 1.0);
       if (s.precision.fp32_grad_accum && s.batch.grad_accum > 1)

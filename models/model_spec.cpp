@@ -58,6 +58,14 @@ bool ModelSpec::has_attention() const {
   return false;
 }
 
+void copy_model_provenance(const ModelSpec& from, ModelSpec& to) {
+  to.name = from.name;
+  to.source = from.source;
+  to.hf_model_type = from.hf_model_type;
+  to.not_modelled = from.not_modelled;
+  to.context_length = from.context_length;
+}
+
 bool ModelSpec::has_experts() const {
   for (const auto& l : layers)
     for (const auto& g : l.gemms)
@@ -147,27 +155,28 @@ void mlp_modules(const TransformerShape& s, std::int64_t i, std::vector<BlockMod
     swiglu("mlp.", s.ffn, s.mlp_bias, kMlpIn, kMlpOut, 0);
     return;
   }
-  const std::int64_t n = e.experts, f = e.expert_ffn;
+  // Expert parallelism: this rank's experts (the router still scores all n).
+  const std::int64_t n = e.experts / std::max<std::int64_t>(1, e.ep), f = e.expert_ffn, all = e.experts;
   switch (e.layout) {
     case MoE::Layout::Mixtral:  // MixtralSparseMoeBlock: gate, then experts (w1, w2, w3 each)
-      m.push_back(linear("block_sparse_moe.gate", h, n, false, kRouter));
+      m.push_back(linear("block_sparse_moe.gate", h, all, false, kRouter));
       m.push_back({"block_sparse_moe.experts.{}.w1", true, h, f, false, kMlpIn, n});
       m.push_back({"block_sparse_moe.experts.{}.w2", true, f, h, false, kMlpOut, n});
       m.push_back({"block_sparse_moe.experts.{}.w3", true, h, f, false, kMlpIn, n});
       return;
     case MoE::Layout::Qwen:  // Qwen2MoeSparseMoeBlock: gate, experts, shared_expert, shared_expert_gate
-      m.push_back(linear("mlp.gate", h, n, false, kRouter));
+      m.push_back(linear("mlp.gate", h, all, false, kRouter));
       swiglu("mlp.experts.{}.", f, false, kMlpIn, kMlpOut, n);
       if (e.shared_ffn > 0) swiglu("mlp.shared_expert.", e.shared_ffn, false, kSharedIn, kSharedOut, 0);
       if (e.shared_gate) m.push_back(linear("mlp.shared_expert_gate", h, 1, false, kSharedOut));
       return;
     case MoE::Layout::DeepSeek:  // DeepseekV3MoE: experts, gate, shared_experts
       swiglu("mlp.experts.{}.", f, false, kMlpIn, kMlpOut, n);
-      m.push_back(linear("mlp.gate", h, n, false, kRouter));
+      m.push_back(linear("mlp.gate", h, all, false, kRouter));
       if (e.shared_ffn > 0) swiglu("mlp.shared_experts.", e.shared_ffn, false, kSharedIn, kSharedOut, 0);
       return;
     case MoE::Layout::GptOss:  // GptOssMLP: router (weight, bias), experts (gate_up_proj[_bias], down_proj[_bias])
-      m.push_back(linear("mlp.router", h, n, true, kRouter));
+      m.push_back(linear("mlp.router", h, all, true, kRouter));
       m.push_back({"mlp.experts.gate_up_proj", true, h, 2 * f, true, kMlpIn, n, true});
       m.push_back({"mlp.experts.down_proj", true, f, h, true, kMlpOut, n, true});
       return;
@@ -352,7 +361,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     for (std::size_t k = 0; k < modules.size(); ++k)
       if (modules[k].experts > 0)
         for (std::size_t idx : module_params[k])
-          b.params[idx].expert_share = static_cast<double>(moe.topk) / static_cast<double>(modules[k].experts);
+          b.params[idx].expert_share = static_cast<double>(moe.topk) / static_cast<double>(moe.experts);
     // Execution order: the GEMMs run in it, and backward produces gradients in its reverse
     // (registration order differs: Llama registers the norms last).
     std::vector<std::size_t> exec;
@@ -399,6 +408,7 @@ ModelSpec make_transformer(const std::string& name, const TransformerShape& s) {
     double mlp_kept = (s.gated_mlp ? 3 : 2) * f, mlp_stream = (s.gated_mlp ? 3 : 2) * f, mlp_eager = 2 * f;
     double mlp_kernels = s.gated_mlp ? 2 : 1, mlp_fp32_kept = 0, mlp_fp32_stream = 0;
     if (sparse) {
+      b.routing = {static_cast<double>(moe.experts), static_cast<double>(moe.topk), h};
       const double k = static_cast<double>(moe.topk), fe = static_cast<double>(moe.expert_ffn);
       const double e = static_cast<double>(moe.experts), fs = static_cast<double>(moe.shared_ffn);
       mlp_kept = k * (2 * h + 3 * fe) + 3 * fs;

@@ -128,6 +128,13 @@ struct LayerSpec {
   /// sequence, or under a causal sliding window w < seq_len (LayerGemm::window) 2w − w²/seq_len,
   /// the windowed share of the causal work (s·w − w²/2 against s²/2) on the convention's full s².
   double attention_keys(double seq_len) const;
+  /// A mixture-of-experts layer's routing (TransformerShape::MoE): its routed experts (all of
+  /// them, whatever expert parallelism holds here), the experts each token goes to, and the
+  /// width of a token as the experts receive it. experts 0: a dense layer.
+  struct Routing {
+    double experts = 0, topk = 0, hidden = 0;
+  };
+  Routing routing;
   std::optional<double> fwd_s;  ///< measured forward time of one micro-batch (replaces FLOPs)
   std::optional<double> bwd_s;  ///< measured backward time of one micro-batch
 };
@@ -182,6 +189,11 @@ struct ModelSpec {
   /// the nearest parameter.
   std::int64_t active_parameter_count() const;
 };
+
+/// Copies what a description set beyond a transformer's shape (name, source, hf_model_type,
+/// not_modelled, context_length) from `from` to `to`: for a model rebuilt from `from`'s shape
+/// as one rank's share of it (tensor and expert parallelism).
+void copy_model_provenance(const ModelSpec& from, ModelSpec& to);
 
 /// Activation bytes one token leaves for the backward of `layer` (Korthikanti et al. 2022 §4,
 /// per layer): with full recomputation only the layer input is kept; with eager attention the
@@ -291,6 +303,9 @@ struct TransformerShape {
     Layout layout = Layout::Mixtral;
     /// Per block, whether its MLP is sparse; blocks past the end are dense.
     std::vector<bool> sparse_blocks;
+    /// Expert parallelism (models/expert_parallel.hpp): this rank holds experts / ep of the
+    /// routed experts (their tensors, their grouped GEMMs' batch); the router still scores all.
+    std::int64_t ep = 1;
     bool sparse(std::int64_t block) const {
       return experts > 0 && block >= 0 && static_cast<std::size_t>(block) < sparse_blocks.size() &&
              sparse_blocks[static_cast<std::size_t>(block)];

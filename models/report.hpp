@@ -25,8 +25,18 @@ struct CollectiveSummary {
   std::string protocol;      ///< NCCL cost model: "LL" | "LL128" | "Simple"; "" for alpha-beta
   int ranks = 0;             ///< communicator size
   bool spans_nodes = false;  ///< the communicator crosses the node network
-  std::string group = "dp";  ///< the mesh dimension of its communicator: "dp" (DP-side groups) or "tp"
+  /// The mesh dimension of its communicator: "dp" (DP-side groups), "tp", "cp", "pp", "ep" (the
+  /// all-to-alls) or "edp" (the routed experts' gradient group under expert parallelism).
+  std::string group = "dp";
 };
+
+/// The mesh dimension of a collective's communicator as reports print it: "DP", "TP", "CP",
+/// "PP", "EP", "EDP" (CollectiveSummary::group upper-cased).
+std::string mesh_group_label(const CollectiveSummary& c);
+
+/// True when the scenario's reports name each collective's mesh dimension: some of tp, pp, cp
+/// or ep is above 1.
+bool reports_mesh(const Scenario& s);
 
 /// One task on the critical path (name, start, end) — the tail shown in reports.
 struct PathEntry {
@@ -59,6 +69,10 @@ struct RankSpread {
   std::int64_t slowest_rank = 0;       ///< the rank that finishes last (lowest on a tie)
   double no_variation_step_time_s = 0; ///< the same step without sim.jitter / sim.slow_ranks
   double straggler_cost_s = 0;         ///< step_time_s − no_variation_step_time_s
+  /// Under sim.expert_load: the busiest rank's load of a MoE layer (its experts' tokens over
+  /// the balanced share, after the capacity cap), averaged over the MoE layers; 0 without.
+  double expert_load_busiest = 0;
+  std::int64_t moe_layers = 0;        ///< the MoE layers it averages over
 };
 
 /// Result of simulating one optimizer step. Times are per rank (symmetric mode: every rank).
@@ -149,6 +163,10 @@ struct Report {
   /// cover (attributed after TP, before PP).
   double cp_comm_time_s = 0;
   double cp_exposed_comm_s = 0;
+  /// Under EP: the all-to-alls' busy time and the part neither compute nor the TP and CP
+  /// transfers cover (attributed after CP, before PP; models/expert_parallel.hpp).
+  double ep_comm_time_s = 0;
+  double ep_exposed_comm_s = 0;
   double wall_time_s = 0;
 };
 

@@ -279,14 +279,14 @@ std::string breakdown(const Report& r) {
 std::string collectives_table(const Report& r) {
   if (r.collectives.empty()) return "<p>No collectives.</p>\n";
   // With tensor parallelism each row names its mesh dimension (TP or DP).
-  const bool mesh = r.scenario.parallelism.tp > 1 || r.scenario.parallelism.pp > 1 || r.scenario.parallelism.cp > 1;
+  const bool mesh = reports_mesh(r.scenario);
   std::string t = std::string("<table class=\"rows\" id=\"collectives\"><tr>") + (mesh ? "<th>group</th>" : "") +
                   "<th>op</th><th>ranks</th><th>size</th><th>per step</th>"
                   "<th>time each</th><th>algbw</th><th>busbw</th><th>algorithm</th></tr>\n";
   for (const auto& c : r.collectives)
     t += fmt::format("<tr>{}<td>{}</td><td>{}</td><td>{:.2f} MB</td><td>{}</td><td>{}</td><td>{:.1f} GB/s</td><td>{:.1f} GB/s</td>"
                      "<td>{}{}</td></tr>\n",
-                     mesh ? "<td>" + std::string(c.group == "tp" ? "TP" : c.group == "pp" ? "PP" : c.group == "cp" ? "CP" : "DP") + "</td>" : std::string(),
+                     mesh ? "<td>" + mesh_group_label(c) + "</td>" : std::string(),
                      esc(c.op),
                      c.ranks, c.bytes / 1e6, c.count, ms(c.time_s), c.algbw_bytes_per_s / 1e9,
                      c.busbw_bytes_per_s / 1e9, esc(c.algorithm), c.protocol.empty() ? "" : " / " + esc(c.protocol));

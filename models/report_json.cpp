@@ -94,12 +94,15 @@ std::string report_json(const Report& r) {
   j["overhead_time_s"] = r.overhead_time_s;
   j["comm_time_s"] = r.comm_time_s;
   j["exposed_comm_s"] = r.exposed_comm_s;
-  if (r.scenario.parallelism.tp > 1 || r.scenario.parallelism.pp > 1 || r.scenario.parallelism.cp > 1) {
+  if (r.scenario.parallelism.tp > 1 || r.scenario.parallelism.pp > 1 || r.scenario.parallelism.cp > 1 ||
+      r.scenario.parallelism.ep > 1) {
     ordered by_group = ordered::object();
     if (r.scenario.parallelism.tp > 1)
       by_group["tp"] = {{"comm_time_s", r.tp_comm_time_s}, {"exposed_comm_s", r.tp_exposed_comm_s}};
     if (r.scenario.parallelism.cp > 1)
       by_group["cp"] = {{"comm_time_s", r.cp_comm_time_s}, {"exposed_comm_s", r.cp_exposed_comm_s}};
+    if (r.scenario.parallelism.ep > 1)
+      by_group["ep"] = {{"comm_time_s", r.ep_comm_time_s}, {"exposed_comm_s", r.ep_exposed_comm_s}};
     if (r.scenario.parallelism.pp > 1)
       by_group["pp"] = {{"comm_time_s", r.pp_comm_time_s}, {"exposed_comm_s", r.pp_exposed_comm_s}};
     by_group["dp"] = {{"comm_time_s", r.dp_comm_time_s},
@@ -189,7 +192,9 @@ std::string report_json(const Report& r) {
                      {"spread_s", r.per_rank.spread_s},
                      {"slowest_rank", r.per_rank.slowest_rank},
                      {"no_variation_step_time_s", r.per_rank.no_variation_step_time_s},
-                     {"straggler_cost_s", r.per_rank.straggler_cost_s}};
+                     {"straggler_cost_s", r.per_rank.straggler_cost_s},
+                     {"expert_load_busiest", r.per_rank.moe_layers > 0 ? nlohmann::ordered_json(r.per_rank.expert_load_busiest)
+                                                                        : nlohmann::ordered_json(nullptr)}};
   j["calibration_extrapolated"] = r.calibration_extrapolated;
   j["warnings"] = r.warnings;
   j["tasks"] = r.tasks;

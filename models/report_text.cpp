@@ -8,9 +8,23 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include <algorithm>
 
 namespace stepsim::models {
+
+std::string mesh_group_label(const CollectiveSummary& c) {
+  std::string label = c.group;
+  for (char& ch : label) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return label;
+}
+
+bool reports_mesh(const Scenario& s) {
+  const auto& p = s.parallelism;
+  return p.tp > 1 || p.pp > 1 || p.cp > 1 || p.ep > 1;
+}
+
 
 namespace {
 
@@ -54,6 +68,14 @@ std::string report_text(const Report& r) {
                      p.dp, p.tp, p.cp, p.pp, p.sequence_parallel ? " with sequence parallelism" : "",
                      p.tp > 1 ? fmt::format("; TP groups of {} inside a node", p.tp) : std::string(),
                      p.pp > 1 ? fmt::format("; {} pipeline stages of {} GPUs", p.pp, s.stage_ranks()) : std::string()));
+  }
+  if (s.parallelism.ep > 1) {
+    const auto& t = s.model.transformer_shape;
+    const std::int64_t experts = t ? t->moe.experts : 0;
+    line(fmt::format("  experts   ep {}: each rank holds {} of every MoE layer's {} routed experts; tokens to them and back "
+                     "by all-to-all over {} consecutive DP ranks; expert gradients reduced over dp{} / ep = {} rank{}",
+                     s.parallelism.ep, experts / s.parallelism.ep, experts, s.parallelism.ep,
+                     s.parallelism.cp > 1 ? " x cp" : "", s.expert_data_ranks(), s.expert_data_ranks() == 1 ? "" : "s"));
   }
   if (s.parallelism.cp > 1)
     line(fmt::format("  context   cp {} ({}): each rank holds {} of every micro-batch's {} tokens and attends to all of them; "
@@ -212,11 +234,12 @@ std::string report_text(const Report& r) {
   line(fmt::format("  framework ops  {}   ({})", ms(r.overhead_time_s), strategy_of(s).framework_ops_label));
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
-  if (s.parallelism.pp > 1 || s.parallelism.cp > 1) {
+  if (s.parallelism.pp > 1 || s.parallelism.cp > 1 || s.parallelism.ep > 1) {
     // The exposed time by mesh dimension, in the order it is attributed (run.cpp).
     std::string dims, values;
     for (const auto& [on, name, v] : {std::tuple{s.parallelism.tp > 1, "TP", r.tp_exposed_comm_s},
                                       std::tuple{s.parallelism.cp > 1, "CP", r.cp_exposed_comm_s},
+                                      std::tuple{s.parallelism.ep > 1, "EP", r.ep_exposed_comm_s},
                                       std::tuple{s.parallelism.pp > 1, "PP", r.pp_exposed_comm_s},
                                       std::tuple{true, "DP", r.dp_exposed_comm_s}}) {
       if (!on) continue;
@@ -295,10 +318,10 @@ std::string report_text(const Report& r) {
     line("");
     line("collectives per step per rank (sizes as nccl-tests counts them)");
     // With tensor parallelism each op names its mesh dimension ("TP AllReduce").
-    const bool mesh = s.parallelism.tp > 1 || s.parallelism.pp > 1 || s.parallelism.cp > 1;
+    const bool mesh = reports_mesh(s);
     const std::size_t op_width = mesh ? 19 : 14;
     const auto op_label = [mesh](const CollectiveSummary& c) {
-      return mesh ? (c.group == "tp" ? "TP " : c.group == "pp" ? "PP " : c.group == "cp" ? "CP " : "DP ") + c.op : c.op;
+      return mesh ? mesh_group_label(c) + " " + c.op : c.op;
     };
     line(fmt::format("  {:<{}}{:>12}{:>7}{:>13}{:>13}{:>12}{:>12}  {}", "op", op_width, "size", "count", "time each",
                      "total", "algbw", "busbw", "algorithm"));
@@ -376,6 +399,13 @@ std::string report_text(const Report& r) {
                      pr.ranks, msec(pr.step_time_min_s), msec(pr.step_time_max_s), msec(pr.spread_s), pr.slowest_rank));
     line(fmt::format("straggler cost   {} over the no-variation step ({})", msec(pr.straggler_cost_s),
                      msec(pr.no_variation_step_time_s)));
+    if (pr.moe_layers > 0)
+      line(fmt::format("expert load      the busiest rank's experts take {:.2f}x their balanced share of tokens, on "
+                       "average over {} MoE layers (sim.expert_load cv {:g}{}); every all-to-all waits for it",
+                       pr.expert_load_busiest, pr.moe_layers, s.variation.expert_load_cv,
+                       s.variation.capacity_factor > 0
+                           ? fmt::format(", capacity_factor {:g}: tokens beyond it dropped", s.variation.capacity_factor)
+                           : std::string()));
   }
   for (const auto& w : r.warnings) line("warning: " + w);
   return o;

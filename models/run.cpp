@@ -3,6 +3,7 @@
 #include "hardware/collective_model.hpp"
 #include "hardware/compute_model.hpp"
 #include "hardware/task_cost.hpp"
+#include "models/expert_parallel.hpp"
 #include "models/pipeline.hpp"
 #include "models/report.hpp"
 #include "models/simulate.hpp"
@@ -148,7 +149,10 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
     const auto group = static_cast<std::int32_t>(t.group);
     const auto tp = static_cast<std::uint32_t>(s.parallelism.tp);
     // A CP group takes every tp-th rank, in consecutive blocks of its size (tp-cp-dp order).
-    spans[t.rendezvous] = {size, group == step.tp_group ? 1u : group == step.replica_group ? copies / size : tp};
+    // The expert-data-parallel group takes every ep-th rank (every (world / ranks)-th, as the replica group).
+    spans[t.rendezvous] = {size, group == step.tp_group                                     ? 1u
+                                 : group == step.replica_group || group == step.edp_group ? copies / size
+                                                                                          : tp};
   }
   sim::RankVariation var;
   const RankVariationConfig& cfg = s.variation;
@@ -161,6 +165,24 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
                                                               : sim::JitterDistribution::None;
   var.cv = cfg.jitter_cv;
   var.seed = cfg.jitter_seed;
+  if (cfg.expert_load_cv > 0) {
+    // Uneven routing (sim.expert_load): each MoE layer's compute tasks scale in their expert
+    // share with the rank's load of that layer, one draw per rank and layer for the step.
+    var.load_cv = cfg.expert_load_cv;
+    var.load_cap = cfg.capacity_factor;
+    var.load_seed = cfg.expert_load_seed;
+    var.load_share.assign(g.size(), 0.0);
+    var.load_key.assign(g.size(), 0);
+    std::vector<double> share(s.model.layers.size(), -1.0);
+    for (sim::TaskId v = 0; v < g.size(); ++v) {
+      const sim::Task& t = g.task(v);
+      if (t.kind != sim::TaskKind::Compute || t.layer < 0) continue;
+      const auto l = static_cast<std::size_t>(t.layer);
+      if (share[l] < 0) share[l] = expert_compute_share(s, l);
+      var.load_share[v] = share[l];
+      var.load_key[v] = static_cast<std::uint32_t>(l);
+    }
+  }
   if (!cfg.degraded_links.empty()) {
     // Ranks fill nodes in order; only collectives that cross the network stretch, and only
     // their bandwidth part (the variable part of their work: sharing then stretches it further).
@@ -171,7 +193,7 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
     var.link_bound.assign(g.size(), sim::Time());
     for (sim::TaskId v = 0; v < g.size(); ++v) {
       const sim::Task& t = g.task(v);
-      if (t.kind != sim::TaskKind::Transfer || !hardware::is_collective(t.op)) continue;
+      if (t.kind != sim::TaskKind::Transfer || !(hardware::is_collective(t.op) || hardware::is_all_to_all(t.op))) continue;
       const hardware::GroupShape& shape = step.groups.at(t.group);
       if (shape.ranks <= shape.ranks_per_node) continue;
       var.link_bound[v] = cost.work(t).variable;
@@ -212,6 +234,18 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   pr.slowest_rank = std::find(ends.begin(), ends.end(), *hi) - ends.begin();
   pr.no_variation_step_time_s = variation.none() ? pr.step_time_max_s : sym.makespan().seconds();
   pr.straggler_cost_s = pr.step_time_max_s - pr.no_variation_step_time_s;
+  if (variation.load_cv > 0) {
+    // The busiest rank's load of each MoE layer (the draws the engine used), averaged.
+    double sum = 0;
+    for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
+      if (s.model.layers[l].routing.experts <= 0) continue;
+      double busiest = 0;
+      for (std::uint32_t c = 0; c < copies; ++c) busiest = std::max(busiest, variation.load(c, static_cast<std::uint32_t>(l)));
+      sum += busiest;
+      ++pr.moe_layers;
+    }
+    if (pr.moe_layers > 0) pr.expert_load_busiest = sum / static_cast<double>(pr.moe_layers);
+  }
   return std::move(*rank0);
 }
 
@@ -308,16 +342,21 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   r.exposed_comm_s = sim::uncovered_length(comm, compute).seconds();
   r.overlap_fraction = r.comm_time_s > 0 ? 1.0 - r.exposed_comm_s / r.comm_time_s : 1.0;
   // Exposure by mesh dimension, attributed in turn so that the parts add up: TP (what compute
-  // leaves), CP (what compute and TP leave), PP (what those leave), then DP (the rest).
-  if (step.tp_group >= 0 || pp > 1 || step.cp_group >= 0) {
-    const auto tp_group = step.tp_group;
+  // leaves), CP (what compute and TP leave), EP (what those leave), PP (what those leave), then
+  // DP (the rest; the expert-data-parallel reductions with it).
+  if (step.tp_group >= 0 || pp > 1 || step.cp_group >= 0 || step.ep_group >= 0) {
+    const auto tp_group = step.tp_group, ep_group = step.ep_group;
     const auto is_tp = [tp_group](const sim::Task& t) {
       return t.kind == sim::TaskKind::Transfer && tp_group >= 0 && t.group == static_cast<std::uint32_t>(tp_group);
+    };
+    const auto is_ep = [ep_group](const sim::Task& t) {
+      return t.kind == sim::TaskKind::Transfer && ep_group >= 0 && t.group == static_cast<std::uint32_t>(ep_group);
     };
     const auto is_pp = [&step](const sim::Task& t) { return t.kind == sim::TaskKind::Transfer && step.is_pp_group(t.group); };
     const auto is_cp = [&step](const sim::Task& t) { return t.kind == sim::TaskKind::Transfer && step.is_cp_group(t.group); };
     const auto tp_comm = sim::busy_intervals(g, tl, [&](const sim::Task& t) { return t.rank == 0 && is_tp(t); });
     const auto cp_comm = sim::busy_intervals(g, tl, [&](const sim::Task& t) { return t.rank == 0 && is_cp(t); });
+    const auto ep_comm = sim::busy_intervals(g, tl, [&](const sim::Task& t) { return t.rank == 0 && is_ep(t); });
     const auto pp_comm = sim::busy_intervals(g, tl, [&](const sim::Task& t) { return t.rank == 0 && is_pp(t); });
     const auto compute_tp = sim::busy_intervals(g, tl, [&](const sim::Task& t) {
       return t.rank == 0 && (t.kind == sim::TaskKind::Compute || is_tp(t));
@@ -325,19 +364,24 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     const auto compute_tp_cp = sim::busy_intervals(g, tl, [&](const sim::Task& t) {
       return t.rank == 0 && (t.kind == sim::TaskKind::Compute || is_tp(t) || is_cp(t));
     });
+    const auto compute_tp_cp_ep = sim::busy_intervals(g, tl, [&](const sim::Task& t) {
+      return t.rank == 0 && (t.kind == sim::TaskKind::Compute || is_tp(t) || is_cp(t) || is_ep(t));
+    });
     r.tp_comm_time_s = sim::total_length(tp_comm).seconds();
     r.tp_exposed_comm_s = sim::uncovered_length(tp_comm, compute).seconds();
     r.cp_comm_time_s = sim::total_length(cp_comm).seconds();
     r.cp_exposed_comm_s = sim::uncovered_length(cp_comm, compute_tp).seconds();
+    r.ep_comm_time_s = sim::total_length(ep_comm).seconds();
+    r.ep_exposed_comm_s = sim::uncovered_length(ep_comm, compute_tp_cp).seconds();
     r.pp_comm_time_s = sim::total_length(pp_comm).seconds();
-    r.pp_exposed_comm_s = sim::uncovered_length(pp_comm, compute_tp_cp).seconds();
+    r.pp_exposed_comm_s = sim::uncovered_length(pp_comm, step.ep_group >= 0 ? compute_tp_cp_ep : compute_tp_cp).seconds();
     r.dp_comm_time_s = sim::total_length(sim::busy_intervals(g, tl, [&](const sim::Task& t) {
                                            return t.rank == 0 && t.kind == sim::TaskKind::Transfer && !is_tp(t) &&
-                                                  !is_pp(t) && !is_cp(t);
+                                                  !is_pp(t) && !is_cp(t) && !is_ep(t);
                                          })).seconds();
     // The rest of the exposed time; rounding of the picosecond sums can leave −1e-19.
-    r.dp_exposed_comm_s =
-        std::max(0.0, r.exposed_comm_s - r.tp_exposed_comm_s - r.cp_exposed_comm_s - r.pp_exposed_comm_s);
+    r.dp_exposed_comm_s = std::max(0.0, r.exposed_comm_s - r.tp_exposed_comm_s - r.cp_exposed_comm_s -
+                                            r.ep_exposed_comm_s - r.pp_exposed_comm_s);
   }
   // per_rank: rank 0 is idle while it waits at a collective for ranks that reach it later, and
   // from its last task until the slowest rank ends the step; that wait is the rest of the step
@@ -358,15 +402,19 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     if (t.kind != sim::TaskKind::Transfer) continue;
     const auto c = cost.collective(t);
     calibrated_any = calibrated_any || !c.calibration.empty();
-    const bool p2p = hardware::is_p2p(t.op);
-    // A point-to-point message moves its bytes once (bus factor 1, as nccl-tests' sendrecv).
-    const hardware::CollectiveOp cop = p2p ? hardware::CollectiveOp::AllGather : hardware::collective_of(static_cast<hardware::OpCode>(t.op));
-    const std::string op = p2p ? "SendRecv" : hardware::collective_op_label(cop);
+    const bool p2p = hardware::is_p2p(t.op), a2a = hardware::is_all_to_all(t.op);
+    // A point-to-point message moves its bytes once (bus factor 1, as nccl-tests' sendrecv); an
+    // all-to-all (n − 1)/n of them (nccl-tests' alltoall), as AllGather's factor.
+    const hardware::CollectiveOp cop = p2p || a2a ? hardware::CollectiveOp::AllGather
+                                                  : hardware::collective_of(static_cast<hardware::OpCode>(t.op));
+    const std::string op = p2p ? "SendRecv" : a2a ? "AllToAll" : hardware::collective_op_label(cop);
     const auto& shape = step.groups[t.group];
     const double factor = p2p ? 1.0 : hardware::bus_factor(cop, shape.ranks);
     const std::string group = static_cast<std::int32_t>(t.group) == step.tp_group ? "tp"
                               : step.is_pp_group(t.group)                         ? "pp"
                               : step.is_cp_group(t.group)                         ? "cp"
+                              : static_cast<std::int32_t>(t.group) == step.ep_group ? "ep"
+                              : static_cast<std::int32_t>(t.group) == step.edp_group ? "edp"
                                                                                   : "dp";
     auto it = std::find_if(r.collectives.begin(), r.collectives.end(), [&](const CollectiveSummary& x) {
       return x.op == op && x.bytes == t.bytes && x.ranks == shape.ranks && x.algorithm == c.algorithm &&

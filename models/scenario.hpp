@@ -57,6 +57,12 @@ struct ParallelismConfig {
   /// context_parallel_degree; models/context_parallel.hpp): each micro-batch's sequence split
   /// over cp ranks, CP between TP and DP (tp-cp-dp-pp).
   std::int64_t cp = 1;
+  /// Expert-parallel degree (torchtitan's expert_parallel_degree, Megatron-LM's
+  /// expert_model_parallel_size; models/expert_parallel.hpp): each rank holds experts / ep of a
+  /// mixture of experts' routed experts, tokens travel to them and back by all-to-all over ep
+  /// ranks, and the experts' gradients reduce over the dp × cp / ep ranks holding the same ones.
+  /// EP borrows from the data-parallel ranks (its groups are ep consecutive DP ranks).
+  std::int64_t ep = 1;
   /// How the CP ranks exchange KV: "p2p" (Megatron-LM's --cp-comm-type default: a ring
   /// overlapped with attention) or "allgather" (torchtitan's default rotate method); set from
   /// the strategy's family when not given (default_cp_comm_type).
@@ -201,9 +207,18 @@ struct RankVariationConfig {
   /// its bandwidth; a collective crossing the network with a member on that node runs its
   /// bandwidth term at the slowest member's factor (a ring moves at its slowest link).
   std::vector<std::pair<std::int64_t, double>> degraded_links;
+  /// `sim.expert_load` (models/expert_parallel.hpp): a mixture of experts' uneven routing. Each
+  /// rank's load of each MoE layer (tokens its experts receive over the balanced share) is
+  /// max(0, 1 + cv·z), drawn once per step with `expert_load_seed`, and capped at
+  /// `capacity_factor` when it is > 0 (the tokens beyond are dropped); that rank's expert work
+  /// in the layer scales with it.
+  double expert_load_cv = 0;
+  std::uint64_t expert_load_seed = 0;
+  double capacity_factor = 0;
   /// True when some rank's compute or links differ from the others.
   bool any() const {
-    return (jitter_distribution != "none" && jitter_cv > 0) || !slow_ranks.empty() || !degraded_links.empty();
+    return (jitter_distribution != "none" && jitter_cv > 0) || !slow_ranks.empty() || !degraded_links.empty() ||
+           expert_load_cv > 0;
   }
 };
 
@@ -269,6 +284,15 @@ struct Scenario {
   /// hold the same weights: Megatron-LM's DP×CP group, torchtitan's dp_shard × cp mesh). The
   /// DP strategies' groups and shards span them.
   std::int64_t data_ranks() const { return parallelism.dp * parallelism.cp; }
+  /// Ranks holding the same routed experts (the expert-data-parallel group): data_ranks() / ep.
+  std::int64_t expert_data_ranks() const { return data_ranks() / parallelism.ep; }
+  /// Ranks a routed expert's tensors are sharded over: shard_ranks() / ep under the sharded
+  /// strategies (FSDP shards each expert over dp_shard × cp / ep, torchtitan's efsdp), 1 when
+  /// nothing is sharded.
+  std::int64_t expert_shard_ranks() const {
+    const std::int64_t n = shard_ranks() / parallelism.ep;
+    return n > 1 ? n : 1;
+  }
   /// GPUs of one node the job uses: gpus_per_node, or the world when it is smaller.
   int gpus_used_per_node() const { return static_cast<int>(std::min<std::int64_t>(cluster.gpus_per_node, world_size())); }
   /// Parameters of the whole model (every TP rank's share together), and its trainable ones:

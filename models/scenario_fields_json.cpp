@@ -348,6 +348,15 @@ std::vector<ScenarioField> core_fields() {
          if (s.parallelism.cp <= 1) return std::nullopt;
          return s.parallelism.cp_comm_type;
        }},
+      {.object = "parallelism", .key = "ep", .type = T::Integer,
+       .doc = "expert-parallel degree (torchtitan's expert_parallel_degree, Megatron-LM's expert_model_parallel_size): "
+              "each rank holds experts / ep of a mixture of experts' routed experts; every MoE layer sends its tokens' "
+              "top-k copies to their experts and back by all-to-all over ep consecutive DP ranks (dispatch and combine, "
+              "again in backward); the experts' gradients reduce (and FSDP shards them) over the dp × cp / ep ranks "
+              "holding the same experts. Mixture-of-experts models under ddp or fsdp; ep divides dp × cp and the "
+              "experts",
+       .min = 1, .max = 4096, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.ep),
+       STEPSIM_ECHO_IF_ABOVE_ONE(parallelism.ep)},
   };
   // torus_axes after the strategy knobs
   const ScenarioField torus_axes =
@@ -680,6 +689,49 @@ std::vector<ScenarioField> core_fields() {
        }},
       {.object = "sim.jitter", .key = "seed", .type = T::Integer, .doc = "the random stream's seed (same seed, same bytes)",
        .min = 0, .max = std::int64_t{1} << 53, STEPSIM_FIELD_ACCESS(std::int64_t, variation.jitter_seed)},
+      {.object = "sim", .key = "expert_load", .type = T::Object,
+       .doc = "a mixture of experts' uneven routing under expert parallelism: each rank's load of each MoE layer (the "
+              "tokens its experts receive over the balanced share) is max(0, 1 + cv·z), drawn once per step, capped at "
+              "capacity_factor when given (tokens beyond it dropped), and that rank's expert work scales with it, so "
+              "the busiest rank sets the pace of every all-to-all; per_rank and ep > 1 only",
+       .default_doc = "none (every expert gets its balanced share)",
+       .read = [](const JsonReader& sim, Scenario& s) {
+         if (const auto load = sim.optional_object("expert_load")) {
+           read_fields(*load, "sim.expert_load", s);
+           load->finish();
+           if (s.parallelism.ep <= 1)
+             sim.fail("expert_load", "needs expert parallelism (parallelism.ep > 1): without it every rank runs every "
+                                     "expert on its own tokens, and no rank waits for another's experts");
+         }
+       },
+       .echo_json = [](const Scenario& s, nlohmann::json& out) {
+         if (s.variation.expert_load_cv <= 0) return;
+         echo_fields(s, "sim.expert_load", out["expert_load"]);
+       }},
+      {.object = "sim.expert_load", .key = "cv", .type = T::Number,
+       .doc = "coefficient of variation of a rank's expert load across the EP ranks (0.2: the busiest of 64 ranks "
+              "about 1.5x its share)",
+       .required = true, .range_doc = "[0, 0.5]", .check = Check::NonNegative,
+       STEPSIM_FIELD_ACCESS(double, variation.expert_load_cv),
+       .rule = [](const JsonReader& j, Scenario& s) {
+         if (s.variation.expert_load_cv > 0.5)
+           j.fail("cv", fmt::format("expected a coefficient of variation in [0, 0.5] (max(0, 1 + cv·z) drifts above a "
+                                    "mean of 1 beyond it), got {}", s.variation.expert_load_cv));
+       }},
+      {.object = "sim.expert_load", .key = "seed", .type = T::Integer,
+       .doc = "the random stream's seed (same seed, same bytes)", .min = 0, .max = std::int64_t{1} << 53,
+       STEPSIM_FIELD_ACCESS(std::int64_t, variation.expert_load_seed)},
+      {.object = "sim.expert_load", .key = "capacity_factor", .type = T::Number,
+       .doc = "Megatron-LM's moe_expert_capacity_factor: an expert takes at most this many times its balanced share "
+              "of tokens and drops the rest (DeepSpeed's capacity_factor); absent: dropless",
+       .default_doc = "none (dropless)", .range_doc = "[1, 64]", .check = Check::Positive,
+       STEPSIM_FIELD_ACCESS(double, variation.capacity_factor),
+       .rule = [](const JsonReader& j, Scenario& s) {
+         const double cf = s.variation.capacity_factor;
+         if (j.has("capacity_factor") && (cf < 1 || cf > 64))
+           j.fail("capacity_factor", fmt::format("expected a factor in [1, 64] (below 1 every expert drops tokens even "
+                                                 "when the router balances them), got {}", cf));
+       }},
       {.object = "sim", .key = "slow_ranks", .type = T::ObjectList,
        .doc = "`[{\"rank\": 3, \"compute_factor\": 1.2}]`: that rank's compute lasts 1.2× longer; per_rank only",
        .default_doc = "[]",

@@ -10,6 +10,7 @@
 #include "models/scenario_fields.hpp"
 #include "models/strategy/strategy.hpp"
 #include "models/context_parallel.hpp"
+#include "models/expert_parallel.hpp"
 #include "models/pipeline.hpp"
 #include "models/tensor_parallel.hpp"
 #include "sim/support/error.hpp"
@@ -142,6 +143,15 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
                fmt::format("an integer reshard_after_forward must be a non-trivial divisor of the shard "
                            "group size ({}), got {}", n, z.reshard_group));
   }
+}
+
+// Expert parallelism (models/expert_parallel.hpp): what it is modelled for; then `model`
+// becomes one rank's share of the experts.
+void apply_expert_parallel(const JsonReader& par, Scenario& s) {
+  if (s.parallelism.ep == 1) return;
+  if (const std::string why = expert_parallel_problem(s); !why.empty())
+    par.fail("ep", fmt::format("{}: {}", s.parallelism.ep, why));
+  s.model = expert_parallel_model(s.model, s.parallelism.ep);
 }
 
 // Pipeline parallelism (models/pipeline.hpp): its knobs need pp > 1; the strategies, models
@@ -356,7 +366,10 @@ void check_sim(const JsonReader& sim, Scenario& s) {
   }
   const auto& var = s.variation;
   if (var.any() && s.rank_mode != "per_rank")
-    sim.fail(!var.degraded_links.empty() ? "degraded_links" : var.slow_ranks.empty() ? "jitter" : "slow_ranks",
+    sim.fail(!var.degraded_links.empty() ? "degraded_links"
+             : !var.slow_ranks.empty()       ? "slow_ranks"
+             : var.expert_load_cv > 0        ? "expert_load"
+                                             : "jitter",
              "per-rank variation needs \"rank_mode\": \"per_rank\" (symmetric mode simulates one "
              "representative rank)");
 }
@@ -409,6 +422,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   check_positions(root, batch, s);
   check_sequence_parallel(root, batch, s);
   check_pipeline(*par, s);
+  apply_expert_parallel(*par, s);
   const JsonReader prec = read_object(root, "precision", s);
   check_float8(prec, s);
   resolve_gemm_math(root, prec, s);

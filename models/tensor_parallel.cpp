@@ -59,11 +59,7 @@ ModelSpec tensor_parallel_model(const ModelSpec& full, std::int64_t tp, bool seq
                  full.layers.size(), local.layers.size());
   // What the description set beyond the shape: names and provenance, each tensor's dtype and
   // trainable flag (model.dtype, "trainable": false).
-  local.name = full.name;
-  local.source = full.source;
-  local.hf_model_type = full.hf_model_type;
-  local.not_modelled = full.not_modelled;
-  local.context_length = full.context_length;
+  copy_model_provenance(full, local);
   for (std::size_t i = 0; i < full.layers.size(); ++i) {
     LayerSpec& l = local.layers[i];
     const LayerSpec& f = full.layers[i];

@@ -121,9 +121,21 @@ struct RankVariation {
   /// By base task: the part of its duration that link_factor stretches (a collective's
   /// bandwidth term), each ≤ the duration; tasks past the end have none.
   std::vector<Time> link_bound;
+  /// Load variation (a mixture of experts' uneven routing): by base task, the share of its
+  /// duration that scales with its copy's load (0 for tasks past the end), and the draw it
+  /// shares with other tasks (tasks of one key on one copy see the same load). A copy's load
+  /// for key k is max(0, 1 + load_cv · z), z = standard_normal(load_seed, copy, k), capped at
+  /// load_cap when that is > 0; the task's factor is 1 − share + share · load.
+  std::vector<double> load_share;
+  std::vector<std::uint32_t> load_key;
+  double load_cv = 0;
+  double load_cap = 0;
+  std::uint64_t load_seed = 0;
 
   /// True when every factor is exactly 1 (the replicated run then equals sim::run on every copy).
   bool none() const;
+  /// Copy `copy`'s load for load key `key` (load_cv's draw, capped at load_cap), ≥ 0.
+  double load(std::uint32_t copy, std::uint32_t key) const;
   /// Duration multiplier of base task `base` (a Compute task) on copy `copy`, ≥ 0.
   double factor(std::uint32_t copy, TaskId base) const;
   /// A standard normal draw for (seed, copy, base): deterministic, platform-independent.

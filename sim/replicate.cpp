@@ -26,6 +26,7 @@ std::uint64_t splitmix64(std::uint64_t x) {
 
 bool RankVariation::none() const {
   if (distribution != JitterDistribution::None && cv != 0) return false;
+  if (load_cv != 0 && std::any_of(load_share.begin(), load_share.end(), [](double x) { return x != 0; })) return false;
   if (std::any_of(link_factor.begin(), link_factor.end(), [](double f) { return f != 1.0; })) return false;
   return std::all_of(compute_factor.begin(), compute_factor.end(), [](double f) { return f == 1.0; });
 }
@@ -38,8 +39,17 @@ double RankVariation::standard_normal(std::uint64_t seed, std::uint32_t copy, Ta
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
+double RankVariation::load(std::uint32_t copy, std::uint32_t key) const {
+  const double l = std::max(0.0, 1.0 + load_cv * standard_normal(load_seed, copy, key));
+  return load_cap > 0 ? std::min(l, load_cap) : l;
+}
+
 double RankVariation::factor(std::uint32_t copy, TaskId base) const {
   double f = copy < compute_factor.size() ? compute_factor[copy] : 1.0;
+  if (load_cv != 0 && base < load_share.size() && load_share[base] != 0) {
+    const double l = load(copy, base < load_key.size() ? load_key[base] : base);
+    f *= 1.0 - load_share[base] + load_share[base] * l;
+  }
   if (distribution == JitterDistribution::None || cv == 0) return f;
   const double z = standard_normal(seed, copy, base);
   if (distribution == JitterDistribution::Normal) return f * std::max(0.0, 1.0 + cv * z);

@@ -8,6 +8,7 @@
 #include "models/recompute.hpp"
 #include "models/scenario.hpp"
 #include "models/context_parallel.hpp"
+#include "models/expert_parallel.hpp"
 #include "models/tensor_parallel.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
@@ -214,6 +215,13 @@ sim::Task collective_task(std::string name, hardware::CollectiveOp op, double by
   return t;
 }
 
+sim::Task all_to_all_task(std::string name, double bytes, std::uint32_t group, std::uint32_t stream,
+                          sim::RendezvousId& next_rendezvous) {
+  sim::Task t = collective_task(std::move(name), hardware::CollectiveOp::AllGather, bytes, group, stream, next_rendezvous);
+  t.op = static_cast<std::uint32_t>(hardware::OpCode::AllToAll);
+  return t;
+}
+
 sim::Task p2p_task(std::string name, double bytes, std::uint32_t group, std::uint32_t stream) {
   sim::Task t;
   t.kind = sim::TaskKind::Transfer;
@@ -251,6 +259,29 @@ MeshGroups add_mesh_groups(LoweredStep& out, const Scenario& s) {
     // which set the ring's pace) across, every GPU of the node sending at once.
     out.groups.push_back(per_node == cp ? hardware::GroupShape{2, 2, 0, 1} : hardware::GroupShape{2, 1, 0, gpn});
     m.cp_pair = static_cast<std::uint32_t>(out.groups.size() - 1);
+  }
+  if (s.parallelism.ep > 1) {
+    // ep consecutive DP ranks: min(ep, DP ranks per node) on a node, the node's other ranks in
+    // the other EP groups, all-to-all at the same time (they share its NICs).
+    const int ep = static_cast<int>(s.parallelism.ep);
+    const int slots = s.dp_slots_per_node();
+    const int per_node = std::min(ep, slots);
+    hardware::GroupShape shape = group_shape(s, ep, per_node);
+    shape.concurrent_groups_per_node = std::max(1, slots / per_node);
+    out.groups.push_back(shape);
+    m.ep = static_cast<std::uint32_t>(out.groups.size() - 1);
+    out.ep_group = static_cast<std::int32_t>(m.ep);
+    const int edp = static_cast<int>(s.expert_data_ranks());
+    if (edp > 1) {
+      // Every ep-th DP rank: slots / ep of them on a node when an EP group is smaller than the
+      // node, else one; the node's ep (or slots) such groups reduce at once.
+      const int edp_per_node = ep < slots ? std::min(edp, slots / ep) : 1;
+      hardware::GroupShape e = group_shape(s, edp, edp_per_node);
+      e.concurrent_groups_per_node = std::min(ep, slots) * static_cast<int>(s.parallelism.tp);
+      out.groups.push_back(e);
+      m.edp = static_cast<std::uint32_t>(out.groups.size() - 1);
+      out.edp_group = static_cast<std::int32_t>(m.edp);
+    }
   }
   return m;
 }
@@ -329,6 +360,13 @@ void add_layer_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t lay
     add_in_layer(g, std::move(ring), layer, backward, true, kCpStream, fmt::format("{}cp.{}.{}.wait", prefix, pass, name),
                  rank);
   }
+  if (mesh.ep != kNoGroup) {
+    std::vector<sim::Task> tasks;
+    for (const ExpertParallelTransfer& e : expert_parallel_transfers(s, layer, backward))
+      tasks.push_back(all_to_all_task(fmt::format("{}ep.{}.{}.{}", prefix, pass, name, e.label()), e.bytes, mesh.ep,
+                                      kComputeStream, next_rendezvous));
+    add_in_layer(g, std::move(tasks), layer, backward, false, kComputeStream, "", rank);
+  }
 }
 
 const std::vector<std::string>& stream_names() {
@@ -368,9 +406,14 @@ std::vector<std::pair<std::size_t, std::size_t>> trainable_ready_order(const Mod
 
 bool optimizer_step(const Scenario& s, double shard_ranks, sim::Task& out) {
   double trainable = 0, grad_bytes = 0, param_bytes = 0, all = 0;
+  // Under expert parallelism a routed expert's tensors are sharded over shard_ranks / ep ranks
+  // (Scenario::expert_shard_ranks): counted here in units of the dense tensors' shard.
+  const double expert_scale = shard_ranks > 1 && s.parallelism.ep > 1
+                                  ? shard_ranks / static_cast<double>(s.expert_shard_ranks())
+                                  : 1.0;
   for (const auto& l : s.model.layers)
     for (const auto& p : l.params) {
-      const double n = static_cast<double>(p.numel);
+      const double n = static_cast<double>(p.numel) * (p.expert_share > 0 ? expert_scale : 1.0);
       all += n;
       param_bytes += n * dtype_bytes(p.dtype);
       if (!p.trainable) continue;

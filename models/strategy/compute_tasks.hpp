@@ -115,6 +115,11 @@ bool optimizer_step(const Scenario& s, double shard_ranks, sim::Task& out);
 sim::Task collective_task(std::string name, hardware::CollectiveOp op, double bytes, std::uint32_t group,
                           std::uint32_t stream, sim::RendezvousId& next_rendezvous);
 
+/// An all-to-all of `bytes` per rank over `group` on `stream` (hardware::OpCode::AllToAll): a
+/// rendezvous of the group's ranks, as a collective.
+sim::Task all_to_all_task(std::string name, double bytes, std::uint32_t group, std::uint32_t stream,
+                          sim::RendezvousId& next_rendezvous);
+
 /// A point-to-point message of `bytes` received on `stream` over the 2-rank communicator
 /// `group` (hardware::OpCode::SendRecv): one task per message, on the receiver, with no
 /// rendezvous; the lowering makes it wait for the sender's compute.
@@ -132,15 +137,22 @@ struct MeshGroups {
   /// the ring's point-to-point messages.
   std::uint32_t cp = kNoGroup;
   std::uint32_t cp_pair = kNoGroup;
+  /// The expert-parallel group (parallelism.ep consecutive DP ranks: the all-to-alls) and the
+  /// expert-data-parallel group (the dp × cp / ep ranks holding the same experts, every ep-th
+  /// DP rank: the routed experts' gradient reductions and FSDP gathers); edp is kNoGroup when
+  /// it has one rank (ep = dp × cp: nothing to reduce). models/expert_parallel.hpp.
+  std::uint32_t ep = kNoGroup;
+  std::uint32_t edp = kNoGroup;
 };
 
-/// Appends the TP and CP communicators of `s` to `out.groups` (setting out.tp_group /
-/// out.cp_group); their indexes.
+/// Appends the TP, CP and EP communicators of `s` to `out.groups` (setting out.tp_group,
+/// out.cp_group, out.ep_group, out.edp_group); their indexes.
 MeshGroups add_mesh_groups(LoweredStep& out, const Scenario& s);
 
 /// Adds the model-parallel communication of one micro-batch of `layer` inside the layer: its
 /// TP collectives (models/tensor_parallel.hpp), then its CP transfers
-/// (models/context_parallel.hpp). Call it right after the layer's forward task (or backward
+/// (models/context_parallel.hpp), then its EP all-to-alls on the compute stream
+/// (models/expert_parallel.hpp). Call it right after the layer's forward task (or backward
 /// segments) is added. Without parallelism.tp_comm_overlap the TP collectives follow on the
 /// compute stream: Megatron-LM's forward reductions are synchronous, and the layer before needs
 /// the backward's input gradient (its overlap with the weight-gradient GEMM is not modelled).

@@ -28,6 +28,7 @@ namespace stepsim::models {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr std::uint32_t kExpertKey = 0x100;  // BucketInput::dtype_key bit of the routed experts' gradients
 
 struct GradRef {
   std::size_t layer;
@@ -52,7 +53,11 @@ LoweredStep lower_ddp(const Scenario& s) {
     // The bucket dtype is the gradient's; a bf16 comm hook (precision.reduce_dtype) halves fp32 buckets.
     const double bytes = static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype);
     ready.push_back({l, idx});
-    inputs.push_back({bytes, static_cast<std::uint32_t>(p.dtype)});
+    // Under expert parallelism the routed experts' gradients fill buckets of their own, reduced
+    // over the expert-data-parallel group (Megatron-LM's separate expert buffers,
+    // semantics-parallel.md §D1): a key of their own, as a dtype's.
+    const bool expert = p.expert_share > 0 && s.parallelism.ep > 1;
+    inputs.push_back({bytes, static_cast<std::uint32_t>(p.dtype) | (expert ? kExpertKey : 0u)});
     grad_bytes_total += bytes;
   }
 
@@ -98,10 +103,14 @@ LoweredStep lower_ddp(const Scenario& s) {
         last_grad_task[b] = id;
         --left[b];
         for (; next_bucket < assignment.size() && left[next_bucket] == 0; ++next_bucket) {
-          last_collective = g.add_task(collective_task(fmt::format("{}allreduce.bucket{}", prefix, next_bucket),
+          const std::size_t first = assignment[next_bucket].tensors.front();
+          const bool expert = (inputs[first].dtype_key & kExpertKey) != 0;
+          if (expert && mesh.edp == kNoGroup) continue;  // ep = dp × cp: each expert on one rank
+          last_collective = g.add_task(collective_task(fmt::format("{}allreduce.{}bucket{}", prefix,
+                                                                   expert ? "expert_" : "", next_bucket),
                                                        hardware::CollectiveOp::AllReduce,
-                                                       assignment[next_bucket].bytes, 0, kCommStream,
-                                                       next_rendezvous));
+                                                       assignment[next_bucket].bytes, expert ? mesh.edp : 0,
+                                                       kCommStream, next_rendezvous));
           // The NCCL stream waits for the compute work enqueued before this launch, i.e. up to
           // the bucket's last-ready gradient.
           g.add_dependency(last_grad_task[next_bucket], last_collective);

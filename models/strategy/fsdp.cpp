@@ -56,6 +56,10 @@ struct Unit {
   bool root = false;
   double param_bytes = 0;  // unsharded, in the parameter dtype (FP8 for float8 all-gather; AllGather buffer)
   double grad_bytes = 0;   // unsharded gradients in the reduce dtype (ReduceScatter buffer)
+  // Of those, the routed experts' under expert parallelism: gathered and reduced over the
+  // expert-data-parallel group (torchtitan's experts unit on the efsdp mesh).
+  double expert_param_bytes = 0;
+  double expert_grad_bytes = 0;
   bool reshard = true;     // reshard after forward
 };
 
@@ -87,8 +91,14 @@ std::vector<Unit> make_units(const Scenario& s) {
       for (std::size_t i = 0; i < m.layers[l].params.size(); ++i) {
         const ParamTensor& p = m.layers[l].params[i];
         // Float8Linear weights travel in FP8 under float8 all-gather (models/float8.hpp).
-        u->param_bytes += static_cast<double>(p.numel) * all_gather_bytes_per_element(s, l, i);
-        if (p.trainable) u->grad_bytes += static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype);
+        const double gathered = static_cast<double>(p.numel) * all_gather_bytes_per_element(s, l, i);
+        const double reduced = p.trainable ? static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype) : 0.0;
+        u->param_bytes += gathered;
+        u->grad_bytes += reduced;
+        if (p.expert_share > 0 && s.parallelism.ep > 1) {
+          u->expert_param_bytes += gathered;
+          u->expert_grad_bytes += reduced;
+        }
       }
   }
   for (std::size_t i = 0; i < units.size(); ++i) {
@@ -151,13 +161,32 @@ LoweredStep lower_fsdp(const Scenario& s) {
     const bool sync = mb == micro_batches - 1 || s.parallelism.sync_every_micro_batch;
     const bool replica_sync = sync && (!z.defer_replica_all_reduce || mb == micro_batches - 1);
 
+    // A unit's collective: over the shard group, and under expert parallelism its routed
+    // experts' share over the expert-data-parallel group right after it on the same stream (no
+    // collective when that group has one rank). The first allocates `alloc` buffer bytes, the
+    // last frees `free`; returns (first, last).
+    auto unit_collective = [&](const std::string& name, CollectiveOp op, double bytes, double expert_bytes,
+                               std::uint32_t group, double alloc, double free) {
+      const bool experts = expert_bytes > 0 && mesh.edp != kNoGroup;
+      sim::Task dense = collective_task(name, op, bytes - (experts ? expert_bytes : 0.0), group, kCommStream,
+                                        next_rendezvous);
+      dense.alloc_bytes[kBufferCounter] = alloc;
+      if (!experts) {
+        dense.free_bytes[kBufferCounter] = free;
+        const sim::TaskId id = g.add_task(std::move(dense));
+        return std::pair{id, id};
+      }
+      const sim::TaskId first = g.add_task(std::move(dense));
+      sim::Task e = collective_task(name + ".experts", op, expert_bytes, mesh.edp, kCommStream, next_rendezvous);
+      e.free_bytes[kBufferCounter] = free;
+      return std::pair{first, g.add_task(std::move(e))};
+    };
     auto all_gather = [&](std::size_t u, bool backward) {
       const bool small_group = backward && k > 1;
-      sim::Task t = collective_task(fmt::format("{}allgather.{}{}", prefix, units[u].name, backward ? ".bwd" : ""),
-                                    CollectiveOp::AllGather, units[u].param_bytes,
-                                    small_group ? kReshardGroup : kShardGroup, kCommStream, next_rendezvous);
-      t.alloc_bytes[kBufferCounter] = units[u].param_bytes;
-      return g.add_task(std::move(t));
+      return unit_collective(fmt::format("{}allgather.{}{}", prefix, units[u].name, backward ? ".bwd" : ""),
+                             CollectiveOp::AllGather, units[u].param_bytes, units[u].expert_param_bytes,
+                             small_group ? kReshardGroup : kShardGroup, units[u].param_bytes, 0.0)
+          .second;
     };
     auto copy_out = [&](std::size_t u, sim::TaskId ag, bool backward) {
       sim::Task t = wait_task(fmt::format("{}fsdp.copy_out.{}{}", prefix, units[u].name, backward ? ".bwd" : ""),
@@ -259,12 +288,12 @@ LoweredStep lower_fsdp(const Scenario& s) {
         const sim::TaskId w = g.add_task(wait_task(fmt::format("{}fsdp.wait_rs.{}", prefix, units[u].name), Phase::Overhead));
         g.add_dependency(previous_rs, w);
       }
-      sim::Task rs = collective_task(fmt::format("{}reducescatter.{}", prefix, units[u].name), CollectiveOp::ReduceScatter,
-                                     units[u].grad_bytes, kShardGroup, kCommStream, next_rendezvous);
-      rs.free_bytes[kBufferCounter] = units[u].grad_bytes;  // unsharded gradients freed
+      // The unsharded gradients are freed by the (last) ReduceScatter.
+      const auto [rs_first, rs_id] = unit_collective(fmt::format("{}reducescatter.{}", prefix, units[u].name),
+                                                     CollectiveOp::ReduceScatter, units[u].grad_bytes,
+                                                     units[u].expert_grad_bytes, kShardGroup, 0.0, units[u].grad_bytes);
       unsharded_grads[u] = 0;
-      const sim::TaskId rs_id = g.add_task(std::move(rs));
-      g.add_dependency(last_segment, rs_id);
+      g.add_dependency(last_segment, rs_first);
       previous_rs = last_rs = rs_id;
       if (hsdp && replica_sync) {
         const sim::TaskId ar = g.add_task(collective_task(fmt::format("{}allreduce.{}.replicas", prefix, units[u].name),

@@ -46,6 +46,11 @@ struct LoweredStep {
   /// Index of the context-parallel communicator (add_mesh_groups; the next index is the 2-rank
   /// link of its ring); -1 without CP.
   std::int32_t cp_group = -1;
+  /// Index of the expert-parallel communicator (add_mesh_groups: the all-to-alls of token
+  /// dispatch and combine) and of the expert-data-parallel one (the routed experts' gradient
+  /// reductions and FSDP's gathers of them); -1 without expert parallelism.
+  std::int32_t ep_group = -1;
+  std::int32_t edp_group = -1;
   /// True when group `g` is a context-parallel one (the CP group or its ring link).
   bool is_cp_group(std::uint32_t g) const {
     return cp_group >= 0 && (static_cast<std::int32_t>(g) == cp_group || static_cast<std::int32_t>(g) == cp_group + 1);

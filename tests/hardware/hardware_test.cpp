@@ -242,6 +242,49 @@ TEST_CASE("hardware: no collective beats its bandwidth lower bound (every profil
   CHECK(checked > 5000);
 }
 
+// An all-to-all's floor: every rank sends (n − 1)/n of its buffer, at most through its NVLink and
+// its share of its node's NICs at once: (n − 1)/n · V / (W_intra + W_nic). Inside one node, the
+// closed form: (g − 1)/n · V / W_intra after the intra-node base and n − 1 steps.
+TEST_CASE("hardware: an all-to-all moves (n - 1)/n of its buffer and no faster than its links allow",
+          "[hardware][invariant][property]") {
+  const auto hw = load_profile("h100-sxm");
+  const GroupShape node{8, 8, 0, 1};
+  const CollectiveCost c = all_to_all_cost(hw, 64e6, node);
+  CHECK(c.bandwidth_s == Approx(7.0 / 8 * 64e6 / hw.intra_group_bandwidth_bytes_per_s(8)).epsilon(1e-12));
+  CHECK(c.latency_s == Approx(hw.intra_node.base_latency_s + 7 * hw.intra_node.step_latency_s).epsilon(1e-12));
+  CHECK(c.intra_share == 1);
+  CHECK(c.inter_share == 0);
+  CHECK(all_to_all_cost(hw, 64e6, {1, 1, 0, 1}).time_s() == 0);
+  long checked = 0;
+  for (const auto& name : builtin_profile_names()) {
+    const auto p = load_profile(name);
+    if (p.is_torus() || p.nics_per_node == 0) continue;
+    for (int g = 1; g <= p.gpus_per_node; g *= 2)
+      for (int n : {2, 4, 8, 16, 64, 512}) {
+        if (n < g || n % g != 0) continue;
+        for (double v : {1.0, 4096.0, 1e6, 6.7e7, 1e10}) {
+          const GroupShape grp{n, g, 0, std::max(1, p.gpus_per_node / g)};
+          const CollectiveCost a = all_to_all_cost(p, v, grp);
+          const double nic = n > g ? p.group_network_bytes_per_s(g, grp.concurrent_groups_per_node) / g : 0.0;
+          const double intra = g > 1 ? p.intra_group_bandwidth_bytes_per_s(g) : 0.0;
+          const double bound = static_cast<double>(n - 1) / n * v / (intra + nic);
+          CAPTURE(name, n, g, v, a.bandwidth_s, bound);
+          CHECK(a.bandwidth_s >= bound * (1 - 1e-9));
+          CHECK(a.latency_s > 0);
+          ++checked;
+        }
+      }
+  }
+  CHECK(checked > 100);
+  // Across nodes the NICs set the pace: 2 nodes of 8, each GPU sending half its buffer off-node.
+  const CollectiveCost two = all_to_all_cost(hw, 64e6, {16, 8, 0, 1});
+  CHECK(two.inter_share == 1);
+  CHECK(two.bandwidth_s > c.bandwidth_s);
+  hardware::HardwareProfile none = hw;
+  none.nics_per_node = 0;
+  CHECK_THROWS_WITH(all_to_all_cost(none, 1e6, {16, 8, 0, 1}), Contains("has no network"));
+}
+
 TEST_CASE("hardware: multi-node group on a profile without a network is an input error", "[hardware]") {
   auto hw = load_profile("h100-sxm");
   hw.nics_per_node = 0;

@@ -71,3 +71,159 @@ TEST_CASE("moe: a mixture of experts is comm-bound later by its FLOPs per token 
   CHECK(ratio > 3);
   CHECK(ratio < 4);  // E/k = 4 for the experts; attention and embeddings are shared
 }
+
+namespace {
+
+std::int64_t count_of(const Report& r, const std::string& group, const std::string& op, double bytes) {
+  std::int64_t n = 0;
+  for (const auto& c : r.collectives)
+    if (c.group == group && c.op == op && c.bytes == bytes) n += c.count;
+  return n;
+}
+
+double bytes_of(const Report& r, const std::string& group, const std::string& op) {
+  double b = 0;
+  for (const auto& c : r.collectives)
+    if (c.group == group && c.op == op) b += c.bytes * static_cast<double>(c.count);
+  return b;
+}
+
+// Mixtral-8x7B: 32 MoE blocks of 8 experts of 3 · 4096 · 14336 weights.
+constexpr double kExpertWeights = 3.0 * 4096 * 14336;
+
+}  // namespace
+
+TEST_CASE("moe: expert parallelism holds experts / ep and moves the tokens by all-to-all", "[models][moe][ep]") {
+  const Scenario s = mixtral(2, R"(, "ep": 4)");
+  // One rank's model: 2 of the 8 experts per block; the router still scores all 8.
+  const double full = 46'702'792'704.0;
+  CHECK(static_cast<double>(s.model.parameter_count()) == full - 32 * 6 * kExpertWeights);
+  CHECK(s.model.layers[1].params[4].numel == 8 * 4096);
+  // The grouped GEMMs: 2 experts, each on the copies 4 ranks send it: 4096 · 2 · 4 / 8.
+  int grouped = 0;
+  for (const auto& g : layer_gemms(s, 1, false))
+    if (g.shape.batch == 2) {
+      ++grouped;
+      CHECK(g.shape.m == 4096.0 * 2 * 4 / 8);
+    }
+  CHECK(grouped == 3);
+  const Report r = run(s);
+  // Per MoE block and micro-batch: the token counts (8 int64), dispatch and combine of
+  // 4096 tokens · top-2 · 4096 wide in bf16; full recomputation re-runs those three in backward,
+  // which adds the combine's and the dispatch's gradients.
+  const double copies = 4096.0 * 2 * 4096 * 2;
+  CHECK(count_of(r, "ep", "AllToAll", copies) == 32 * (2 + 2 + 2));
+  CHECK(count_of(r, "ep", "AllToAll", 64) == 32 * 2);
+  CHECK(r.ep_comm_time_s > 0);
+  CHECK(r.ep_exposed_comm_s > 0);  // on the compute stream: nothing hides it
+  CHECK(r.ep_exposed_comm_s <= r.ep_comm_time_s);
+  // Same FLOPs per GPU as without EP: the tokens move, the work does not.
+  const Report none = run(mixtral(2));
+  CHECK(r.model_flops_per_gpu == Approx(none.model_flops_per_gpu).epsilon(1e-12));
+}
+
+TEST_CASE("moe: FSDP shards the experts over dp / ep and gathers them over that group", "[models][moe][ep]") {
+  const Report none = run(mixtral(2)), ep = run(mixtral(2, R"(, "ep": 4)"));
+  // Every tensor is still split over the 8 ranks: the experts 4 ways by EP times 2 by FSDP.
+  CHECK(ep.memory.params_bytes == Approx(none.memory.params_bytes).epsilon(1e-12));
+  CHECK(ep.memory.optimizer_bytes == Approx(none.memory.optimizer_bytes).epsilon(1e-12));
+  // The routed experts' gathers run over 8 / 4 = 2 ranks, each unit's 2 local experts in bf16;
+  // the dense tensors' over all 8.
+  const double local_experts = 2 * kExpertWeights * 2;
+  CHECK(count_of(ep, "edp", "AllGather", local_experts) == 32 * 2);
+  CHECK(count_of(ep, "edp", "ReduceScatter", local_experts) == 32);
+  for (const auto& c : ep.collectives)
+    if (c.group == "edp") CHECK(c.ranks == 2);
+  CHECK(bytes_of(none, "edp", "AllGather") == 0);
+}
+
+TEST_CASE("moe: DDP reduces the experts' gradients in buckets of their own over dp / ep", "[models][moe][ep]") {
+  const Scenario s = scenario(R"({"model": {"hf_config": {"model_type": "mixtral", "num_hidden_layers": 2,
+    "hidden_size": 1024, "intermediate_size": 2048, "num_attention_heads": 8, "num_key_value_heads": 8,
+    "vocab_size": 32000}}, "hardware": "h100-sxm", "parallelism": {"strategy": "ddp", "dp": 8, "ep": 4},
+    "batch": {"micro_batch_size": 1, "seq_len": 2048}})");
+  const Report r = run(s);
+  // The local experts' bf16 gradients (2 blocks × 2 experts × 3 · 1024 · 2048) go over the
+  // expert-data-parallel group of 2, everything else over the 8 DP ranks.
+  CHECK(bytes_of(r, "edp", "AllReduce") == 2.0 * 2 * 3 * 1024 * 2048 * 2);
+  const double dense = static_cast<double>(s.model.parameter_count()) * 2 - bytes_of(r, "edp", "AllReduce");
+  CHECK(bytes_of(r, "dp", "AllReduce") == Approx(dense).epsilon(1e-12));
+  for (const auto& c : r.collectives)
+    if (c.group == "edp") CHECK(c.ranks == 2);
+  // ep = dp: each expert lives on one rank, and nothing reduces its gradients.
+  const Report alone = run(scenario(R"({"model": {"hf_config": {"model_type": "mixtral", "num_hidden_layers": 2,
+    "hidden_size": 1024, "intermediate_size": 2048, "num_attention_heads": 8, "num_key_value_heads": 8,
+    "vocab_size": 32000}}, "hardware": "h100-sxm", "parallelism": {"strategy": "ddp", "dp": 8, "ep": 8},
+    "batch": {"micro_batch_size": 1, "seq_len": 2048}})"));
+  CHECK(bytes_of(alone, "edp", "AllReduce") == 0);
+}
+
+TEST_CASE("moe: expert parallelism's refusals name the rule", "[models][moe][ep]") {
+  const auto error = [](const std::string& extra, const std::string& strategy = "fsdp") {
+    try {
+      scenario(fmt::format(R"({{"model": "mixtral-8x7b", "hardware": "h100-sxm",
+        "parallelism": {{"strategy": "{}", "dp": 8{}}}, "batch": {{"micro_batch_size": 1, "seq_len": 1024}}}})",
+                           strategy, extra));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error(R"(, "ep": 3)"), Contains("/parallelism/ep: 3: model 'mixtral-8x7b' has 8 routed experts"));
+  CHECK_THAT(error(R"(, "ep": 16)"), Contains("/parallelism/ep: 16: model 'mixtral-8x7b' has 8 routed experts"));
+  CHECK_THAT(error(R"(, "ep": 2)", "zero3"), Contains("under strategy 'zero3' it is not modelled"));
+  CHECK_THAT(error(R"(, "ep": 2)", "hsdp"), Contains("under strategy 'hsdp' it is not modelled"));
+  CHECK_THAT(error(R"(, "ep": 2, "tp": 2)"), Contains("tensor parallelism of its experts"));
+  CHECK(error(R"(, "ep": 8)").empty());
+}
+
+TEST_CASE("moe: uneven routing makes every all-to-all wait for the busiest rank (per_rank)", "[models][moe][ep]") {
+  const auto load = [](const std::string& expert_load) {
+    return run(scenario(fmt::format(R"({{"model": {{"hf_config": {{"model_type": "mixtral", "num_hidden_layers": 4}}}},
+      "hardware": "h100-sxm", "parallelism": {{"strategy": "fsdp", "dp": 16, "ep": 8}},
+      "batch": {{"micro_batch_size": 1, "seq_len": 4096}}, "activations": {{"attention": "flash", "recompute": "full"}},
+      "sim": {{"rank_mode": "per_rank"{}}}}})",
+                                    expert_load)));
+  };
+  const Report balanced = load(""), skewed = load(R"(, "expert_load": {"cv": 0.2, "seed": 7})");
+  const Report capped = load(R"(, "expert_load": {"cv": 0.2, "seed": 7, "capacity_factor": 1.1})");
+  CHECK(balanced.per_rank.straggler_cost_s == 0);
+  CHECK(balanced.per_rank.moe_layers == 0);
+  // The busiest of 16 ranks draws about 1 + 0.2 · 1.8 (the expected maximum of 16 normals).
+  CHECK(skewed.per_rank.moe_layers == 4);
+  CHECK(skewed.per_rank.expert_load_busiest > 1.2);
+  CHECK(skewed.per_rank.expert_load_busiest < 1.6);
+  CHECK(skewed.step_time_s > balanced.step_time_s * 1.05);
+  // Every rank waits at the all-to-alls: they end the step together.
+  CHECK(skewed.per_rank.spread_s < 1e-3 * skewed.step_time_s);
+  // Dropping tokens beyond 1.1x the share caps the busiest rank's work, and with it the wait.
+  CHECK(capped.per_rank.expert_load_busiest <= 1.1);
+  CHECK(capped.step_time_s < skewed.step_time_s);
+  CHECK(capped.step_time_s > balanced.step_time_s);
+  // Same seed, same step; another seed, another draw.
+  CHECK(load(R"(, "expert_load": {"cv": 0.2, "seed": 7})").step_time_s == skewed.step_time_s);
+  CHECK(load(R"(, "expert_load": {"cv": 0.2, "seed": 8})").step_time_s != skewed.step_time_s);
+}
+
+TEST_CASE("moe: sim.expert_load needs per_rank mode and expert parallelism", "[models][moe][ep]") {
+  const auto error = [](const std::string& parallelism, const std::string& sim) {
+    try {
+      scenario(fmt::format(R"({{"model": "mixtral-8x7b", "hardware": "h100-sxm",
+        "parallelism": {{"strategy": "fsdp", "dp": 8{}}}, "batch": {{"micro_batch_size": 1, "seq_len": 1024}},
+        "sim": {}}})",
+                           parallelism, sim));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error("", R"({"rank_mode": "per_rank", "expert_load": {"cv": 0.2}})"),
+             Contains("/sim/expert_load: needs expert parallelism"));
+  CHECK_THAT(error(R"(, "ep": 8)", R"({"expert_load": {"cv": 0.2}})"),
+             Contains("/sim/expert_load: per-rank variation needs \"rank_mode\": \"per_rank\""));
+  CHECK_THAT(error(R"(, "ep": 8)", R"({"rank_mode": "per_rank", "expert_load": {"cv": 0.2, "capacity_factor": 0.5}})"),
+             Contains("/sim/expert_load/capacity_factor: expected a factor in [1, 64]"));
+  CHECK_THAT(error(R"(, "ep": 8)", R"({"rank_mode": "per_rank", "expert_load": {"cv": 0.9}})"),
+             Contains("/sim/expert_load/cv: expected a coefficient of variation in [0, 0.5]"));
+  CHECK(error(R"(, "ep": 8)", R"({"rank_mode": "per_rank", "expert_load": {"cv": 0.2}})").empty());
+}
