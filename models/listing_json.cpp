@@ -90,4 +90,21 @@ nlohmann::ordered_json list_json(const std::string& what) {
   return j;
 }
 
+nlohmann::ordered_json tensors_json(const std::string& ref) {
+  using J = nlohmann::ordered_json;
+  const ModelSpec m = load_model(ref, "list tensors", "");
+  J tensors = J::array();
+  for (const auto& l : m.layers)
+    for (const auto& p : l.params)
+      tensors.push_back({{"layer", l.name}, {"name", p.name}, {"numel", p.numel}, {"dtype", dtype_name(p.dtype)},
+                         {"trainable", p.trainable}});
+  return {{"schema", "stepsim.tensors/1"},
+          {"model", m.name},
+          {"kind", m.kind},
+          {"hf_model_type", m.hf_model_type.empty() ? J(nullptr) : J(m.hf_model_type)},
+          {"parameters", m.parameter_count()},
+          {"active_parameters", m.active_parameter_count()},
+          {"tensors", std::move(tensors)}};
+}
+
 }  // namespace stepsim::models

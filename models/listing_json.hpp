@@ -25,4 +25,12 @@ namespace stepsim::models {
 /// @throws InputError naming `what` when it is none of those.
 nlohmann::ordered_json list_json(const std::string& what);
 
+/// The parameter tensors of the model `ref` names (a catalog name, a model .json, a Hugging Face
+/// config.json or a folder holding one; models/model_spec_json.hpp load_model), in registration
+/// order, schema "stepsim.tensors/1": {"schema", "model", "kind", "hf_model_type", "parameters",
+/// "active_parameters", "tensors": [{layer, name, numel, dtype, trainable}]}: what DDP buckets
+/// and FSDP shards (`stepsim list tensors MODEL`).
+/// @throws InputError naming `ref` when it names no model (load_model's errors).
+nlohmann::ordered_json tensors_json(const std::string& ref);
+
 }  // namespace stepsim::models

@@ -112,9 +112,36 @@ int cmd_list(const std::string& what, const std::vector<std::string>& asked, con
   std::vector<std::string> names;  // each asked-for profile once, in the order asked
   for (const auto& n : asked)
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  if (what == "tensors") {
+    if (names.size() != 1)
+      throw InputError("list", "", "'list tensors' takes one model: a catalog name, a model .json, a Hugging Face "
+                                   "config.json or a folder holding one");
+    if (format == "markdown")
+      throw InputError("list", "", "--format markdown is the field reference's (stepsim list fields); for 'tensors' "
+                                   "use text or json");
+    const nlohmann::ordered_json j = models::tensors_json(names.front());
+    if (format == "json") {
+      print(j.dump(2) + "\n");
+      return 0;
+    }
+    std::size_t w = 8;
+    for (const auto& t : j.at("tensors")) w = std::max(w, t.at("name").get<std::string>().size());
+    std::string text = fmt::format("{} ({}): {} parameters{} in {} tensors, registration order\n",
+                                   j.at("model").get<std::string>(), j.at("kind").get<std::string>(),
+                                   j.at("parameters").get<std::int64_t>(),
+                                   j.at("active_parameters") != j.at("parameters")
+                                       ? fmt::format(", {} active per token", j.at("active_parameters").get<std::int64_t>())
+                                       : std::string(),
+                                   j.at("tensors").size());
+    for (const auto& t : j.at("tensors"))
+      text += fmt::format("{:<{}} {:>14} {}{}\n", t.at("name").get<std::string>(), w, t.at("numel").get<std::int64_t>(),
+                          t.at("dtype").get<std::string>(), t.at("trainable").get<bool>() ? "" : " frozen");
+    print(text);
+    return 0;
+  }
   if (!names.empty() && what != "profiles" && what != "hardware")
-    throw InputError("list", "", fmt::format("names ('{}') go with 'list profiles' only; 'list {}' takes none",
-                                             excerpt(names.front()), what));
+    throw InputError("list", "", fmt::format("names ('{}') go with 'list profiles' and 'list tensors' only; 'list {}' "
+                                             "takes none", excerpt(names.front()), what));
   if (format == "markdown") {
     if (what != "fields")
       throw InputError("list", "", fmt::format("--format markdown is the field reference's (stepsim list fields); "
@@ -191,10 +218,13 @@ void add_list_command(CLI::App& app, Action& action) {
   auto what = std::make_shared<std::string>("strategies");
   auto names = std::make_shared<std::vector<std::string>>();
   auto format = std::make_shared<std::string>("text");
-  auto* list = app.add_subcommand("list", "list built-in profiles, networks, models or strategies, or the scenario's fields");
-  list->add_option("what", *what, "profiles | networks | models | strategies | fields")
-      ->check(CLI::IsMember({"profiles", "hardware", "networks", "models", "strategies", "fields"}));
-  list->add_option("names", *names, "profiles only: the built-in profiles to show in full, with every source");
+  auto* list = app.add_subcommand("list", "list built-in profiles, networks, models or strategies, the scenario's fields, "
+                                          "or a model's tensors");
+  list->add_option("what", *what, "profiles | networks | models | strategies | fields | tensors")
+      ->check(CLI::IsMember({"profiles", "hardware", "networks", "models", "strategies", "fields", "tensors"}));
+  list->add_option("names", *names,
+                   "profiles: the built-in profiles to show in full, with every source; tensors: the model (a catalog "
+                   "name, a model .json, a config.json or its folder) whose tensors to list");
   list->add_option("--format", *format, "text, json (schema stepsim.list/1) or markdown (fields only: docs/fields.md)")
       ->check(CLI::IsMember({"text", "json", "markdown"}));
   list->callback([what, names, format, &action] { action = [what, names, format] { return cmd_list(*what, *names, *format); }; });
