@@ -378,7 +378,8 @@ CollectiveCost p2p_cost(const HardwareProfile& hw, double bytes, const GroupShap
   return c;
 }
 
-CollectiveCost all_to_all_cost(const HardwareProfile& hw, double bytes, const GroupShape& group) {
+CollectiveCost all_to_all_cost(const HardwareProfile& hw, double bytes, const GroupShape& group,
+                               double intra_bus_bytes_per_s) {
   STEPSIM_ASSERT(bytes >= 0 && std::isfinite(bytes), "bad all-to-all size {}", bytes);
   CollectiveCost c;
   c.algorithm = "alltoall";
@@ -388,7 +389,8 @@ CollectiveCost all_to_all_cost(const HardwareProfile& hw, double bytes, const Gr
   const int nodes = (n + g - 1) / g;
   const double intra_bytes = bytes * static_cast<double>(g - 1) / n;
   const double inter_bytes = bytes * static_cast<double>(n - g) / n;
-  const double intra_s = g > 1 ? intra_bytes / hw.intra_group_bandwidth_bytes_per_s(g) : 0.0;
+  const double intra_w = intra_bus_bytes_per_s > 0 ? intra_bus_bytes_per_s : hw.intra_group_bandwidth_bytes_per_s(g);
+  const double intra_s = g > 1 ? intra_bytes / intra_w : 0.0;
   double inter_s = 0;
   c.latency_s = hw.intra_node.base_latency_s + (n - 1) * hw.intra_node.step_latency_s;
   if (nodes > 1) {

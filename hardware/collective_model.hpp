@@ -146,7 +146,10 @@ CollectiveCost p2p_cost(const HardwareProfile& hw, double bytes, const GroupShap
 /// combine: NCCL's grouped send/recv to every peer, as torch.distributed.all_to_all_single runs
 /// it; `bytes` is one rank's send buffer, as nccl-tests' alltoall_perf counts its size, busbw =
 /// algbw × (n − 1)/n). Each rank sends bytes/n to every peer: (g − 1)/n of the buffer to the
-/// g − 1 peers on its node over NVLink at the per-GPU bandwidth, and (n − g)/n to the peers on
+/// g − 1 peers on its node over NVLink at `intra_bus_bytes_per_s` (the caller passes what
+/// NCCL's ring AllGather reaches on those g GPUs: inside a node alltoall and allgather reach the
+/// same bus bandwidth, 254.69 vs 253.59 GB/s at 1 GB on 8 A100s, shared/data/
+/// small_message_latency.md §2a; 0: the per-GPU link's nominal bandwidth), and (n − g)/n to the peers on
 /// other nodes through its share of its node's NICs (every member GPU sending at once; the
 /// shape's concurrent_groups_per_node groups share them). The two paths run at once: the
 /// bandwidth term is the slower, bottleneck share 1, the other its time over it. Latency: the
@@ -155,7 +158,8 @@ CollectiveCost p2p_cost(const HardwareProfile& hw, double bytes, const GroupShap
 /// algorithm "alltoall". 0 bytes or one rank: latency only (none for one rank).
 /// @pre bytes ≥ 0 and finite. @throws InputError when the group spans nodes and the profile
 ///      has no network.
-CollectiveCost all_to_all_cost(const HardwareProfile& hw, double bytes, const GroupShape& group);
+CollectiveCost all_to_all_cost(const HardwareProfile& hw, double bytes, const GroupShape& group,
+                               double intra_bus_bytes_per_s = 0);
 
 /// Time (s) below which no algorithm can move the bytes `op` must move over `bytes` on
 /// `group`, whatever its latency: a physical floor every cost model must respect (property test

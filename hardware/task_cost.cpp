@@ -54,7 +54,19 @@ StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
 CollectiveCost StepCostModel::collective(const sim::Task& task) const {
   STEPSIM_ASSERT(task.group < groups_.size(), "task '{}' names unknown group {}", task.name, task.group);
   if (is_p2p(task.op)) return p2p_cost(hw_, task.bytes, groups_[task.group]);
-  if (is_all_to_all(task.op)) return all_to_all_cost(hw_, task.bytes, groups_[task.group]);
+  if (is_all_to_all(task.op)) {
+    // Inside the node at the bus bandwidth this cost model gives NCCL's ring AllGather on the
+    // group's GPUs of one node (all_to_all_cost).
+    const GroupShape& group = groups_[task.group];
+    const int g = std::min(group.ranks_per_node, group.ranks);
+    double intra = 0;
+    if (g > 1 && task.bytes > 0) {
+      const CollectiveCost ag = model_collective_cost(model_, hw_, CollectiveOp::AllGather, task.bytes,
+                                                      GroupShape{g, g, 0, 1}, CollectiveAlgorithm::Ring);
+      if (ag.bandwidth_s > 0) intra = task.bytes * static_cast<double>(g - 1) / g / ag.bandwidth_s;
+    }
+    return all_to_all_cost(hw_, task.bytes, group, intra);
+  }
   const CollectiveOp op = collective_of(static_cast<OpCode>(task.op));
   if (!calibration_ || calibration_->tables.empty()) return model_collective_cost(model_, hw_, op, task.bytes, groups_[task.group], algorithm_);
   return calibrated_collective_cost(hw_, calibration_.get(), op, task.bytes, groups_[task.group], algorithm_);

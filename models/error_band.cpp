@@ -19,6 +19,7 @@ RunKind run_kind(const Scenario& s) {
   k.tensor_parallel = s.parallelism.tp > 1;
   k.pipeline_parallel = s.parallelism.pp > 1;
   k.context_parallel = s.parallelism.cp > 1;
+  k.mixture_of_experts = s.model.has_experts();
   using Math = hardware::GemmMath;
   const Math m = s.precision.gemm_math;
   k.math = s.precision.float8 != PrecisionConfig::Float8::None ? "fp8"

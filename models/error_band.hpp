@@ -25,6 +25,9 @@ struct RunKind {
   bool pipeline_parallel = false;
   /// parallelism.cp > 1: the same for context parallelism's KV exchange.
   bool context_parallel = false;
+  /// The model has routed experts (a mixture of experts, with or without parallelism.ep): no
+  /// measured set has MoE runs yet.
+  bool mixture_of_experts = false;
   bool operator==(const RunKind&) const = default;
 };
 

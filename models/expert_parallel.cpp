@@ -15,9 +15,9 @@ std::string expert_parallel_problem(const Scenario& s) {
   const auto& p = s.parallelism;
   if (p.ep <= 1) return "";
   const auto& t = s.model.transformer_shape;
-  if (!t || t->moe.experts == 0)
-    return fmt::format("model '{}' has no routed experts: expert parallelism spreads a mixture of experts' experts; "
-                       "expected ep 1", s.model.name);
+  if (!t || t->moe.experts == 0 || !s.model.has_experts())
+    return fmt::format("model '{}' has no {}: expert parallelism spreads a mixture of experts' experts; expected ep 1",
+                       s.model.name, t && t->moe.experts > 0 ? "MoE block (every block is dense)" : "routed experts");
   const StrategyEntry& st = strategy_of(s);
   if (!(st.family == StrategyFamily::DDP || (st.family == StrategyFamily::FSDP && !st.hybrid)))
     return fmt::format("under strategy '{}' it is not modelled (torchtitan runs EP under FSDP2, Megatron-LM under its "

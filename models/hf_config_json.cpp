@@ -22,6 +22,7 @@ constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 constexpr std::int64_t kMaxLayers = 65536;
 constexpr std::int64_t kMaxHeads = 1 << 20;
 constexpr double kMaxParams = 1e15;
+constexpr double kMaxExpertInstances = 262144;  // routed experts × MoE blocks (2^18)
 
 // Reads keys of one config object, collecting every problem instead of stopping at the first
 // (a config.json's problems are reported together). A null value reads as absent, as
@@ -216,6 +217,12 @@ void read_moe(const std::string& type, ConfigReader& r, TransformerShape& s) {
         if (ok) dense_only.push_back(v[i].get<std::int64_t>());
       }
       if (!ok) r.problem("mlp_only_layers", "expected an array of block indexes (integers >= 0), got " + json_excerpt(v));
+      for (std::int64_t i : dense_only)
+        if (ok && i >= s.layers) {
+          r.problem("mlp_only_layers", fmt::format("block index {} is beyond the model's {} blocks (num_hidden_layers); "
+                                                   "expected indexes in [0, {}]", i, s.layers, s.layers - 1));
+          break;
+        }
     }
     for (std::int64_t i = 0; i < s.layers; ++i)
       sparse[static_cast<std::size_t>(i)] =
@@ -416,6 +423,9 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
       r.problem(heads_key, fmt::format("{} ({}) is not divisible by it ({}){}", hidden_key, s.hidden, s.heads,
                                        has_head_dim ? ", and the config gives no head_dim" : ""));
     // The tensors' total, before any is built: at most 1e15 parameters keeps every count exact.
+    const char* experts_key = type == "mixtral" || type == "gpt_oss" ? "num_local_experts"
+                              : deepseek                            ? "n_routed_experts"
+                                                                    : "num_experts";
     const double h = static_cast<double>(s.hidden), f = static_cast<double>(s.ffn);
     const double q = static_cast<double>(s.heads) * static_cast<double>(s.head_dim > 0 ? s.head_dim : s.hidden / s.heads);
     const double kv = q / static_cast<double>(s.heads) * static_cast<double>(s.kv_heads);
@@ -426,14 +436,29 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
          h * static_cast<double>(s.max_positions)},
         {hidden_key, layers * h * (2 * q + 2 * kv)},
         {ffn_key, layers * h * f * (type == "phi3" || s.gated_mlp ? 3 : 2)},
-        {type == "mixtral" || type == "gpt_oss" ? "num_local_experts" : deepseek ? "n_routed_experts" : "num_experts",
-         layers * h * 3 * static_cast<double>(s.moe.experts) * static_cast<double>(s.moe.expert_ffn)}};
+        {experts_key, layers * h * 3 * static_cast<double>(s.moe.experts) * static_cast<double>(s.moe.expert_ffn)},
+        {deepseek ? "n_shared_experts" : "shared_expert_intermediate_size",
+         layers * h * 3 * static_cast<double>(s.moe.shared_ffn)},
+        {"q_lora_rank", layers * static_cast<double>(s.mla.q_lora_rank) * (h + q)},
+        {"kv_lora_rank", layers * static_cast<double>(s.mla.kv_lora_rank) *
+                             (h + static_cast<double>(s.heads) *
+                                      static_cast<double>(s.mla.qk_nope_head_dim + s.mla.v_head_dim))},
+        {"v_head_dim", layers * h * static_cast<double>(s.heads) * static_cast<double>(s.mla.v_head_dim)}};
     double total = 0;
     std::size_t largest = 0;
     for (std::size_t i = 0; i < parts.size(); ++i) {
       total += parts[i].second;
       if (parts[i].second > parts[largest].second) largest = i;
     }
+    // Every routed expert of every MoE block is its own tensors (and backward tasks): at most
+    // kMaxExpertInstances of them (DeepSeek-V3 has 58 × 256 = 14,848).
+    const double instances = static_cast<double>(s.moe.experts) *
+                             static_cast<double>(std::count(s.moe.sparse_blocks.begin(), s.moe.sparse_blocks.end(), true));
+    if (instances > kMaxExpertInstances)
+      r.problem(experts_key, fmt::format("{} experts on each of {:.0f} MoE blocks are {:.3g} expert modules; expected at "
+                                         "most {:g} (each is tensors and tasks of its own)",
+                                         s.moe.experts, instances / static_cast<double>(s.moe.experts), instances,
+                                         kMaxExpertInstances));
     if (total > kMaxParams)
       r.problem(parts[largest].first, fmt::format("this config has about {:.3g} parameters ({:.3g} from {}); expected at "
                                                   "most {:g}", total, parts[largest].second, parts[largest].first,
@@ -527,6 +552,19 @@ ModelSpec parse_hf_config(const nlohmann::json& config, const std::string& sourc
   if (vision)
     unpriced.push_back("text stack only: the vision tower and projector of model_type gemma3 are not simulated "
                        "(neither their parameters nor their compute)");
+  // DeepSeek-V3's multi-token-prediction module: in the checkpoint, not in transformers' model
+  // (it ignores model.layers.61.*; models.md §1.10), and trained by DeepSeek beside the main model.
+  if (deepseek) {
+    const auto mtp = r.optional_integer("num_nextn_predict_layers", 0, kMaxLayers);
+    if (mtp && *mtp > 0)
+      unpriced.push_back(fmt::format("num_nextn_predict_layers {}: the multi-token-prediction module (one more block "
+                                     "and head per predicted token in DeepSeek's training) is not in transformers' "
+                                     "model and not simulated", *mtp));
+  }
+  // A quantized checkpoint (gpt-oss's MXFP4 experts, FP8 DeepSeek-V3): how it is stored.
+  if (top.present("quantization_config"))
+    unpriced.push_back(fmt::format("quantization_config: the checkpoint's quantized storage is not simulated; the "
+                                   "tensors train in {} (precision.param_dtype)", dtype_name(dtype.value_or(DType::BF16))));
   // Gemma2Config's final_logit_softcapping (30.0 by default; null is none) is priced.
   s.logit_softcap =
       type == "gemma2" && !(text->contains("final_logit_softcapping") && text->at("final_logit_softcapping").is_null());

@@ -16,6 +16,8 @@
 #include "sim/support/units.hpp"
 
 #include <fmt/format.h>
+
+#include <string_view>
 #include <fmt/ranges.h>
 
 #include <cmath>
@@ -49,6 +51,11 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   double in_flight = 1;
   std::string schedule;
   std::int64_t cp = 1;  // context parallelism: the states shard over dp × cp ranks
+  // Expert parallelism: a rank holds the dense tensors and experts / ep of the routed ones
+  // (psi, unsharded: ddp's row); FSDP then shards the dense over dp × cp and the experts over
+  // dp × cp / ep, which is the whole model over dp × cp (the fsdp row on model_params). The
+  // strategies EP is not modelled under get no row.
+  std::int64_t ep = 1;
   if (!a.scenario.empty() || a.scenario_doc) {
     if (a.params != 0 || a.dp != 0 || !a.hardware.empty())
       throw InputError("--params/--dp/--hardware", "", "give either a scenario or --params and --dp (and --hardware), not both");
@@ -64,6 +71,8 @@ QueryAnswer memory_query(const MemoryQuery& a) {
     if (!a.optimizer_bytes_given) k = optimizer_state_bytes_per_param(s.optimizer, s.precision.held_dtype);
     dp = s.data_ranks();  // the ranks the states shard over: dp × cp
     cp = s.parallelism.cp;
+    ep = s.parallelism.ep;
+    if (ep > 1) model_params = static_cast<double>(s.model_parameters);
     activations = activation_bytes(s);
     pp = s.parallelism.pp;
     if (pp > 1) {
@@ -103,11 +112,12 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   nlohmann::ordered_json j;
   j["schema"] = "stepsim.memory/1";
   j["params"] = psi;
-  if (tp > 1 || pp > 1) {
+  if (tp > 1 || pp > 1 || ep > 1) {
     j["tp"] = tp;
     j["pp"] = pp;
     j["model_params"] = model_params;
   }
+  if (ep > 1) j["ep"] = ep;
   j["dp"] = dp;  // dp × cp under context parallelism
   if (cp > 1) j["cp"] = cp;
   j["shard_group_size"] = group;
@@ -120,6 +130,8 @@ QueryAnswer memory_query(const MemoryQuery& a) {
       pp > 1   ? fmt::format("{:.4g} parameters on the largest PP rank (the model's {:.4g} over pp {}{})", psi, model_params,
                              pp, tp > 1 ? fmt::format(" and tp {}", tp) : std::string())
       : tp > 1 ? fmt::format("{:.4g} parameters per TP rank (the model's {:.4g} over tp {})", psi, model_params, tp)
+      : ep > 1 ? fmt::format("{:.4g} parameters, {:.4g} per EP rank (the routed experts over ep {}; FSDP shards them "
+                             "over the dp / ep ranks holding the same ones)", model_params, psi, ep)
                : fmt::format("{:.4g} parameters", psi);
   std::string text = fmt::format("model-state memory per GPU for {}, N_d = {}{}, B = {:g}, K = {:g}, HSDP "
                                  "shard group G = {} (GB = 1e9 bytes)\n", subject,
@@ -127,7 +139,12 @@ QueryAnswer memory_query(const MemoryQuery& a) {
                                  k, group);
   text += fmt::format("  {:<7}{:>12}{:>12}{:>12}{:>12}{}{}\n", "", "params", "grads", "optimizer", "total",
                       activations >= 0 ? "  + activations" : "", hw ? "   largest model" : "");
-  for (const auto& row : strategy_model_states(psi, dp, group, k, param_bytes)) {
+  const auto all_rows = strategy_model_states(psi, dp, group, k, param_bytes);
+  const auto whole_rows = ep > 1 ? strategy_model_states(model_params, dp, group, k, param_bytes) : all_rows;
+  for (std::size_t ri = 0; ri < all_rows.size(); ++ri) {
+    const std::string_view name = all_rows[ri].strategy;
+    if (ep > 1 && name != "ddp" && name != "fsdp") continue;
+    const auto& row = ep > 1 && name == "fsdp" ? whole_rows[ri] : all_rows[ri];
     const auto& m = row.states;
     nlohmann::ordered_json e = {{"params_bytes", m.params_bytes},
                                 {"grads_bytes", m.grads_bytes},
@@ -143,7 +160,9 @@ QueryAnswer memory_query(const MemoryQuery& a) {
     }
     if (hw) {
       // Model states scale with Ψ: the most parameters whose states (no activations) fit.
-      const double largest = capacity / (m.total_bytes() / psi) * static_cast<double>(tp * pp);
+      // Under EP, in parameters of the whole model (its states scale with it).
+      const double largest = ep > 1 ? capacity / (m.total_bytes() / model_params)
+                                    : capacity / (m.total_bytes() / psi) * static_cast<double>(tp * pp);
       e["largest_params"] = largest;
       extra += fmt::format("  {:>9.4g} params", largest);
     }

@@ -73,6 +73,8 @@ struct RankSpread {
   /// the balanced share, after the capacity cap), averaged over the MoE layers; 0 without.
   double expert_load_busiest = 0;
   std::int64_t moe_layers = 0;        ///< the MoE layers it averages over
+  std::int64_t busiest_expert_rank = 0;  ///< the rank with the highest load summed over the MoE layers
+  double dropped_token_fraction = 0;     ///< routed tokens beyond the capacity factor, over all routed
 };
 
 /// Result of simulating one optimizer step. Times are per rank (symmetric mode: every rank).

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 namespace stepsim::models {
 
 std::string report_json(const Report& r) {
@@ -22,6 +24,18 @@ std::string report_json(const Report& r) {
                 {"trainable_parameters", r.scenario.model_trainable_parameters},
                 {"layers", r.scenario.model.layers.size()}};
   if (r.scenario.parallelism.tp > 1) j["model"]["parameters_per_tp_rank"] = r.scenario.model.parameter_count();
+  if (const auto& t = r.scenario.model.transformer_shape; t && t->moe.experts > 0) {
+    // A mixture of experts: what a token uses, the routing, and expert parallelism's split.
+    const auto& p = r.scenario.parallelism;
+    j["model"]["active_parameters"] = r.scenario.model_active_parameters;
+    j["model"]["moe"] = {{"experts", t->moe.experts},
+                         {"experts_per_token", t->moe.topk},
+                         {"moe_blocks", std::count(t->moe.sparse_blocks.begin(), t->moe.sparse_blocks.end(), true)},
+                         {"ep", p.ep},
+                         {"experts_per_rank", t->moe.experts / p.ep},
+                         {"expert_data_parallel_ranks", r.scenario.expert_data_ranks()},
+                         {"parameters_per_ep_rank", r.scenario.model.parameter_count()}};
+  }
   j["hardware"] = {{"name", r.scenario.hardware.name},
                    {"peak_flops_per_s", r.scenario.hardware.peak_flops_per_s},
                    {"sustained_flops_per_s", r.scenario.hardware.sustained_flops_per_s()},
@@ -194,7 +208,11 @@ std::string report_json(const Report& r) {
                      {"no_variation_step_time_s", r.per_rank.no_variation_step_time_s},
                      {"straggler_cost_s", r.per_rank.straggler_cost_s},
                      {"expert_load_busiest", r.per_rank.moe_layers > 0 ? nlohmann::ordered_json(r.per_rank.expert_load_busiest)
-                                                                        : nlohmann::ordered_json(nullptr)}};
+                                                                        : nlohmann::ordered_json(nullptr)},
+                     {"busiest_expert_rank", r.per_rank.moe_layers > 0 ? nlohmann::ordered_json(r.per_rank.busiest_expert_rank)
+                                                                        : nlohmann::ordered_json(nullptr)},
+                     {"dropped_token_fraction", r.per_rank.moe_layers > 0 ? nlohmann::ordered_json(r.per_rank.dropped_token_fraction)
+                                                                           : nlohmann::ordered_json(nullptr)}};
   j["calibration_extrapolated"] = r.calibration_extrapolated;
   j["warnings"] = r.warnings;
   j["tasks"] = r.tasks;

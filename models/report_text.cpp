@@ -73,8 +73,9 @@ std::string report_text(const Report& r) {
     const auto& t = s.model.transformer_shape;
     const std::int64_t experts = t ? t->moe.experts : 0;
     line(fmt::format("  experts   ep {}: each rank holds {} of every MoE layer's {} routed experts; tokens to them and back "
-                     "by all-to-all over {} consecutive DP ranks; expert gradients reduced over dp{} / ep = {} rank{}",
+                     "by all-to-all over {} consecutive {} ranks; expert gradients reduced over dp{} / ep = {} rank{}",
                      s.parallelism.ep, experts / s.parallelism.ep, experts, s.parallelism.ep,
+                     s.parallelism.cp > 1 ? "dp x cp" : "DP",
                      s.parallelism.cp > 1 ? " x cp" : "", s.expert_data_ranks(), s.expert_data_ranks() == 1 ? "" : "s"));
   }
   if (s.parallelism.cp > 1)
@@ -198,7 +199,13 @@ std::string report_text(const Report& r) {
   line(fmt::format("  model     {} parameters ({} trainable{}), {} layers, {}", count(static_cast<double>(s.model_parameters)),
                    count(static_cast<double>(s.model_trainable_parameters)),
                    s.parallelism.tp > 1 ? fmt::format("; {} per TP rank", count(static_cast<double>(s.model.parameter_count())))
-                                        : std::string(),
+                   : s.model_active_parameters < s.model_parameters
+                       ? fmt::format("; a mixture of experts, {} active per token{}",
+                                     count(static_cast<double>(s.model_active_parameters)),
+                                     s.parallelism.ep > 1 ? fmt::format(", {} per EP rank",
+                                                                        count(static_cast<double>(s.model.parameter_count())))
+                                                          : std::string())
+                       : std::string(),
                    s.model.layers.size(),
                    s.model.hf_model_type.empty() ? s.model.kind
                                                  : fmt::format("{} from a Hugging Face config.json (model_type {})",
@@ -400,12 +407,15 @@ std::string report_text(const Report& r) {
     line(fmt::format("straggler cost   {} over the no-variation step ({})", msec(pr.straggler_cost_s),
                      msec(pr.no_variation_step_time_s)));
     if (pr.moe_layers > 0)
-      line(fmt::format("expert load      the busiest rank's experts take {:.2f}x their balanced share of tokens, on "
-                       "average over {} MoE layers (sim.expert_load cv {:g}{}); every all-to-all waits for it",
+      line(fmt::format("expert load      each MoE layer's busiest rank takes {:.2f}x its balanced share of tokens, on "
+                       "average over {} MoE layers (sim.expert_load cv {:g}{}; busiest over the step: rank {}); every "
+                       "all-to-all waits for it",
                        pr.expert_load_busiest, pr.moe_layers, s.variation.expert_load_cv,
                        s.variation.capacity_factor > 0
-                           ? fmt::format(", capacity_factor {:g}: tokens beyond it dropped", s.variation.capacity_factor)
-                           : std::string()));
+                           ? fmt::format(", capacity_factor {:g}: {:.2f} % of the routed tokens dropped",
+                                         s.variation.capacity_factor, 100 * pr.dropped_token_fraction)
+                           : std::string(),
+                       pr.busiest_expert_rank));
   }
   for (const auto& w : r.warnings) line("warning: " + w);
   return o;

@@ -299,6 +299,9 @@ struct Scenario {
   /// `model` is one rank's share when parallelism.tp > 1.
   std::int64_t model_parameters = 0;
   std::int64_t model_trainable_parameters = 0;
+  /// The whole model's active parameters per token (ModelSpec::active_parameter_count; the
+  /// parameters for a dense model), before tensor and expert parallelism split `model`.
+  std::int64_t model_active_parameters = 0;
   /// Ranks one parameter is sharded over: dp for zero*/fsdp, the shard group for hsdp, 1 for ddp.
   std::int64_t shard_ranks() const;
   /// True for the ZeRO stages and FSDP/HSDP (StrategyEntry::zero_stage > 0).

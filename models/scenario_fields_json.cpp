@@ -711,12 +711,14 @@ std::vector<ScenarioField> core_fields() {
       {.object = "sim.expert_load", .key = "cv", .type = T::Number,
        .doc = "coefficient of variation of a rank's expert load across the EP ranks (0.2: the busiest of 64 ranks "
               "about 1.5x its share)",
-       .required = true, .range_doc = "[0, 0.5]", .check = Check::NonNegative,
+       .required = true, .range_doc = "(0, 0.5]", .check = Check::NonNegative,
        STEPSIM_FIELD_ACCESS(double, variation.expert_load_cv),
        .rule = [](const JsonReader& j, Scenario& s) {
-         if (s.variation.expert_load_cv > 0.5)
-           j.fail("cv", fmt::format("expected a coefficient of variation in [0, 0.5] (max(0, 1 + cv·z) drifts above a "
-                                    "mean of 1 beyond it), got {}", s.variation.expert_load_cv));
+         const double cv = s.variation.expert_load_cv;
+         if (!(cv > 0) || cv > 0.5)
+           j.fail("cv", fmt::format("expected a coefficient of variation in (0, 0.5] (0: every rank balanced, as "
+                                    "without sim.expert_load; max(0, 1 + cv·z) drifts above a mean of 1 beyond 0.5), "
+                                    "got {}", cv));
        }},
       {.object = "sim.expert_load", .key = "seed", .type = T::Integer,
        .doc = "the random stream's seed (same seed, same bytes)", .min = 0, .max = std::int64_t{1} << 53,

@@ -70,6 +70,7 @@ void apply_tensor_parallel(const JsonReader& par, Scenario& s) {
   const auto& p = s.parallelism;
   s.model_parameters = s.model.parameter_count();
   s.model_trainable_parameters = s.model.trainable_parameter_count();
+  s.model_active_parameters = s.model.active_parameter_count();
   if (p.sequence_parallel && p.tp == 1)
     par.fail("sequence_parallel", "needs tp > 1 (sequence parallelism splits the TP group's activations; Megatron-LM "
                                   "switches it off with a warning at tp 1)");

@@ -20,10 +20,12 @@ std::string tensor_parallel_problem(const ModelSpec& full, std::int64_t tp) {
   };
   if (const auto& t = full.transformer_shape) {
     if (t->moe.experts > 0 || t->uses_mla())
-      return fmt::format("model '{}' is {}: tensor parallelism of its {} is not modelled yet (run it with tp 1; "
-                         "expert parallelism is parallelism.ep)", full.name,
+      return fmt::format("model '{}' is {}: tensor parallelism of such a model is not modelled yet (its {}); run it "
+                         "with tp 1{}", full.name,
                          t->moe.experts > 0 ? "a mixture of experts" : "built on multi-head latent attention",
-                         t->moe.experts > 0 ? "experts (Megatron-LM's expert tensor parallelism)" : "latent attention");
+                         t->moe.experts > 0 ? "experts' split, Megatron-LM's expert tensor parallelism, and the router's"
+                                            : "latent projections' split",
+                         t->moe.experts > 0 ? " (expert parallelism is parallelism.ep)" : "");
     for (const std::string& why : {indivisible("attention heads", t->heads), indivisible("KV heads", t->kv_heads),
                                    indivisible("MLP width (ffn)", t->ffn)})
       if (!why.empty()) return fmt::format("model '{}': {}", full.name, why);

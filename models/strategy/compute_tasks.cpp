@@ -360,12 +360,19 @@ void add_layer_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t lay
     add_in_layer(g, std::move(ring), layer, backward, true, kCpStream, fmt::format("{}cp.{}.{}.wait", prefix, pass, name),
                  rank);
   }
-  if (mesh.ep != kNoGroup) {
-    std::vector<sim::Task> tasks;
-    for (const ExpertParallelTransfer& e : expert_parallel_transfers(s, layer, backward))
-      tasks.push_back(all_to_all_task(fmt::format("{}ep.{}.{}.{}", prefix, pass, name, e.label()), e.bytes, mesh.ep,
-                                      kComputeStream, next_rendezvous));
-    add_in_layer(g, std::move(tasks), layer, backward, false, kComputeStream, "", rank);
+  if (mesh.ep != kNoGroup && !backward) add_expert_transfers(g, s, layer, prefix, false, mesh, next_rendezvous, rank);
+}
+
+void add_expert_transfers(sim::TaskGraph& g, const Scenario& s, std::size_t layer, const std::string& prefix,
+                          bool backward, const MeshGroups& mesh, sim::RendezvousId& next_rendezvous, std::uint32_t rank) {
+  if (mesh.ep == kNoGroup) return;
+  const std::string& name = s.model.layers[layer].name;
+  for (const ExpertParallelTransfer& e : expert_parallel_transfers(s, layer, backward)) {
+    sim::Task t = all_to_all_task(fmt::format("{}ep.{}.{}.{}", prefix, backward ? "bwd" : "fwd", name, e.label()),
+                                  e.bytes, mesh.ep, kComputeStream, next_rendezvous);
+    t.layer = static_cast<std::int32_t>(layer);
+    t.rank = rank;
+    g.add_task(std::move(t));
   }
 }
 

@@ -151,8 +151,8 @@ MeshGroups add_mesh_groups(LoweredStep& out, const Scenario& s);
 
 /// Adds the model-parallel communication of one micro-batch of `layer` inside the layer: its
 /// TP collectives (models/tensor_parallel.hpp), then its CP transfers
-/// (models/context_parallel.hpp), then its EP all-to-alls on the compute stream
-/// (models/expert_parallel.hpp). Call it right after the layer's forward task (or backward
+/// (models/context_parallel.hpp), then, in forward, its EP all-to-alls on the compute stream
+/// (add_expert_transfers; backward's go before the layer's segments). Call it right after the layer's forward task (or backward
 /// segments) is added. Without parallelism.tp_comm_overlap the TP collectives follow on the
 /// compute stream: Megatron-LM's forward reductions are synchronous, and the layer before needs
 /// the backward's input gradient (its overlap with the weight-gradient GEMM is not modelled).
@@ -164,6 +164,16 @@ MeshGroups add_mesh_groups(LoweredStep& out, const Scenario& s);
 void add_layer_collectives(sim::TaskGraph& g, const Scenario& s, std::size_t layer, const std::string& prefix,
                            bool backward, const MeshGroups& mesh, sim::RendezvousId& next_rendezvous,
                            std::uint32_t rank = 0);
+
+/// Adds the EP all-to-alls of one micro-batch of `layer` (models/expert_parallel.hpp) on the
+/// compute stream of graph rank `rank`: add_layer_collectives adds the forward's after the
+/// layer's forward task; every strategy calls this with `backward` true right before the
+/// layer's backward segments, since the combine's gradient (and, under full recomputation, the
+/// re-run forward's all-to-alls) come before the experts' gradients, and the gradients'
+/// reduction must follow them. Nothing without expert parallelism.
+void add_expert_transfers(sim::TaskGraph& g, const Scenario& s, std::size_t layer, const std::string& prefix,
+                          bool backward, const MeshGroups& mesh, sim::RendezvousId& next_rendezvous,
+                          std::uint32_t rank = 0);
 
 /// A zero-duration task on the compute stream: a CUDA event wait (stream waits on an event
 /// recorded elsewhere); give it dependencies on what it waits for.

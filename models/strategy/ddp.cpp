@@ -96,6 +96,7 @@ LoweredStep lower_ddp(const Scenario& s) {
     // bucket's AllReduce is launched from the hook of its last gradient, right after the
     // kernel producing it, once every earlier bucket is launched (rule 18).
     for (std::size_t l = m.layers.size(); l-- > 0;) {
+      add_expert_transfers(g, s, l, prefix, true, mesh, next_rendezvous);
       for (auto& seg : backward_segments(s, l, prefix, copy, mb)) {
         const sim::TaskId id = g.add_task(std::move(seg.task));
         if (!sync || !seg.produces_grad) continue;

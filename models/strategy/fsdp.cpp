@@ -93,6 +93,9 @@ std::vector<Unit> make_units(const Scenario& s) {
         // Float8Linear weights travel in FP8 under float8 all-gather (models/float8.hpp).
         const double gathered = static_cast<double>(p.numel) * all_gather_bytes_per_element(s, l, i);
         const double reduced = p.trainable ? static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype) : 0.0;
+        // ep = dp × cp: each routed expert lives whole on one rank, neither gathered nor
+        // reduced (no buffer either).
+        if (p.expert_share > 0 && s.parallelism.ep > 1 && s.expert_data_ranks() == 1) continue;
         u->param_bytes += gathered;
         u->grad_bytes += reduced;
         if (p.expert_share > 0 && s.parallelism.ep > 1) {
@@ -260,6 +263,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
             bwd_ag[bwd_order[static_cast<std::size_t>(q)]] = all_gather(bwd_order[static_cast<std::size_t>(q)], true);
         }
       }
+      add_expert_transfers(g, s, l, prefix, true, mesh, next_rendezvous);
       auto segments = backward_segments(s, l, prefix, 0.0);
       const bool unit_end = ui >= 0 && l == first_layer(u);
       sim::TaskId last_segment = sim::kNoTask;

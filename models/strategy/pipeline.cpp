@@ -243,6 +243,7 @@ LoweredStep lower_pipeline(const Scenario& s) {
       bool first_task = true;
       for (auto it = k.layers.rbegin(); it != k.layers.rend(); ++it) {
         const std::size_t l = *it;
+        add_expert_transfers(g, s, l, prefix, true, mesh, next_rendezvous, rank);
         for (auto& seg : backward_segments(s, l, prefix, sync ? 2.0 : 0.0, fsdp ? -1 : a.micro_batch)) {
           if (fsdp && seg.produces_grad) {
             // The unit's unsharded gradients exist from its first gradient to REDUCE_GRAD.

@@ -137,6 +137,7 @@ LoweredStep lower_zero12(const Scenario& s) {
       ++next_grad;
     };
     for (std::size_t l = m.layers.size(); l-- > 0;) {
+      add_expert_transfers(g, s, l, prefix, true, mesh, next_rendezvous);
       for (auto& seg : backward_segments(s, l, prefix, reduce && hooks ? 2.0 : 0.0)) {
         const bool grad = seg.produces_grad;
         const sim::TaskId id = g.add_task(std::move(seg.task));
@@ -291,6 +292,7 @@ LoweredStep lower_zero3(const Scenario& s) {
     for (std::size_t pos = L; pos < trace.size(); ++pos) {
       const std::size_t l = trace[pos].layer;
       fetch_and_prefetch(pos);
+      add_expert_transfers(g, s, l, prefix, true, mesh, next_rendezvous);
       auto segments = backward_segments(s, l, prefix, 2.0);
       for (std::size_t k = 0; k < segments.size(); ++k) {
         auto& seg = segments[k];

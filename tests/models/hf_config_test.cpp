@@ -513,6 +513,15 @@ TEST_CASE("hf_config: refusals name the file, the key and every problem at once"
              Contains("config.json: /num_experts_per_tok: expected at most the number of experts (4), got 8"));
   CHECK_THAT(error_of([] { hf({{"model_type", "qwen3_moe"}, {"mlp_only_layers", {1, "2"}}}); }),
              Contains("/mlp_only_layers: expected an array of block indexes"));
+  CHECK_THAT(error_of([] { hf({{"model_type", "qwen3_moe"}, {"num_hidden_layers", 4}, {"mlp_only_layers", {1, 9}}}); }),
+             Contains("/mlp_only_layers: block index 9 is beyond the model's 4 blocks"));
+  // Every routed expert is tensors and tasks of its own: a cap on experts × MoE blocks, named
+  // by the experts' key (a million tiny experts took minutes and gigabytes before it).
+  CHECK_THAT(error_of([] { hf({{"model_type", "qwen3_moe"}, {"num_experts", 1048576}, {"moe_intermediate_size", 1}}); }),
+             Contains("/num_experts: 1048576 experts on each of 24 MoE blocks are 2.52e+07 expert modules"));
+  // MLA's widths count toward the parameter bound, named by their keys.
+  CHECK_THAT(error_of([] { hf({{"model_type", "deepseek_v3"}, {"kv_lora_rank", 1'000'000'000'000}}); }),
+             Contains("/kv_lora_rank: this config has about"));
   CHECK_THAT(error_of([] { hf({{"hidden_size", 10}}); }), Contains("/model_type: required field is missing"));
   const std::string many = error_of([] {
     hf({{"model_type", "llama"}, {"hidden_size", "4096"}, {"num_attention_heads", 0}, {"tie_word_embeddings", 1},

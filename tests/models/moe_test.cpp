@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Mixture of experts (issue 16 items 2-3): routed experts as grouped GEMMs on the tokens the
 // router sends them, the active experts' FLOPs only, and the MoE layer's routing kernels.
+#include "models/queries_json.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
 #include "models/strategy/compute_tasks.hpp"
+#include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
 #include "tests/support/catch.hpp"
 
@@ -173,7 +175,7 @@ TEST_CASE("moe: expert parallelism's refusals name the rule", "[models][moe][ep]
   CHECK_THAT(error(R"(, "ep": 16)"), Contains("/parallelism/ep: 16: model 'mixtral-8x7b' has 8 routed experts"));
   CHECK_THAT(error(R"(, "ep": 2)", "zero3"), Contains("under strategy 'zero3' it is not modelled"));
   CHECK_THAT(error(R"(, "ep": 2)", "hsdp"), Contains("under strategy 'hsdp' it is not modelled"));
-  CHECK_THAT(error(R"(, "ep": 2, "tp": 2)"), Contains("tensor parallelism of its experts"));
+  CHECK_THAT(error(R"(, "ep": 2, "tp": 2)"), Contains("tensor parallelism of such a model is not modelled yet"));
   CHECK(error(R"(, "ep": 8)").empty());
 }
 
@@ -198,6 +200,9 @@ TEST_CASE("moe: uneven routing makes every all-to-all wait for the busiest rank 
   CHECK(skewed.per_rank.spread_s < 1e-3 * skewed.step_time_s);
   // Dropping tokens beyond 1.1x the share caps the busiest rank's work, and with it the wait.
   CHECK(capped.per_rank.expert_load_busiest <= 1.1);
+  CHECK(skewed.per_rank.dropped_token_fraction == 0);  // dropless without a capacity factor
+  CHECK(capped.per_rank.dropped_token_fraction > 0);
+  CHECK(capped.per_rank.dropped_token_fraction < 0.1);  // E[max(0, 0.2·z − 0.1)] ≈ 5 % of the tokens
   CHECK(capped.step_time_s < skewed.step_time_s);
   CHECK(capped.step_time_s > balanced.step_time_s);
   // Same seed, same step; another seed, another draw.
@@ -224,6 +229,70 @@ TEST_CASE("moe: sim.expert_load needs per_rank mode and expert parallelism", "[m
   CHECK_THAT(error(R"(, "ep": 8)", R"({"rank_mode": "per_rank", "expert_load": {"cv": 0.2, "capacity_factor": 0.5}})"),
              Contains("/sim/expert_load/capacity_factor: expected a factor in [1, 64]"));
   CHECK_THAT(error(R"(, "ep": 8)", R"({"rank_mode": "per_rank", "expert_load": {"cv": 0.9}})"),
-             Contains("/sim/expert_load/cv: expected a coefficient of variation in [0, 0.5]"));
+             Contains("/sim/expert_load/cv: expected a coefficient of variation in (0, 0.5]"));
+  CHECK_THAT(error(R"(, "ep": 8)", R"({"rank_mode": "per_rank", "expert_load": {"cv": 0}})"),
+             Contains("/sim/expert_load/cv: expected a coefficient of variation in (0, 0.5]"));
   CHECK(error(R"(, "ep": 8)", R"({"rank_mode": "per_rank", "expert_load": {"cv": 0.2}})").empty());
+}
+
+// On the compute stream a layer's backward starts with its all-to-alls (under full
+// recomputation the re-run forward's, then the combine's gradient, the dispatch's), and the
+// layer's gradients are reduced only after its last segment: no reduction can overtake them.
+TEST_CASE("moe: a layer's backward all-to-alls come before its gradients and their reduction", "[models][moe][ep]") {
+  for (const char* strategy : {"fsdp", "ddp"}) {
+    INFO(strategy);
+    const Scenario s = scenario(fmt::format(R"({{"model": {{"hf_config": {{"model_type": "mixtral", "num_hidden_layers": 2,
+      "hidden_size": 1024, "intermediate_size": 2048, "num_attention_heads": 8, "num_key_value_heads": 8,
+      "vocab_size": 32000}}}}, "hardware": "h100-sxm", "parallelism": {{"strategy": "{}", "dp": 8, "ep": 4}},
+      "batch": {{"micro_batch_size": 1, "seq_len": 2048}}}})",
+                                            strategy));
+    const LoweredStep step = lower_step(s);
+    const sim::TaskGraph& g = step.graph;
+    sim::TaskId dispatch = sim::kNoTask, first_grad = sim::kNoTask, first_reduction = sim::kNoTask;
+    for (sim::TaskId v = 0; v < g.size(); ++v) {
+      const std::string& n = g.task(v).name;
+      if (n == "ep.bwd.layers.1.dispatch") dispatch = v;
+      if (first_grad == sim::kNoTask && n.rfind("bwd.layers.1.", 0) == 0) first_grad = v;
+      // The experts' gradient reductions (FSDP's experts ReduceScatter, DDP's expert buckets).
+      if (first_reduction == sim::kNoTask &&
+          ((n.rfind("reducescatter.", 0) == 0 && n.find(".experts") != std::string::npos) ||
+           n.rfind("allreduce.expert_bucket", 0) == 0))
+        first_reduction = v;
+    }
+    REQUIRE(dispatch != sim::kNoTask);
+    REQUIRE(first_grad != sim::kNoTask);
+    REQUIRE(first_reduction != sim::kNoTask);
+    CHECK(g.task(dispatch).stream == g.task(first_grad).stream);
+    CHECK(dispatch < first_grad);  // stream order is issue order
+    CHECK(dispatch < first_reduction);
+  }
+}
+
+// ep = dp: each rank holds whole experts nobody else holds: FSDP neither gathers nor reduces
+// them (found by a hostile trial: they were gathered over the whole DP group).
+TEST_CASE("moe: with ep = dp x cp the experts stay whole on their rank", "[models][moe][ep]") {
+  const Report four = run(mixtral(2, R"(, "ep": 4)")), eight = run(mixtral(2, R"(, "ep": 8)"));
+  CHECK(bytes_of(eight, "edp", "AllGather") == 0);
+  CHECK(bytes_of(eight, "dp", "AllGather") == bytes_of(four, "dp", "AllGather"));  // the dense tensors only
+  CHECK(bytes_of(eight, "dp", "ReduceScatter") == bytes_of(four, "dp", "ReduceScatter"));
+  // Model state per GPU: one expert of 8 per block, whole, plus the dense tensors over 8 ranks.
+  CHECK(eight.memory.params_bytes == Approx(four.memory.params_bytes).epsilon(1e-12));
+}
+
+// stepsim memory on an EP scenario agrees with run's model state (found by both trials: it
+// sharded the per-EP-rank count a second time).
+TEST_CASE("moe: stepsim memory under EP gives run's model state", "[models][moe][ep]") {
+  const std::string text = R"({"model": "mixtral-8x7b", "hardware": "h100-sxm", "parallelism": {"strategy": "fsdp",
+    "dp": 8, "ep": 4}, "batch": {"micro_batch_size": 1, "seq_len": 4096},
+    "activations": {"attention": "flash", "recompute": "full"}})";
+  MemoryQuery q;
+  q.scenario = "test.json";
+  q.scenario_doc = nlohmann::json::parse(text);
+  const QueryAnswer a = memory_query(q);
+  const Report r = run(scenario(text));
+  const double states = r.memory.params_bytes + r.memory.grads_bytes + r.memory.optimizer_bytes;
+  CHECK(a.json.at("fsdp").at("total_bytes").get<double>() == Approx(states).epsilon(1e-9));
+  CHECK(a.json.at("ep") == 4);
+  CHECK_FALSE(a.json.contains("zero3"));  // EP is not modelled under ZeRO
+  CHECK(a.json.at("ddp").at("params_bytes").get<double>() == Approx(2.0 * static_cast<double>(r.scenario.model.parameter_count())));
 }
