@@ -627,7 +627,7 @@ TEST_CASE("hf_config: the catalog's config.json models add up to their published
       // tolerance is stretched to hide it.
       {"qwen2.5-14b", 14'770'033'664, 0, 0}, {"qwen2.5-32b", 32'763'876'352, 0, 0},
       // Mixtures of experts: every expert counted.
-      {"mixtral-8x7b", 46'702'792'704, 46.7e9, 0.001},  {"qwen3-30b-a3b", 30'532'122'624, 30.5e9, 0.05 / 30.5},
+      {"mixtral-8x7b", 46'702'792'704, 46.7e9, 0.001},  {"mixtral-8x22b", 140'620'634'112, 141e9, 0.5 / 141},  {"qwen3-30b-a3b", 30'532'122'624, 30.5e9, 0.05 / 30.5},
       {"qwen3-235b-a22b", 235'093'634'560, 235e9, 0.001}, {"deepseek-v3", 671'026'404'352, 671e9, 0.001},
       {"gpt-oss-20b", 20'914'757'184, 21e9, 0.5 / 21},  {"gpt-oss-120b", 116'829'156'672, 117e9, 0.5 / 117},
   };
@@ -668,6 +668,7 @@ TEST_CASE("hf_config: active parameters of the catalog's mixtures of experts", "
     return static_cast<double>(m.active_parameter_count() - m.layers.front().params.front().numel);
   };
   CHECK(std::abs(static_cast<double>(load_model("mixtral-8x7b").active_parameter_count()) - 12.9e9) <= 0.05e9);
+  CHECK(std::abs(static_cast<double>(load_model("mixtral-8x22b").active_parameter_count()) - 39e9) <= 0.5e9);
   CHECK(std::abs(static_cast<double>(load_model("qwen3-30b-a3b").active_parameter_count()) - 3.3e9) <= 0.06e9);
   CHECK(std::abs(static_cast<double>(load_model("qwen3-235b-a22b").active_parameter_count()) - 22e9) <= 0.5e9);
   CHECK(std::abs(active_without_input_embedding(load_model("deepseek-v3")) - 36.6e9) <= 0.05e9);
