@@ -18,10 +18,6 @@ std::string expert_parallel_problem(const Scenario& s) {
   if (!t || t->moe.experts == 0 || !s.model.has_experts())
     return fmt::format("model '{}' has no {}: expert parallelism spreads a mixture of experts' experts; expected ep 1",
                        s.model.name, t && t->moe.experts > 0 ? "MoE block (every block is dense)" : "routed experts");
-  const StrategyEntry& st = strategy_of(s);
-  if (!(st.family == StrategyFamily::DDP || (st.family == StrategyFamily::FSDP && !st.hybrid)))
-    return fmt::format("under strategy '{}' it is not modelled (torchtitan runs EP under FSDP2, Megatron-LM under its "
-                       "DDP); expected strategy ddp or fsdp", st.name);
   if (p.pp > 1) return "with pipeline parallelism it is not modelled yet; expected pp 1";
   if (s.hardware.is_torus()) return fmt::format("on the {} torus it is not modelled; expected ep 1", s.hardware.name);
   if (t->moe.experts % p.ep != 0)
@@ -30,6 +26,10 @@ std::string expert_parallel_problem(const Scenario& s) {
   if (s.data_ranks() % p.ep != 0)
     return fmt::format("EP groups are ep consecutive data-parallel ranks, and dp{} = {} does not divide by it; expected "
                        "a divisor of {}", p.cp > 1 ? " × cp" : "", s.data_ranks(), s.data_ranks());
+  if (strategy_of(s).hybrid && s.shard_ranks() % p.ep != 0)
+    return fmt::format("under hsdp an EP group lies inside one shard group (torchtitan's dp_shard_in_ep), and its {} "
+                       "ranks do not divide by it; expected a divisor of {} (or a shard_group_size that ep divides)",
+                       s.shard_ranks(), s.shard_ranks());
   return "";
 }
 

@@ -23,15 +23,30 @@
 //    over the dp × cp / ep ranks holding the same experts (Megatron-LM's expert-data-parallel
 //    group; torchtitan's efsdp mesh): ddp all-reduces them in buckets of their own, fsdp
 //    all-gathers and reduce-scatters them over that group (torchtitan wraps the experts as an
-//    FSDP unit of their own on it), each beside its block's dense collective on the same stream.
+//    FSDP unit of their own on it), each beside its block's dense collective on the same stream;
+//    hsdp keeps EP inside its shard group (ep divides shard_group_size): the experts gather and
+//    reduce-scatter over the shard group's ranks holding them (shard / ep), then AllReduce over
+//    the replicas beside the dense shard (torchtitan's dp_replicate × efsdp mesh);
+//  - DeepSpeed ZeRO-1/2 (stage_1_and_2.py, v0.16.5; native MoE): the experts' parameter group
+//    is partitioned over the expert-data-parallel group (_configure_moe_settings sets its
+//    real_dp_process_group and partition_count); each IPG bucket's slices are reduced per
+//    process group, in the order they appear in it (average_tensor: one allreduce_and_scatter
+//    for the dense slices over DP, one for the expert slices over expert DP, on the reduction
+//    stream), and after step() each parameter group is all-gathered over its own group;
+//  - ZeRO-3 (stage3.py and partition_parameters.py, DeepSpeed master of 2026-08: AutoEP; native
+//    MoE layers are refused under stage 3): an expert parameter's partition group is the expert
+//    DP group; a coalesced fetch runs one AllGather per partition group (all_gather_coalesced
+//    groups its parameters by group; a group of one rank gathers nothing), and the IPG reduce
+//    bucket is flushed when a gradient of another partition group arrives
+//    (reduce_independent_p_g_buckets_and_remove_grads), so expert gradients reduce-scatter in
+//    buckets of their own.
 //  - uneven routing (per_rank mode, sim.expert_load): each rank's load of each MoE layer is
 //    drawn once per step and scales its experts' share of the layer's compute
 //    (expert_compute_share), capped at the capacity factor (tokens beyond dropped); the
 //    all-to-alls are rendezvous, so the busiest rank of an EP group sets their pace.
 // Not modelled: the load's effect on the all-to-alls' own sizes (a busy rank receives more
 // bytes), padding to capacity, expert tensor parallelism, DeepEP / HybridEP dispatchers, the device-to-host
-// sync's stall of the CPU's run-ahead, EP under hsdp, the ZeRO strategies and pipeline
-// parallelism.
+// sync's stall of the CPU's run-ahead, and pipeline parallelism.
 #pragma once
 
 #include "models/model_spec.hpp"
@@ -46,8 +61,8 @@ namespace stepsim::models {
 struct Scenario;
 
 /// Why `s` (parsed, with its full model) cannot run expert parallelism at s.parallelism.ep;
-/// "" when it can (ep 1 always can). Checks: a mixture-of-experts model, strategy ddp or fsdp,
-/// pp 1, a GPU profile, ep dividing the experts of every MoE layer and dp × cp.
+/// "" when it can (ep 1 always can). Checks: a mixture-of-experts model, pp 1, a GPU profile,
+/// ep dividing the experts of every MoE layer and dp × cp (under hsdp, the shard group).
 std::string expert_parallel_problem(const Scenario& s);
 
 /// One rank's share of `full` under expert parallelism `ep` (≥ 1): every MoE layer holds

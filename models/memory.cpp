@@ -10,20 +10,22 @@
 
 namespace stepsim::models {
 
-ModelStates zero_model_states(double psi, std::int64_t ranks, int stage, double k, double param_bytes) {
+ModelStates zero_model_states(double psi, std::int64_t ranks, int stage, double k, double param_bytes,
+                              double sharded_psi) {
   const double n = static_cast<double>(ranks);
+  const double whole = sharded_psi >= 0 ? sharded_psi : psi;
   ModelStates m;
-  m.params_bytes = param_bytes * psi / (stage >= 3 ? n : 1.0);
-  m.grads_bytes = param_bytes * psi / (stage >= 2 ? n : 1.0);
-  m.optimizer_bytes = k * psi / (stage >= 1 ? n : 1.0);
+  m.params_bytes = param_bytes * (stage >= 3 ? whole / n : psi);
+  m.grads_bytes = param_bytes * (stage >= 2 ? whole / n : psi);
+  m.optimizer_bytes = k * (stage >= 1 ? whole / n : psi);
   return m;
 }
 
 std::vector<StrategyModelStates> strategy_model_states(double psi, std::int64_t ranks, std::int64_t shard_group,
-                                                       double k, double b) {
+                                                       double k, double b, double sharded_psi) {
   std::vector<StrategyModelStates> rows;
   for (const auto& st : strategy_registry())
-    rows.push_back({st.name, zero_model_states(psi, st.hybrid ? shard_group : ranks, st.zero_stage, k, b)});
+    rows.push_back({st.name, zero_model_states(psi, st.hybrid ? shard_group : ranks, st.zero_stage, k, b, sharded_psi)});
   return rows;
 }
 
@@ -63,13 +65,14 @@ MemoryBreakdown static_memory(const Scenario& s) {
       const double b = dtype_bytes(p.dtype);
       // A tensor the strategy keeps whole everywhere (ZeRO-3's persistent small tensors).
       const bool persistent = strategy.persistent_param && strategy.persistent_param(s, numel);
-      m.params_bytes += numel * b / (stage >= 3 && !persistent ? n : 1.0);
+      // What a rank holds of a state: its shard when the stage shards it, else its tensor.
+      const auto held = [&](bool sharded) { return sharded ? numel / n : local; };
+      m.params_bytes += held(stage >= 3 && !persistent) * b;
       if (!p.trainable) continue;
       trainable_grad_bytes += local * b;
-      m.grads_bytes += numel * b / (stage >= 2 ? n : 1.0);
-      m.optimizer_bytes += numel * optimizer_state_bytes_per_param(s.optimizer, p.dtype) / (stage >= 1 ? n : 1.0);
-      if (s.precision.fp32_grad_accum && s.batch.grad_accum > 1)
-        m.grad_accum_bytes += numel * 4.0 / (stage >= 2 ? n : 1.0);
+      m.grads_bytes += held(stage >= 2) * b;
+      m.optimizer_bytes += held(stage >= 1) * optimizer_state_bytes_per_param(s.optimizer, p.dtype);
+      if (s.precision.fp32_grad_accum && s.batch.grad_accum > 1) m.grad_accum_bytes += held(stage >= 2) * 4.0;
     }
   }
   if (strategy.buffer_bytes) m.buffers_bytes = strategy.buffer_bytes(s, trainable_grad_bytes);

@@ -25,8 +25,12 @@ struct ModelStates {
 /// same size, K bytes/param of optimizer state (12 for mixed-precision Adam), N_d ranks:
 ///   stage 0 (DDP) 2Ψ + 2Ψ + KΨ;  1: 2Ψ + 2Ψ + KΨ/N;  2: 2Ψ + (2+K)Ψ/N;  3: (2+2+K)Ψ/N.
 /// Preconditions: psi ≥ 0, ranks ≥ 1, 0 ≤ stage ≤ 3.
+/// `sharded_psi` (≥ 0; default: psi) is what the sharded states count instead of Ψ: under
+/// expert parallelism Ψ is one rank's model (its experts / ep of every MoE layer) and the
+/// sharded states come to the whole model's over N, since each routed expert shards over the
+/// N / ep ranks holding it (models/expert_parallel.hpp).
 ModelStates zero_model_states(double psi, std::int64_t ranks, int stage, double optimizer_bytes_per_param = 12,
-                              double param_bytes = 2);
+                              double param_bytes = 2, double sharded_psi = -1);
 
 /// One row of the strategies' model-state table (`stepsim memory`).
 struct StrategyModelStates {
@@ -39,7 +43,8 @@ struct StrategyModelStates {
 /// `shard_group` ranks. Preconditions as zero_model_states(), 1 ≤ shard_group ≤ ranks.
 /// `param_bytes`: bytes per parameter and per gradient element (2 for bf16, 4 for fp32).
 std::vector<StrategyModelStates> strategy_model_states(double psi, std::int64_t ranks, std::int64_t shard_group,
-                                                       double optimizer_bytes_per_param = 12, double param_bytes = 2);
+                                                       double optimizer_bytes_per_param = 12, double param_bytes = 2,
+                                                       double sharded_psi = -1);
 
 /// Peak memory of one GPU, in bytes (decimal GB = 1e9 in reports).
 struct MemoryBreakdown {

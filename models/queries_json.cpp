@@ -130,8 +130,9 @@ QueryAnswer memory_query(const MemoryQuery& a) {
       pp > 1   ? fmt::format("{:.4g} parameters on the largest PP rank (the model's {:.4g} over pp {}{})", psi, model_params,
                              pp, tp > 1 ? fmt::format(" and tp {}", tp) : std::string())
       : tp > 1 ? fmt::format("{:.4g} parameters per TP rank (the model's {:.4g} over tp {})", psi, model_params, tp)
-      : ep > 1 ? fmt::format("{:.4g} parameters, {:.4g} per EP rank (the routed experts over ep {}; FSDP shards them "
-                             "over the dp / ep ranks holding the same ones)", model_params, psi, ep)
+      : ep > 1 ? fmt::format("{:.4g} parameters, {:.4g} per EP rank (the routed experts over ep {}; the sharded states "
+                             "of each over the ranks holding it: dp / ep, or the shard group / ep under hsdp)",
+                             model_params, psi, ep)
                : fmt::format("{:.4g} parameters", psi);
   std::string text = fmt::format("model-state memory per GPU for {}, N_d = {}{}, B = {:g}, K = {:g}, HSDP "
                                  "shard group G = {} (GB = 1e9 bytes)\n", subject,
@@ -139,12 +140,9 @@ QueryAnswer memory_query(const MemoryQuery& a) {
                                  k, group);
   text += fmt::format("  {:<7}{:>12}{:>12}{:>12}{:>12}{}{}\n", "", "params", "grads", "optimizer", "total",
                       activations >= 0 ? "  + activations" : "", hw ? "   largest model" : "");
-  const auto all_rows = strategy_model_states(psi, dp, group, k, param_bytes);
-  const auto whole_rows = ep > 1 ? strategy_model_states(model_params, dp, group, k, param_bytes) : all_rows;
-  for (std::size_t ri = 0; ri < all_rows.size(); ++ri) {
-    const std::string_view name = all_rows[ri].strategy;
-    if (ep > 1 && name != "ddp" && name != "fsdp") continue;
-    const auto& row = ep > 1 && name == "fsdp" ? whole_rows[ri] : all_rows[ri];
+  for (const auto& row : strategy_model_states(psi, dp, group, k, param_bytes, ep > 1 ? model_params : -1)) {
+    // hsdp keeps an EP group inside a shard group: no row when ep does not divide it.
+    if (ep > 1 && std::string_view(row.strategy) == "hsdp" && group % ep != 0) continue;
     const auto& m = row.states;
     nlohmann::ordered_json e = {{"params_bytes", m.params_bytes},
                                 {"grads_bytes", m.grads_bytes},

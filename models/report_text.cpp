@@ -72,11 +72,15 @@ std::string report_text(const Report& r) {
   if (s.parallelism.ep > 1) {
     const auto& t = s.model.transformer_shape;
     const std::int64_t experts = t ? t->moe.experts : 0;
+    const bool hybrid = strategy_of(s).hybrid;
+    const std::int64_t reduce = s.expert_reduce_ranks();
     line(fmt::format("  experts   ep {}: each rank holds {} of every MoE layer's {} routed experts; tokens to them and back "
-                     "by all-to-all over {} consecutive {} ranks; expert gradients reduced over dp{} / ep = {} rank{}",
+                     "by all-to-all over {} consecutive {} ranks; expert gradients reduced over {} / ep = {} rank{}{}",
                      s.parallelism.ep, experts / s.parallelism.ep, experts, s.parallelism.ep,
                      s.parallelism.cp > 1 ? "dp x cp" : "DP",
-                     s.parallelism.cp > 1 ? " x cp" : "", s.expert_data_ranks(), s.expert_data_ranks() == 1 ? "" : "s"));
+                     hybrid ? "the shard group" : s.parallelism.cp > 1 ? "dp x cp" : "dp", reduce, reduce == 1 ? "" : "s",
+                     hybrid ? fmt::format(", then across the {} replicas", s.data_ranks() / s.shard_ranks())
+                            : std::string()));
   }
   if (s.parallelism.cp > 1)
     line(fmt::format("  context   cp {} ({}): each rank holds {} of every micro-batch's {} tokens and attends to all of them; "

@@ -59,7 +59,7 @@ std::string does_not_fit_message(const Scenario& s, const MemoryBreakdown& m) {
                    ? fmt::format("model state ({:.1f} bytes per parameter{}; pure DP keeps a full copy of parameters, "
                                  "gradients and optimizer state on every GPU: shard it with {})",
                                  per_param, ep ? " of this rank's, the routed experts split ep ways" : "",
-                                 ep ? "fsdp" : "zero1-3 or fsdp")
+                                 "zero1-3 or fsdp")
                    : fmt::format("model state ({:.2f} bytes per parameter after sharding over {} ranks: more ranks "
                                  "or offload)", per_param, s.shard_ranks())},
       {m.activations_bytes,

@@ -293,6 +293,12 @@ struct Scenario {
     const std::int64_t n = shard_ranks() / parallelism.ep;
     return n > 1 ? n : 1;
   }
+  /// Ranks of the group a routed expert's gradients are reduced (and, sharded, gathered) over
+  /// by the strategy's own collectives: expert_data_ranks() for ddp and the ZeRO stages and
+  /// fsdp (their group is the whole DP × CP group), expert_shard_ranks() for hsdp (the experts'
+  /// shard group inside the DP shard group; the replicas then AllReduce across groups, as the
+  /// dense gradients do: torchtitan's experts on the dp_replicate × efsdp mesh).
+  std::int64_t expert_reduce_ranks() const { return sharded() ? expert_shard_ranks() : expert_data_ranks(); }
   /// GPUs of one node the job uses: gpus_per_node, or the world when it is smaller.
   int gpus_used_per_node() const { return static_cast<int>(std::min<std::int64_t>(cluster.gpus_per_node, world_size())); }
   /// Parameters of the whole model (every TP rank's share together), and its trainable ones:

@@ -352,9 +352,10 @@ std::vector<ScenarioField> core_fields() {
        .doc = "expert-parallel degree (torchtitan's expert_parallel_degree, Megatron-LM's expert_model_parallel_size): "
               "each rank holds experts / ep of a mixture of experts' routed experts; every MoE layer sends its tokens' "
               "top-k copies to their experts and back by all-to-all over ep consecutive DP ranks (dispatch and combine, "
-              "again in backward); the experts' gradients reduce (and FSDP shards them) over the dp × cp / ep ranks "
-              "holding the same experts. Mixture-of-experts models under ddp or fsdp; ep divides dp × cp and the "
-              "experts",
+              "again in backward); the experts' gradients reduce (and the sharded strategies shard them) over the "
+              "dp × cp / ep ranks holding the same experts (under hsdp those of one shard group, then across the "
+              "replicas). Mixture-of-experts models; ep divides dp × cp (under hsdp the shard group) and the experts; "
+              "pp 1",
        .min = 1, .max = 4096, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.ep),
        STEPSIM_ECHO_IF_ABOVE_ONE(parallelism.ep)},
   };

@@ -38,14 +38,18 @@ std::vector<BucketAssignment> assign_buckets(const std::vector<BucketInput>& ten
   return out;
 }
 
-std::vector<bool> deepspeed_ipg_flushes(const std::vector<double>& elements, double bucket_elements) {
+std::vector<bool> deepspeed_ipg_flushes(const std::vector<double>& elements, double bucket_elements,
+                                        const std::vector<int>& groups) {
+  STEPSIM_ASSERT(groups.empty() || groups.size() == elements.size(), "{} gradients, {} partition groups",
+                 elements.size(), groups.size());
   std::vector<bool> flush_before;
   double open = 0;
-  for (double e : elements) {
-    const bool flush = open > 0 && open + e > bucket_elements;
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    const bool other_group = !groups.empty() && i > 0 && groups[i] != groups[i - 1];
+    const bool flush = open > 0 && (other_group || open + elements[i] > bucket_elements);
     flush_before.push_back(flush);
     if (flush) open = 0;
-    open += e;
+    open += elements[i];
   }
   return flush_before;
 }

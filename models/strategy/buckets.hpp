@@ -33,7 +33,11 @@ std::vector<BucketAssignment> assign_buckets(const std::vector<BucketInput>& ten
 /// gradients of `elements` elements each, in the order they reach the bucket: for each, whether
 /// the open bucket is flushed (reduced) *before* it is added — when the bucket is not empty and
 /// the gradient would take it past `bucket_elements` (reduce_bucket_size). A gradient larger
-/// than the bucket is thus reduced alone.
-std::vector<bool> deepspeed_ipg_flushes(const std::vector<double>& elements, double bucket_elements);
+/// than the bucket is thus reduced alone. With `groups` (one partition-group key per gradient,
+/// or empty), ZeRO-3's rule too: a gradient of another group than the open bucket's flushes it
+/// first (stage3.py reduce_independent_p_g_buckets_and_remove_grads; expert parameters under
+/// AutoEP). Precondition: groups is empty or as long as elements.
+std::vector<bool> deepspeed_ipg_flushes(const std::vector<double>& elements, double bucket_elements,
+                                        const std::vector<int>& groups = {});
 
 }  // namespace stepsim::models

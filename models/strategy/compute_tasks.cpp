@@ -271,10 +271,11 @@ MeshGroups add_mesh_groups(LoweredStep& out, const Scenario& s) {
     out.groups.push_back(shape);
     m.ep = static_cast<std::uint32_t>(out.groups.size() - 1);
     out.ep_group = static_cast<std::int32_t>(m.ep);
-    const int edp = static_cast<int>(s.expert_data_ranks());
+    const int edp = static_cast<int>(s.expert_reduce_ranks());
     if (edp > 1) {
-      // Every ep-th DP rank: slots / ep of them on a node when an EP group is smaller than the
-      // node, else one; the node's ep (or slots) such groups reduce at once.
+      // Every ep-th DP rank (of the shard group under hsdp): slots / ep of them on a node when
+      // an EP group is smaller than the node, else one; the node's ep (or slots) such groups
+      // reduce at once.
       const int edp_per_node = ep < slots ? std::min(edp, slots / ep) : 1;
       hardware::GroupShape e = group_shape(s, edp, edp_per_node);
       e.concurrent_groups_per_node = std::min(ep, slots) * static_cast<int>(s.parallelism.tp);

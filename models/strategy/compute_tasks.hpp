@@ -138,9 +138,11 @@ struct MeshGroups {
   std::uint32_t cp = kNoGroup;
   std::uint32_t cp_pair = kNoGroup;
   /// The expert-parallel group (parallelism.ep consecutive DP ranks: the all-to-alls) and the
-  /// expert-data-parallel group (the dp × cp / ep ranks holding the same experts, every ep-th
-  /// DP rank: the routed experts' gradient reductions and FSDP gathers); edp is kNoGroup when
-  /// it has one rank (ep = dp × cp: nothing to reduce). models/expert_parallel.hpp.
+  /// expert-data-parallel group the strategy reduces and gathers routed experts over
+  /// (Scenario::expert_reduce_ranks: the dp × cp / ep ranks holding the same experts, every
+  /// ep-th DP rank; under hsdp those of one shard group); edp is kNoGroup when it has one rank
+  /// (ep = dp × cp, or the shard group, under hsdp: nothing to reduce or gather over it).
+  /// models/expert_parallel.hpp.
   std::uint32_t ep = kNoGroup;
   std::uint32_t edp = kNoGroup;
 };

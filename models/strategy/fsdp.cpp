@@ -60,6 +60,9 @@ struct Unit {
   // expert-data-parallel group (torchtitan's experts unit on the efsdp mesh).
   double expert_param_bytes = 0;
   double expert_grad_bytes = 0;
+  // Routed experts' gradients held whole on their rank (no expert shard group: ep = dp × cp, or
+  // the shard group under hsdp), in none of the above: only hsdp's replicas reduce them.
+  double whole_expert_grad_bytes = 0;
   bool reshard = true;     // reshard after forward
 };
 
@@ -93,9 +96,12 @@ std::vector<Unit> make_units(const Scenario& s) {
         // Float8Linear weights travel in FP8 under float8 all-gather (models/float8.hpp).
         const double gathered = static_cast<double>(p.numel) * all_gather_bytes_per_element(s, l, i);
         const double reduced = p.trainable ? static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype) : 0.0;
-        // ep = dp × cp: each routed expert lives whole on one rank, neither gathered nor
-        // reduced (no buffer either).
-        if (p.expert_share > 0 && s.parallelism.ep > 1 && s.expert_data_ranks() == 1) continue;
+        // ep = the experts' shard group: each routed expert lives whole on one rank of it,
+        // neither gathered nor reduce-scattered (no buffer either).
+        if (p.expert_share > 0 && s.parallelism.ep > 1 && s.expert_reduce_ranks() == 1) {
+          u->whole_expert_grad_bytes += reduced;
+          continue;
+        }
         u->param_bytes += gathered;
         u->grad_bytes += reduced;
         if (p.expert_share > 0 && s.parallelism.ep > 1) {
@@ -286,25 +292,39 @@ LoweredStep lower_fsdp(const Scenario& s) {
         if (q >= 0 && bwd_ag[bwd_order[static_cast<std::size_t>(q)]] == sim::kNoTask)
           bwd_ag[bwd_order[static_cast<std::size_t>(q)]] = all_gather(bwd_order[static_cast<std::size_t>(q)], true);
       }
-      if (!sync || units[u].grad_bytes <= 0) continue;
+      if (!sync || units[u].grad_bytes + units[u].whole_expert_grad_bytes <= 0) continue;
       // FSDP2: the compute stream waits on the previous ReduceScatter (one outstanding).
       if (fsdp2 && previous_rs != sim::kNoTask) {
         const sim::TaskId w = g.add_task(wait_task(fmt::format("{}fsdp.wait_rs.{}", prefix, units[u].name), Phase::Overhead));
         g.add_dependency(previous_rs, w);
       }
       // The unsharded gradients are freed by the (last) ReduceScatter.
-      const auto [rs_first, rs_id] = unit_collective(fmt::format("{}reducescatter.{}", prefix, units[u].name),
-                                                     CollectiveOp::ReduceScatter, units[u].grad_bytes,
-                                                     units[u].expert_grad_bytes, kShardGroup, 0.0, units[u].grad_bytes);
-      unsharded_grads[u] = 0;
-      g.add_dependency(last_segment, rs_first);
-      previous_rs = last_rs = rs_id;
+      sim::TaskId reduced = last_segment;
+      if (units[u].grad_bytes > 0) {
+        const auto [rs_first, rs_id] = unit_collective(fmt::format("{}reducescatter.{}", prefix, units[u].name),
+                                                       CollectiveOp::ReduceScatter, units[u].grad_bytes,
+                                                       units[u].expert_grad_bytes, kShardGroup, 0.0,
+                                                       units[u].grad_bytes);
+        unsharded_grads[u] = 0;
+        g.add_dependency(last_segment, rs_first);
+        previous_rs = last_rs = reduced = rs_id;
+      }
       if (hsdp && replica_sync) {
-        const sim::TaskId ar = g.add_task(collective_task(fmt::format("{}allreduce.{}.replicas", prefix, units[u].name),
-                                                          CollectiveOp::AllReduce, units[u].grad_bytes / shard,
-                                                          kReplicaGroup, kReplicaStream, next_rendezvous));
-        g.add_dependency(rs_id, ar);
-        last_ar = ar;
+        // The replicas reduce each rank's shard: the dense tensors' 1/shard, the routed
+        // experts' 1/(shard / ep) (whole when ep is the shard group), one AllReduce per FSDP
+        // module (torchtitan's experts module after the block's own).
+        const double expert_shard = units[u].expert_grad_bytes / static_cast<double>(s.expert_shard_ranks()) +
+                                    units[u].whole_expert_grad_bytes;
+        const double dense_shard = (units[u].grad_bytes - units[u].expert_grad_bytes) / shard;
+        sim::TaskId after = reduced;
+        for (const auto& [suffix, bytes] : {std::pair{"", dense_shard}, std::pair{".experts", expert_shard}}) {
+          if (bytes <= 0) continue;
+          const sim::TaskId ar = g.add_task(collective_task(
+              fmt::format("{}allreduce.{}{}.replicas", prefix, units[u].name, suffix), CollectiveOp::AllReduce, bytes,
+              kReplicaGroup, kReplicaStream, next_rendezvous));
+          g.add_dependency(after, ar);
+          after = last_ar = ar;
+        }
       }
     }
     if (sync) {

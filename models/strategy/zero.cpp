@@ -54,14 +54,19 @@ struct Grad {
   std::size_t param;
   double elements;
   double bytes;  // in the reduce dtype
+  bool expert;   // a routed expert's, under expert parallelism: its partition group is expert DP
 };
+
+// Whether `p` is partitioned over the expert-data-parallel group (models/expert_parallel.hpp).
+bool expert_partitioned(const Scenario& s, const ParamTensor& p) { return p.expert_share > 0 && s.parallelism.ep > 1; }
 
 std::vector<Grad> grads_in_order(const Scenario& s, bool model_order) {
   std::vector<Grad> out;
   const ModelSpec& m = s.model;
   auto add = [&](std::size_t l, std::size_t idx) {
     const ParamTensor& p = m.layers[l].params[idx];
-    out.push_back({l, idx, static_cast<double>(p.numel), static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype)});
+    out.push_back({l, idx, static_cast<double>(p.numel), static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype),
+                   expert_partitioned(s, p)});
   };
   if (model_order) {
     for (std::size_t l = 0; l < m.layers.size(); ++l)
@@ -73,11 +78,19 @@ std::vector<Grad> grads_in_order(const Scenario& s, bool model_order) {
   return out;
 }
 
-double total_param_bytes(const ModelSpec& m) {
-  double b = 0;
-  for (const auto& l : m.layers)
-    for (const auto& p : l.params) b += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
-  return b;
+// The low-precision model's bytes: {dense, routed experts partitioned over expert DP}.
+std::pair<double, double> total_param_bytes(const Scenario& s) {
+  double dense = 0, experts = 0;
+  for (const auto& l : s.model.layers)
+    for (const auto& p : l.params)
+      (expert_partitioned(s, p) ? experts : dense) += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
+  return {dense, experts};
+}
+
+std::vector<double> grad_elements(const std::vector<Grad>& grads) {
+  std::vector<double> e;
+  for (const auto& gr : grads) e.push_back(gr.elements);
+  return e;
 }
 
 }  // namespace
@@ -94,11 +107,7 @@ LoweredStep lower_zero12(const Scenario& s) {
   const CollectiveOp op = s.sharding.gradient_reduce_scatter ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
   const std::string op_name = s.sharding.gradient_reduce_scatter ? "reducescatter" : "allreduce";
   const std::vector<Grad> ready = grads_in_order(s, !hooks);
-  const std::vector<bool> flush_before = deepspeed_ipg_flushes([&] {
-    std::vector<double> e;
-    for (const auto& gr : ready) e.push_back(gr.elements);
-    return e;
-  }(), s.sharding.reduce_bucket_size);
+  const std::vector<bool> flush_before = deepspeed_ipg_flushes(grad_elements(ready), s.sharding.reduce_bucket_size);
 
   sim::RendezvousId next_rendezvous = 0;
   const std::int64_t micro_batches = s.batch.grad_accum;
@@ -111,29 +120,45 @@ LoweredStep lower_zero12(const Scenario& s) {
     }
 
     std::size_t bucket = 0, next_grad = 0;
-    double bucket_bytes = 0;
+    double bucket_bytes = 0, bucket_expert_bytes = 0;  // the open bucket's dense and expert slices
+    bool expert_first = false;                         // its first slice is a routed expert's
     sim::TaskId last_reduction = sim::kNoTask, last_compute = sim::kNoTask;
-    // Flushes the open bucket: the reduction waits for the compute enqueued so far; with
-    // overlap_comm the compute stream then waits for the previous bucket's reduction.
+    // Flushes the open bucket: one reduction per process group of its slices, in the order they
+    // appear in it (average_tensor; routed experts over expert DP, none when that group has one
+    // rank), each waiting for the compute enqueued so far; with overlap_comm the compute stream
+    // then waits for the previous bucket's reductions.
     auto flush = [&]() {
-      if (bucket_bytes <= 0) return;
+      if (bucket_bytes + bucket_expert_bytes <= 0) return;
       const sim::TaskId previous = last_reduction;
-      last_reduction = g.add_task(collective_task(fmt::format("{}{}.bucket{}", prefix, op_name, bucket++), op,
-                                                  bucket_bytes, 0, overlap ? kCommStream : kComputeStream,
-                                                  next_rendezvous));
-      if (last_compute != sim::kNoTask) g.add_dependency(last_compute, last_reduction);
-      if (overlap && previous != sim::kNoTask) {
+      const std::size_t n = bucket++;
+      bool reduced = false;
+      auto reduce_over = [&](double bytes, std::uint32_t group, const char* suffix) {
+        if (bytes <= 0 || group == kNoGroup) return;
+        last_reduction = g.add_task(collective_task(fmt::format("{}{}.bucket{}{}", prefix, op_name, n, suffix), op,
+                                                    bytes, group, overlap ? kCommStream : kComputeStream,
+                                                    next_rendezvous));
+        if (last_compute != sim::kNoTask) g.add_dependency(last_compute, last_reduction);
+        reduced = true;
+      };
+      if (expert_first) reduce_over(bucket_expert_bytes, mesh.edp, ".experts");
+      reduce_over(bucket_bytes, 0, "");
+      if (!expert_first) reduce_over(bucket_expert_bytes, mesh.edp, ".experts");
+      if (overlap && reduced && previous != sim::kNoTask) {
         const sim::TaskId w = g.add_task(wait_task(fmt::format("{}zero.wait_reduction{}", prefix, bucket - 2), Phase::Overhead));
         g.add_dependency(previous, w);
         last_compute = w;
       }
-      bucket_bytes = 0;
+      bucket_bytes = bucket_expert_bytes = 0;
+    };
+    auto add_to_bucket = [&](const Grad& gr) {
+      if (bucket_bytes + bucket_expert_bytes <= 0) expert_first = gr.expert;
+      (gr.expert ? bucket_expert_bytes : bucket_bytes) += gr.bytes;
     };
     // Hook path: a ready gradient joins the IPG bucket (copied into it: contiguous_gradients).
     auto on_grad = [&](sim::TaskId producer) {
       last_compute = producer;
       if (flush_before[next_grad]) flush();
-      bucket_bytes += ready[next_grad].bytes;
+      add_to_bucket(ready[next_grad]);
       ++next_grad;
     };
     for (std::size_t l = m.layers.size(); l-- > 0;) {
@@ -150,7 +175,7 @@ LoweredStep lower_zero12(const Scenario& s) {
     if (!hooks) {  // stage 1 without overlap_comm: reduce everything after backward, model order
       for (std::size_t i = 0; i < ready.size(); ++i) {
         if (flush_before[i]) flush();
-        bucket_bytes += ready[i].bytes;
+        add_to_bucket(ready[i]);
       }
     }
     flush();  // epilogue: the remainder
@@ -160,10 +185,19 @@ LoweredStep lower_zero12(const Scenario& s) {
   }
   if (sim::Task opt; optimizer_step(s, static_cast<double>(s.data_ranks()), opt)) {
     const sim::TaskId step = g.add_task(std::move(opt));
-    // step() ends with one AllGather of the whole low-precision model, waited on (rule 60).
-    const sim::TaskId ag = g.add_task(collective_task("zero.allgather_params", CollectiveOp::AllGather,
-                                                      total_param_bytes(m), 0, kCommStream, next_rendezvous));
+    // step() ends with one AllGather of the whole low-precision model, waited on (rule 60): one
+    // per parameter group over its own partition group, the routed experts' groups last
+    // (split_params_into_different_moe_groups_for_optimizer appends them).
+    const auto [dense_bytes, expert_bytes] = total_param_bytes(s);
+    sim::TaskId ag = g.add_task(collective_task("zero.allgather_params", CollectiveOp::AllGather, dense_bytes, 0,
+                                                kCommStream, next_rendezvous));
     g.add_dependency(step, ag);
+    if (expert_bytes > 0 && mesh.edp != kNoGroup) {
+      const sim::TaskId e = g.add_task(collective_task("zero.allgather_params.experts", CollectiveOp::AllGather,
+                                                       expert_bytes, mesh.edp, kCommStream, next_rendezvous));
+      g.add_dependency(step, e);
+      ag = e;
+    }
     const sim::TaskId w = g.add_task(wait_task("zero.wait_allgather", Phase::Overhead));
     g.add_dependency(ag, w);
   }
@@ -180,13 +214,19 @@ LoweredStep lower_zero3(const Scenario& s) {
   const auto& z = s.sharding;
   const std::size_t L = m.layers.size();
 
-  // Elements and bytes each layer all-gathers (persistent tensors stay gathered, rule 66).
-  std::vector<double> gather_elems(L, 0), gather_bytes(L, 0);
+  // Elements and bytes each layer all-gathers (persistent tensors stay gathered, rule 66), and
+  // of those bytes the routed experts' over expert DP (none when that group has one rank: the
+  // experts are whole on their rank).
+  std::vector<double> gather_elems(L, 0), gather_bytes(L, 0), gather_expert_bytes(L, 0);
   for (std::size_t l = 0; l < L; ++l)
     for (const auto& p : m.layers[l].params)
       if (static_cast<double>(p.numel) > z.stage3_param_persistence_threshold) {
+        const bool expert = expert_partitioned(s, p);
+        if (expert && mesh.edp == kNoGroup) continue;
+        const double bytes = static_cast<double>(p.numel) * dtype_bytes(p.dtype);
         gather_elems[l] += static_cast<double>(p.numel);
-        gather_bytes[l] += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
+        gather_bytes[l] += bytes;
+        if (expert) gather_expert_bytes[l] += bytes;
       }
   // Kept from forward into backward when reused within max_reuse_distance elements (rule 65):
   // between layer l's forward and its backward the trace fetches every later layer twice.
@@ -208,11 +248,11 @@ LoweredStep lower_zero3(const Scenario& s) {
   auto needs_fetch = [&](const Use& u) { return gather_elems[u.layer] > 0 && !(u.backward && kept[u.layer]); };
 
   const std::vector<Grad> ready = grads_in_order(s, false);
-  const std::vector<bool> flush_before = deepspeed_ipg_flushes([&] {
-    std::vector<double> e;
-    for (const auto& gr : ready) e.push_back(gr.elements);
-    return e;
-  }(), z.reduce_bucket_size);
+  const std::vector<bool> flush_before = deepspeed_ipg_flushes(grad_elements(ready), z.reduce_bucket_size, [&] {
+    std::vector<int> groups;
+    for (const auto& gr : ready) groups.push_back(gr.expert ? 1 : 0);
+    return groups;
+  }());
 
   sim::RendezvousId next_rendezvous = 0;
   const std::int64_t micro_batches = s.batch.grad_accum;
@@ -222,14 +262,24 @@ LoweredStep lower_zero3(const Scenario& s) {
     std::size_t next_unissued = 0;
     double live = 0;  // elements gathered or in flight (rule 64)
     std::size_t fetches = 0;
-    auto issue = [&](std::size_t from, std::size_t to_excl) {  // one coalesced AllGather
-      double bytes = 0;
+    // One coalesced AllGather, one per partition group (all_gather_coalesced: the dense
+    // parameters over DP, then the routed experts' over expert DP); the fetch is done when the
+    // last ends.
+    auto issue = [&](std::size_t from, std::size_t to_excl) {
+      double bytes = 0, expert_bytes = 0;
       for (std::size_t q = from; q < to_excl; ++q)
-        if (needs_fetch(trace[q])) bytes += gather_bytes[trace[q].layer];
-      sim::Task t = collective_task(fmt::format("{}allgather.fetch{}", prefix, fetches++), CollectiveOp::AllGather,
-                                    bytes, 0, kCommStream, next_rendezvous);
+        if (needs_fetch(trace[q])) {
+          bytes += gather_bytes[trace[q].layer];
+          expert_bytes += gather_expert_bytes[trace[q].layer];
+        }
+      const std::size_t n = fetches++;
+      sim::Task t = collective_task(fmt::format("{}allgather.fetch{}", prefix, n), CollectiveOp::AllGather,
+                                    bytes - expert_bytes, 0, kCommStream, next_rendezvous);
       t.alloc_bytes[kBufferCounter] = bytes;
-      const sim::TaskId id = g.add_task(std::move(t));
+      sim::TaskId id = g.add_task(std::move(t));
+      if (expert_bytes > 0)
+        id = g.add_task(collective_task(fmt::format("{}allgather.fetch{}.experts", prefix, n), CollectiveOp::AllGather,
+                                        expert_bytes, mesh.edp, kCommStream, next_rendezvous));
       for (std::size_t q = from; q < to_excl; ++q)
         if (needs_fetch(trace[q])) {
           fetch_of[q] = id;
@@ -272,19 +322,24 @@ LoweredStep lower_zero3(const Scenario& s) {
     // Backward with ready-order ReduceScatter buckets.
     std::size_t next_grad = 0, bucket = 0;
     double bucket_bytes = 0;
+    bool bucket_experts = false;  // the open bucket holds routed experts' gradients (their own bucket)
     std::vector<sim::TaskId> reductions;
     sim::TaskId last_compute = sim::kNoTask;
     auto flush = [&]() {
       if (bucket_bytes <= 0) return;
+      if (bucket_experts && mesh.edp == kNoGroup) {  // whole on this rank: nothing to reduce
+        bucket_bytes = 0;
+        return;
+      }
       // At most max_param_reduce_events = 2 outstanding plus the new one: wait for the oldest.
       if (reductions.size() >= 3) {
         const sim::TaskId w = g.add_task(wait_task(fmt::format("{}zero3.wait_reduce{}", prefix, bucket - 3), Phase::Overhead));
         g.add_dependency(reductions[reductions.size() - 3], w);
         last_compute = w;
       }
-      const sim::TaskId rs = g.add_task(collective_task(fmt::format("{}reducescatter.bucket{}", prefix, bucket++),
-                                                        CollectiveOp::ReduceScatter, bucket_bytes, 0, kCommStream,
-                                                        next_rendezvous));
+      const sim::TaskId rs = g.add_task(collective_task(
+          fmt::format("{}reducescatter.bucket{}{}", prefix, bucket++, bucket_experts ? ".experts" : ""),
+          CollectiveOp::ReduceScatter, bucket_bytes, bucket_experts ? mesh.edp : 0, kCommStream, next_rendezvous));
       g.add_dependency(last_compute, rs);
       reductions.push_back(rs);
       bucket_bytes = 0;
@@ -309,6 +364,7 @@ LoweredStep lower_zero3(const Scenario& s) {
         if (grad) {
           if (flush_before[next_grad]) flush();
           bucket_bytes += ready[next_grad].bytes;
+          bucket_experts = ready[next_grad].expert;
           ++next_grad;
         }
       }

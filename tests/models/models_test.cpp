@@ -70,6 +70,16 @@ TEST_CASE("buckets: dtypes never share a bucket", "[models]") {
   CHECK(b[1].tensors == std::vector<std::size_t>{1, 3});
 }
 
+// DeepSpeed's IPG bucket (stage_1_and_2.py rule 56; stage3.py
+// reduce_independent_p_g_buckets_and_remove_grads for the partition groups).
+TEST_CASE("buckets: DeepSpeed flushes the IPG bucket when full, and under ZeRO-3 at a group change", "[models]") {
+  // 40 + 50 fit a bucket of 100; 30 would not; 200 is reduced alone.
+  CHECK(deepspeed_ipg_flushes({40, 50, 30, 200, 10}, 100) == std::vector<bool>{false, false, true, true, true});
+  // A gradient of another partition group flushes the open bucket first, whatever room is left.
+  CHECK(deepspeed_ipg_flushes({10, 10, 10, 10}, 100, {0, 1, 1, 0}) == std::vector<bool>{false, true, false, true});
+  CHECK(deepspeed_ipg_flushes({10, 10}, 100, {0, 0}) == std::vector<bool>{false, false});
+}
+
 TEST_CASE("memory: DDP keeps 16 bytes of model state per parameter (seed 000 §8)", "[models]") {
   const auto s = scenario(R"({"model": "zero-7.5b", "hardware": "h100-sxm", "parallelism": {"dp": 64,
       "gradient_as_bucket_view": true}, "batch": {"seq_len": 1}})");
