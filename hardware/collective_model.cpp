@@ -331,14 +331,13 @@ std::vector<int> torus_ring_lengths(const HardwareProfile& hw, int ranks, int ax
   return dims;
 }
 
-Threshold dp_threshold(const HardwareProfile& hw, const GroupShape& group, int moe_experts,
-                       int moe_topk) {
-  STEPSIM_ASSERT(moe_topk >= 1 && moe_topk <= moe_experts, "bad MoE E={} k={}", moe_experts, moe_topk);
+Threshold dp_threshold(const HardwareProfile& hw, const GroupShape& group, double moe_factor) {
+  STEPSIM_ASSERT(moe_factor > 0 && std::isfinite(moe_factor), "bad MoE factor {}", moe_factor);
   const double v = 1e9;  // the threshold does not depend on V; any size gives the ratio
   const auto exact = cost(hw, CollectiveOp::AllReduce, v, group, CollectiveAlgorithm::Auto, true);
   const auto asym = cost(hw, CollectiveOp::AllReduce, v, group, CollectiveAlgorithm::Auto, false);
   Threshold t;
-  t.moe_factor = static_cast<double>(moe_experts) / moe_topk;
+  t.moe_factor = moe_factor;
   t.tokens_per_gpu = hw.peak_flops_per_s * exact.bandwidth_s / (2 * v) * t.moe_factor;
   t.tokens_per_gpu_asymptotic = hw.peak_flops_per_s * asym.bandwidth_s / (2 * v) * t.moe_factor;
   t.min_global_batch_tokens = t.tokens_per_gpu * group.ranks;

@@ -186,7 +186,7 @@ std::vector<int> torus_ring_lengths(const HardwareProfile& hw, int ranks, int ax
 struct Threshold {
   double tokens_per_gpu = 0;             ///< with the exact (k−1)/k ring factors (seed §7.3)
   double tokens_per_gpu_asymptotic = 0;  ///< every (k−1)/k taken as 1: the seeds' C/W
-  double moe_factor = 1;                 ///< E/k (seed §7.3), already applied to both
+  double moe_factor = 1;                 ///< E/k (seed §7.3; E/(k·ep) under EP), already applied to both
   double min_global_batch_tokens = 0;    ///< tokens_per_gpu × N
   double min_global_batch_tokens_asymptotic = 0;
   std::string bottleneck;
@@ -194,8 +194,10 @@ struct Threshold {
   std::vector<int> torus_dims;
 };
 
-/// @param moe_experts, moe_topk  E and k (1, 1 for a dense model); precondition 1 ≤ k ≤ E.
-Threshold dp_threshold(const HardwareProfile& hw, const GroupShape& group, int moe_experts = 1,
-                       int moe_topk = 1);
+/// @param moe_factor  the gradient bytes a GPU holds per FLOP of its tokens, relative to a dense
+///   model's 6·Ψ per token: E/k for a mixture of E experts routing each token to k (seed 000
+///   §7.3), E/(k·ep) when expert parallelism leaves each GPU experts / ep of them; 1 for a dense
+///   model. Precondition: moe_factor > 0.
+Threshold dp_threshold(const HardwareProfile& hw, const GroupShape& group, double moe_factor = 1);
 
 }  // namespace stepsim::hardware

@@ -60,13 +60,13 @@ BatchSplit split_global_batch(std::int64_t global_batch_samples, std::int64_t mi
 }
 
 RankCapacity max_ranks_for_batch(const hardware::HardwareProfile& hw, double tokens, int gpus_per_node, int axes,
-                                 int moe_experts, int moe_topk) {
+                                 double moe_factor) {
   const int g = gpus_per_node > 0 ? gpus_per_node : hw.gpus_per_node;
   // Candidate k ↦ ranks: 1..g within a node, then whole nodes.
   auto ranks_of = [&](std::int64_t k) { return k <= g ? k : (k - g + 1) * g; };
   auto threshold = [&](std::int64_t n) {
     const hardware::GroupShape shape{static_cast<int>(n), static_cast<int>(std::min<std::int64_t>(g, n)), axes};
-    return hardware::dp_threshold(hw, shape, moe_experts, moe_topk);
+    return hardware::dp_threshold(hw, shape, moe_factor);
   };
   // A torus group cannot exceed the pod (multi-slice DP is not modelled): search within it.
   std::int64_t max_ranks = 100'000'000;

@@ -49,7 +49,7 @@ BatchSplit split_global_batch(std::int64_t global_batch_samples, std::int64_t mi
 /// hardware::dp_threshold.
 struct RankCapacity {
   double tokens = 0;                      ///< the global batch, tokens
-  double tokens_per_gpu_asymptotic = 0;   ///< the seeds' C/W (× E/k for MoE)
+  double tokens_per_gpu_asymptotic = 0;   ///< the seeds' C/W (× E/k for MoE, E/(k·ep) under EP)
   double ranks_asymptotic = 0;            ///< tokens / (C/W): the seeds' figure (38M on v5p → ≈ 44,700)
   /// Largest N (a whole number of nodes above one node) with tokens/N ≥ the exact-ring-factor
   /// threshold at N; larger than ranks_asymptotic because the (k−1)/k factors are below 1.
@@ -62,9 +62,9 @@ struct RankCapacity {
 };
 
 /// @param gpus_per_node  0 = the profile's;  axes  TPU torus axes used for DP (0 = all)
-/// @param moe_experts, moe_topk  E and k (1, 1 for dense), 1 ≤ k ≤ E
+/// @param moe_factor  as hardware::dp_threshold (1 dense, E/k MoE, E/(k·ep) under EP), > 0
 /// Preconditions: tokens > 0.
 RankCapacity max_ranks_for_batch(const hardware::HardwareProfile& hw, double tokens, int gpus_per_node,
-                                 int axes, int moe_experts = 1, int moe_topk = 1);
+                                 int axes, double moe_factor = 1);
 
 }  // namespace stepsim::models

@@ -10,6 +10,7 @@
 #include "hardware/nccl_model.hpp"
 #include "models/memory.hpp"
 #include "models/scenario.hpp"
+#include "models/simulate.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/names.hpp"
@@ -305,16 +306,39 @@ QueryAnswer collective_query(const CollectiveQuery& a) {
 }
 
 QueryAnswer threshold_query(const ThresholdQuery& a) {
-  const auto hw = hardware::load_profile(a.hardware, "--hardware");
-  const auto group = flag_group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
-  const bool moe = a.moe_experts != 0 || a.moe_topk != 0;
-  const auto [experts, topk] = moe_shape(a.moe_experts, a.moe_topk);
-  const auto t = hardware::dp_threshold(hw, group, experts, topk);
+  std::optional<Scenario> s;
+  hardware::HardwareProfile hw;
+  hardware::GroupShape group;
+  hardware::Threshold t;
+  bool moe = a.moe_experts != 0 || a.moe_topk != 0;
+  if (!a.scenario.empty()) {
+    if (!a.hardware.empty() || a.ranks != 0 || a.gpus_per_node != 0 || a.axes != 0 || moe || a.moe_ep != 0)
+      throw InputError("--hardware/--ranks", "", "give either a scenario or --hardware and --ranks (and the MoE flags), "
+                                                 "not both: the scenario sets them");
+    s = load_scenario(a.scenario, a.sets);
+    hw = s->hardware;
+    group = lower_step(*s).groups.at(0);
+    t = comm_bound_threshold(*s, group);
+    moe = s->model.has_experts();
+  } else {
+    if (!a.sets.empty())
+      throw InputError("--set", "", fmt::format("'{}' overrides a scenario's field, and none was given", a.sets.front()));
+    if (a.hardware.empty() || a.ranks == 0)
+      throw InputError("--hardware/--ranks", "", "expected a scenario, or --hardware and --ranks");
+    hw = hardware::load_profile(a.hardware, "--hardware");
+    group = flag_group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
+    t = hardware::dp_threshold(hw, group, moe_factor(a.moe_experts, a.moe_topk, a.moe_ep));
+  }
   nlohmann::ordered_json j;
   j["schema"] = "stepsim.threshold/1";
   j["hardware"] = hw.name;
   j["ranks"] = group.ranks;
   j["gpus_per_node"] = group.ranks_per_node;
+  if (s) {
+    j["scenario"] = a.scenario;
+    j["model"] = s->model.name;
+    if (s->parallelism.ep > 1) j["ep"] = s->parallelism.ep;
+  }
   j["peak_flops_per_s"] = hw.peak_flops_per_s;
   j["tokens_per_gpu"] = t.tokens_per_gpu;
   j["tokens_per_gpu_asymptotic"] = t.tokens_per_gpu_asymptotic;
@@ -328,10 +352,20 @@ QueryAnswer threshold_query(const ThresholdQuery& a) {
                  "bandwidth time of the bf16 gradient AllReduce (seed 000 §7.1, §7.3, §7.4)";
   std::string text;
   {
-    text += (fmt::format("DP communication-bound threshold on {} x {} ({})\n", group.ranks, hw.name, t.algorithm));
+    text += (fmt::format("DP communication-bound threshold on {} x {} ({}){}\n", group.ranks, hw.name, t.algorithm,
+                         s ? fmt::format(" for {} (run's figure)", s->model.name) : std::string()));
     text += (fmt::format("  tokens per GPU      {:.0f}   (exact ring factors)\n", t.tokens_per_gpu));
     text += (fmt::format("  asymptotic (C/W)    {:.0f}   (every (k-1)/k taken as 1)\n", t.tokens_per_gpu_asymptotic));
-    if (moe) text += (fmt::format("  MoE factor E/k      {:g}   (already applied)\n", t.moe_factor));
+    if (moe && s)
+      text += fmt::format("  MoE factor          {:.4g}   (already applied: 6·Ψ of this rank over the FLOPs of a token{})\n",
+                          t.moe_factor, s->parallelism.ep > 1 ? fmt::format(", ep {}", s->parallelism.ep) : "");
+    else if (s && t.moe_factor != 1)
+      text += fmt::format("  sample factor       {:.4g}   (already applied: 6·Ψ over the FLOPs of a {})\n", t.moe_factor,
+                          s->model.sample_unit() == "images" ? "image" : "sample");
+    else if (moe)
+      text += a.moe_ep > 1 ? fmt::format("  MoE factor E/(k·ep) {:g}   (already applied: each GPU holds experts / ep {})\n",
+                                         t.moe_factor, a.moe_ep)
+                           : fmt::format("  MoE factor E/k      {:g}   (already applied)\n", t.moe_factor);
     text += (fmt::format("  min global batch    {:.4g} tokens  (asymptotic {:.4g})\n", t.min_global_batch_tokens,
                       t.min_global_batch_tokens_asymptotic));
     text += (fmt::format("  bottleneck          {}\n", t.bottleneck));
@@ -371,12 +405,20 @@ hardware::GroupShape flag_group_shape(const hardware::HardwareProfile& hw, long 
   return {static_cast<int>(ranks), static_cast<int>(ranks_per_node), axes};
 }
 
-std::pair<int, int> moe_shape(long long experts, long long topk) {
-  if (experts == 0 && topk == 0) return {1, 1};
+double moe_factor(long long experts, long long topk, long long ep) {
+  if (experts == 0 && topk == 0) {
+    if (ep != 0)
+      throw InputError("--ep", "", fmt::format("expert parallelism spreads a mixture's experts: give --moe-experts and "
+                                               "--moe-topk with it, got --ep {} alone", ep));
+    return 1.0;
+  }
   if (experts < 1 || topk < 1 || topk > experts || experts > (1 << 20))
     throw InputError("--moe-experts/--moe-topk", "",
                      fmt::format("expected 1 ≤ topk ≤ experts (both given), got experts {} topk {}", experts, topk));
-  return {static_cast<int>(experts), static_cast<int>(topk)};
+  if (ep != 0 && (ep < 1 || experts % ep != 0))
+    throw InputError("--ep", "", fmt::format("each GPU holds experts / ep of them: expected a divisor of {}, got {}",
+                                             experts, ep));
+  return static_cast<double>(experts) / static_cast<double>(topk) / static_cast<double>(ep > 0 ? ep : 1);
 }
 
 hardware::CollectiveAlgorithm algorithm_from(const std::string& name) {

@@ -57,7 +57,9 @@ struct CollectiveQuery {
 QueryAnswer collective_query(const CollectiveQuery& q);
 
 /// `stepsim threshold`: tokens per GPU below which pure DP is communication-bound (seed 000
-/// §7; schema stepsim.threshold/1).
+/// §7; schema stepsim.threshold/1). From the flags (the seeds' closed form, E/k or E/(k·ep) for
+/// a mixture), or from a scenario: then exactly run's comm-bound figure
+/// (comm_bound_threshold(): its DP group, its model's FLOPs per token).
 struct ThresholdQuery {
   std::string hardware;
   long long ranks = 0;
@@ -65,6 +67,9 @@ struct ThresholdQuery {
   int axes = 0;
   long long moe_experts = 0;  ///< E (0 with moe_topk 0: dense)
   long long moe_topk = 0;     ///< k
+  long long moe_ep = 0;       ///< expert-parallel degree (0: not given, 1)
+  std::string scenario;       ///< scenario file ("" = the flag form; the flags are then refused)
+  std::vector<std::string> sets;  ///< --set overrides of the scenario
 };
 /// @throws InputError naming the flag of a bad input.
 QueryAnswer threshold_query(const ThresholdQuery& q);
@@ -74,9 +79,11 @@ QueryAnswer threshold_query(const ThresholdQuery& q);
 hardware::GroupShape flag_group_shape(const hardware::HardwareProfile& hw, long long ranks, long long gpus_per_node,
                                       int axes);
 
-/// MoE shape (E, k) from --moe-experts/--moe-topk: (1, 1) when both are 0 (dense).
-/// @throws InputError unless 1 ≤ k ≤ E ≤ 2^20 (both given) or both are 0.
-std::pair<int, int> moe_shape(long long experts, long long topk);
+/// The threshold's MoE factor from --moe-experts E, --moe-topk k and --ep (hardware::dp_threshold):
+/// E/(k·ep), with ep 1 when 0 (not given); 1 when all are 0 (dense).
+/// @throws InputError unless 1 ≤ k ≤ E ≤ 2^20 (both given) or both are 0, and --ep (given)
+///         divides E (each GPU holds E / ep experts) and comes with them.
+double moe_factor(long long experts, long long topk, long long ep);
 
 /// "auto" | "ring" | "hierarchical" (validated by the caller).
 hardware::CollectiveAlgorithm algorithm_from(const std::string& name);

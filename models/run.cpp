@@ -484,21 +484,8 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   r.tokens_per_s = r.step_time_s > 0 ? r.tokens_per_step / r.step_time_s : 0;
   r.model_flops_per_gpu = model_flops_per_gpu_step(s) / static_cast<double>(pp);  // the stages share the model
   r.mfu = r.step_time_s > 0 ? r.model_flops_per_gpu / (r.step_time_s * s.hardware.peak_flops_per_s) : 0;
-  if (!step.groups.empty() && step.groups[0].ranks > 1) {
-    // "At peak FLOP/s": the peak of the arithmetic the linears run in (FP8 under float8).
-    hardware::HardwareProfile peak = s.hardware;
-    peak.peak_flops_per_s = s.hardware.peak_for(s.precision.float8 != PrecisionConfig::Float8::None ? hardware::GemmMath::Fp8
-                                                                                                   : s.precision.gemm_math);
-    r.comm_bound_threshold_tokens_per_gpu = hardware::dp_threshold(peak, step.groups[0]).tokens_per_gpu;
-    // The threshold prices a sample at the seeds' 6·Ψ FLOPs (a token of a transformer); an
-    // image of a CNN costs its convolutions' FLOPs (3 × forward), and a token of a mixture of
-    // experts only its active experts' (the seeds' E/k factor, §7.3, here exact: shared experts,
-    // dense blocks and attention included), so the same compute time covers 6·Ψ / (FLOPs per
-    // sample) as many samples.
-    const double per_sample = r.model_flops_per_gpu / static_cast<double>(s.tokens_per_gpu_step());
-    if ((s.model.sample_unit() == "images" || s.model.has_experts()) && per_sample > 0)
-      r.comm_bound_threshold_tokens_per_gpu *= 6.0 * static_cast<double>(s.model.trainable_parameter_count()) / per_sample;
-  }
+  if (!step.groups.empty() && step.groups[0].ranks > 1)
+    r.comm_bound_threshold_tokens_per_gpu = comm_bound_threshold(s, step.groups[0]).tokens_per_gpu;
   // The last micro-batch (the one that synchronises gradients) against its own backward: its
   // communication is one sync's, plus, under ZeRO-3 / FSDP / HSDP, its AllGathers.
   {
@@ -652,6 +639,24 @@ hardware::StepCostModel step_cost_model(const Scenario& s, const LoweredStep& st
                                contention_of(s));
   cost.set_kernel_work(kernel_work_table(s), s.framework.host_op_s);
   return cost;
+}
+
+hardware::Threshold comm_bound_threshold(const Scenario& s, const hardware::GroupShape& dp_group) {
+  // "At peak FLOP/s": the peak of the arithmetic the linears run in (FP8 under float8).
+  hardware::HardwareProfile peak = s.hardware;
+  peak.peak_flops_per_s = s.hardware.peak_for(s.precision.float8 != PrecisionConfig::Float8::None ? hardware::GemmMath::Fp8
+                                                                                                 : s.precision.gemm_math);
+  // The threshold prices a sample at the seeds' 6·Ψ FLOPs (a token of a transformer); an image
+  // of a CNN costs its convolutions' FLOPs (3 × forward), and a token of a mixture of experts
+  // only its active experts' (the seeds' E/k factor, §7.3, here exact: shared experts, dense
+  // blocks and attention included), so the same compute time covers 6·Ψ / (FLOPs per sample)
+  // as many samples.
+  const double flops = model_flops_per_gpu_step(s) / static_cast<double>(s.parallelism.pp);  // the stages share the model
+  const double per_sample = flops / static_cast<double>(s.tokens_per_gpu_step());
+  const double factor = (s.model.sample_unit() == "images" || s.model.has_experts()) && per_sample > 0
+                            ? 6.0 * static_cast<double>(s.model.trainable_parameter_count()) / per_sample
+                            : 1.0;
+  return hardware::dp_threshold(peak, dp_group, factor);
 }
 
 Report run(const Scenario& s) { return run_impl(s, nullptr); }

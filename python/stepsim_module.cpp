@@ -266,8 +266,8 @@ py::object collective(const std::string& op, const std::string& hardware, long l
 }
 
 py::object threshold(const std::string& hardware, long long ranks, long long gpus_per_node, int axes,
-                     long long moe_experts, long long moe_topk) {
-  return answer(stepsim::models::threshold_query({hardware, ranks, gpus_per_node, axes, moe_experts, moe_topk}));
+                     long long moe_experts, long long moe_topk, long long ep) {
+  return answer(stepsim::models::threshold_query({hardware, ranks, gpus_per_node, axes, moe_experts, moe_topk, ep}));
 }
 
 }  // namespace
@@ -326,9 +326,9 @@ PYBIND11_MODULE(stepsim, m) {
         "op: allreduce | reducescatter | allgather; size: bytes (int) or with a unit ('16GB'); network: a network "
         "preset over the profile's NICs (stepsim list networks).");
   m.def("threshold", &threshold, py::arg("hardware"), py::arg("ranks"), py::arg("gpus_per_node") = 0,
-        py::arg("axes") = 0, py::arg("moe_experts") = 0, py::arg("moe_topk") = 0,
+        py::arg("axes") = 0, py::arg("moe_experts") = 0, py::arg("moe_topk") = 0, py::arg("ep") = 0,
         "Tokens per GPU below which pure DP is communication-bound, as `stepsim threshold --format json` "
-        "(schema stepsim.threshold/1).");
+        "(schema stepsim.threshold/1); ep: expert-parallel degree (the MoE factor becomes E/(k·ep)).");
   m.def("profiles", [] { return list_items("profiles"); }, "The built-in hardware profiles, as `stepsim list profiles --format json` items.");
   m.def("models", [] { return list_items("models"); }, "The built-in models, as `stepsim list models --format json` items.");
   m.def("strategies", [] { return list_items("strategies"); }, "The DP strategies, as `stepsim list strategies --format json` items.");

@@ -45,6 +45,9 @@ void add_cluster_flags(CLI::App& cmd, ClusterFlags& f, bool required) {
   cmd.add_option("--axes", f.axes, "TPU: torus axes used for DP (1-3; default all)")->check(given_positive());
   cmd.add_option("--moe-experts", f.moe_experts, "MoE: experts per layer E")->check(given_positive());
   cmd.add_option("--moe-topk", f.moe_topk, "MoE: experts per token k")->check(given_positive());
+  cmd.add_option("--ep", f.moe_ep, "MoE: expert-parallel degree (each GPU holds E / ep experts: the factor becomes "
+                                   "E/(k·ep), as run's parallelism.ep)")
+      ->check(given_positive());
 }
 
 void add_calibration_option(CLI::App& cmd, std::vector<std::string>& sets) {

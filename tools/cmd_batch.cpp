@@ -32,7 +32,7 @@ struct BatchArgs : ClusterFlags {
 };
 
 int cmd_batch(const BatchArgs& a) {
-  const auto [experts, topk] = moe_shape(a.moe_experts, a.moe_topk);
+  const double moe = moe_factor(a.moe_experts, a.moe_topk, a.moe_ep);
   if (a.seq_len < 0 || a.seq_len > (1LL << 30))
     throw InputError("--seq-len", "", fmt::format("expected an integer in [1, 2^30], got {}", a.seq_len));
   if (!a.global_batch_tokens.empty() && a.global_batch_samples != 0)
@@ -64,7 +64,7 @@ int cmd_batch(const BatchArgs& a) {
   if (hw && a.ranks != 0) {
     any = true;
     const auto group = flag_group_shape(*hw, a.ranks, a.gpus_per_node, a.axes);
-    const auto t = hardware::dp_threshold(*hw, group, experts, topk);
+    const auto t = hardware::dp_threshold(*hw, group, moe);
     ordered m;
     m["hardware"] = hw->name;
     m["ranks"] = group.ranks;
@@ -92,7 +92,7 @@ int cmd_batch(const BatchArgs& a) {
     const int g = a.gpus_per_node > 0 ? static_cast<int>(std::min<long long>(a.gpus_per_node, 1 << 20)) : 0;
     if (a.axes < 0 || a.axes > 3 || (a.axes != 0 && !hw->is_torus()))
       throw InputError("--axes", "", fmt::format("expected 1, 2 or 3 torus axes on a TPU profile, got {}", a.axes));
-    const auto c = models::max_ranks_for_batch(*hw, *tokens, g, a.axes, experts, topk);
+    const auto c = models::max_ranks_for_batch(*hw, *tokens, g, a.axes, moe);
     ordered m;
     m["hardware"] = hw->name;
     m["global_batch_tokens"] = *tokens;

@@ -15,6 +15,8 @@ struct CollectiveArgs : models::CollectiveQuery {
 };
 
 struct ThresholdArgs : ClusterFlags {
+  std::string scenario;
+  std::vector<std::string> sets;
   std::string format = "text";
 };
 
@@ -26,7 +28,8 @@ int cmd_collective(const CollectiveArgs& a) {
 
 int cmd_threshold(const ThresholdArgs& a) {
   const models::QueryAnswer answer =
-      models::threshold_query({a.hardware, a.ranks, a.gpus_per_node, a.axes, a.moe_experts, a.moe_topk});
+      models::threshold_query({a.hardware, a.ranks, a.gpus_per_node, a.axes, a.moe_experts, a.moe_topk, a.moe_ep,
+                               a.scenario, a.sets});
   print(a.format == "json" ? answer.json.dump(2) + "\n" : answer.text);
   return 0;
 }
@@ -69,7 +72,11 @@ void add_collective_commands(CLI::App& app, Action& action) {
 
   auto thr = std::make_shared<ThresholdArgs>();
   auto* threshold = app.add_subcommand("threshold", "tokens per GPU below which pure DP is communication-bound");
-  add_cluster_flags(*threshold, *thr, true);
+  threshold->add_option("scenario", thr->scenario,
+                        "scenario JSON file: run's comm-bound figure for it (its DP group and its model's FLOPs per "
+                        "token); or use --hardware and --ranks");
+  threshold->add_option("--set", thr->sets, "override a scenario field: PATH=VALUE (repeatable)");
+  add_cluster_flags(*threshold, *thr, false);
   threshold->add_option("--format", thr->format, "output format")->check(CLI::IsMember({"text", "json"}));
   threshold->callback([thr, &action] { action = [thr] { return cmd_threshold(*thr); }; });
 }

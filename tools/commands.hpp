@@ -64,7 +64,7 @@ std::function<void(std::uint64_t, std::uint64_t)> progress_printer(const std::st
 // Shared with the library's commands (models/queries_json.hpp, sim/support/names.hpp).
 using models::algorithm_from;
 using models::flag_group_shape;
-using models::moe_shape;
+using models::moe_factor;
 using stepsim::count_of;
 
 /// The cluster and MoE flags `threshold` and `batch` share (values as parsed; unset = 0/"").
@@ -75,6 +75,7 @@ struct ClusterFlags {
   int axes = 0;                 ///< --axes: TPU torus axes used for DP (0: all)
   long long moe_experts = 0;    ///< --moe-experts E
   long long moe_topk = 0;       ///< --moe-topk k
+  long long moe_ep = 0;         ///< --ep: expert-parallel degree (0: not given)
 };
 
 /// A CLI11 check for a flag whose unset value is 0 ("not given"): a given value must be an
@@ -83,7 +84,7 @@ CLI::Validator given_positive();
 
 /// Adds --hardware, --ranks, --gpus-per-node, --axes, --moe-experts and --moe-topk to `cmd`,
 /// bound to `f` (which must outlive parsing); `required` makes --hardware and --ranks required.
-/// Validation is flag_group_shape's and moe_shape's.
+/// Validation is flag_group_shape's and moe_factor's.
 void add_cluster_flags(CLI::App& cmd, ClusterFlags& f, bool required);
 
 

@@ -338,7 +338,7 @@ TEST_CASE("hardware: DP threshold equals C/W with ring factors (seed 000 §7)", 
   CHECK(t.tokens_per_gpu == Approx(989e12 / 400e9 * 2047.0 / 2048));
   CHECK(t.tokens_per_gpu_asymptotic == Approx(989e12 / 400e9));
   CHECK(t.min_global_batch_tokens == Approx(t.tokens_per_gpu * 16384));
-  const auto moe = dp_threshold(h100, {16384, 8, 0}, 128, 4);
+  const auto moe = dp_threshold(h100, {16384, 8, 0}, 128.0 / 4);
   CHECK(moe.tokens_per_gpu == Approx(32 * t.tokens_per_gpu));
 }
 

@@ -328,6 +328,37 @@ constexpr double kSmallLocalExpertBytes = 2.0 * 2 * 3 * 1024 * 2048 * 2;
 
 }  // namespace
 
+// `stepsim threshold` agrees with run: on a scenario it is run's figure; from the flags the
+// seeds' closed form, E/k, and E/(k·ep) under expert parallelism (each GPU holds experts / ep).
+TEST_CASE("moe: threshold gives run's comm-bound figure, and E/(k·ep) from the flags", "[models][moe][ep]") {
+  const std::string path = std::string(STEPSIM_SOURCE_DIR) + "/configs/examples/deepseek-v3-fsdp-ep64-256xh100.json";
+  ThresholdQuery q;
+  q.scenario = path;
+  const QueryAnswer a = threshold_query(q);
+  const Report r = run(load_scenario(path, {}));
+  CHECK(a.json.at("tokens_per_gpu").get<double>() == Approx(r.comm_bound_threshold_tokens_per_gpu).epsilon(1e-12));
+  CHECK(a.json.at("ep") == 64);
+  // DeepSeek-V3: 256 experts, top-8, ep 64: the closed form's 256 / (8 · 64) = 0.5 against the
+  // exact 6·Ψ-per-rank over FLOPs-per-token ratio, which counts attention and the dense blocks.
+  const double exact = a.json.at("moe_factor").get<double>();
+  CHECK(exact > 0.5);
+  CHECK(exact < 0.7);
+  ThresholdQuery flags;
+  flags.hardware = "h100-sxm";
+  flags.ranks = 256;
+  flags.moe_experts = 256;
+  flags.moe_topk = 8;
+  const double e_over_k = threshold_query(flags).json.at("tokens_per_gpu").get<double>();
+  flags.moe_ep = 64;
+  CHECK(threshold_query(flags).json.at("tokens_per_gpu").get<double>() == Approx(e_over_k / 64).epsilon(1e-12));
+  CHECK(threshold_query(flags).json.at("moe_factor").get<double>() == 0.5);
+  flags.moe_ep = 3;
+  CHECK_THROWS_WITH(threshold_query(flags), Contains("--ep: each GPU holds experts / ep of them: expected a divisor of 256"));
+  // A scenario and the flags together are refused.
+  q.hardware = "h100-sxm";
+  CHECK_THROWS_WITH(threshold_query(q), Contains("give either a scenario or --hardware and --ranks"));
+}
+
 // DeepSpeed ZeRO-1/2 (stage_1_and_2.py: _configure_moe_settings, average_tensor): the experts'
 // parameter group is partitioned over expert DP; each IPG bucket reduces its expert slices
 // over that group, its dense ones over DP; after step() each group is all-gathered over its own.
