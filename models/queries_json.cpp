@@ -142,8 +142,16 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   text += fmt::format("  {:<7}{:>12}{:>12}{:>12}{:>12}{}{}\n", "", "params", "grads", "optimizer", "total",
                       activations >= 0 ? "  + activations" : "", hw ? "   largest model" : "");
   for (const auto& row : strategy_model_states(psi, dp, group, k, param_bytes, ep > 1 ? model_params : -1)) {
-    // hsdp keeps an EP group inside a shard group: no row when ep does not divide it.
-    if (ep > 1 && std::string_view(row.strategy) == "hsdp" && group % ep != 0) continue;
+    // hsdp keeps an EP group inside a shard group: no row when ep does not divide it, and a line
+    // that says why (found by both trials: the row went missing without a word).
+    if (ep > 1 && std::string_view(row.strategy) == "hsdp" && group % ep != 0) {
+      const std::string why = fmt::format("ep {} does not divide the shard group G = {}: an EP group lies inside one "
+                                          "shard group (set --shard-group-size or parallelism.shard_group_size to a "
+                                          "multiple of ep)", ep, group);
+      j["hsdp_omitted"] = why;
+      text += fmt::format("  {:<7}(none: {})\n", "hsdp", why);
+      continue;
+    }
     const auto& m = row.states;
     nlohmann::ordered_json e = {{"params_bytes", m.params_bytes},
                                 {"grads_bytes", m.grads_bytes},
@@ -312,13 +320,24 @@ QueryAnswer threshold_query(const ThresholdQuery& a) {
   hardware::Threshold t;
   bool moe = a.moe_experts != 0 || a.moe_topk != 0;
   if (!a.scenario.empty()) {
-    if (!a.hardware.empty() || a.ranks != 0 || a.gpus_per_node != 0 || a.axes != 0 || moe || a.moe_ep != 0)
-      throw InputError("--hardware/--ranks", "", "give either a scenario or --hardware and --ranks (and the MoE flags), "
-                                                 "not both: the scenario sets them");
+    std::vector<std::string> given;
+    for (const auto& [flag, set] : {std::pair{"--hardware", !a.hardware.empty()}, std::pair{"--ranks", a.ranks != 0},
+                                    std::pair{"--gpus-per-node", a.gpus_per_node != 0}, std::pair{"--axes", a.axes != 0},
+                                    std::pair{"--moe-experts", a.moe_experts != 0}, std::pair{"--moe-topk", a.moe_topk != 0},
+                                    std::pair{"--ep", a.moe_ep != 0}})
+      if (set) given.emplace_back(flag);
+    if (!given.empty())
+      throw InputError(given.front(), "", fmt::format("give either a scenario or --hardware and --ranks (and the MoE "
+                                                      "flags), not both: the scenario sets them (override its fields "
+                                                      "with --set, e.g. --set {})",
+                                                      given.front() == "--ep" ? "parallelism.ep=N"
+                                                      : given.front() == "--ranks" ? "parallelism.dp=N"
+                                                                                   : "hardware=NAME"));
     s = load_scenario(a.scenario, a.sets);
     hw = s->hardware;
-    group = lower_step(*s).groups.at(0);
-    t = comm_bound_threshold(*s, group);
+    const LoweredStep step = lower_step(*s);
+    group = step.groups.at(0);
+    t = comm_bound_threshold(*s, step);
     moe = s->model.has_experts();
   } else {
     if (!a.sets.empty())
@@ -328,6 +347,7 @@ QueryAnswer threshold_query(const ThresholdQuery& a) {
     hw = hardware::load_profile(a.hardware, "--hardware");
     group = flag_group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
     t = hardware::dp_threshold(hw, group, moe_factor(a.moe_experts, a.moe_topk, a.moe_ep));
+    check_flag_ep(hw, a.ranks, a.moe_ep);
   }
   nlohmann::ordered_json j;
   j["schema"] = "stepsim.threshold/1";
@@ -339,10 +359,14 @@ QueryAnswer threshold_query(const ThresholdQuery& a) {
     j["model"] = s->model.name;
     if (s->parallelism.ep > 1) j["ep"] = s->parallelism.ep;
   }
+  // A CNN's samples are images (run says images/GPU); the keys keep their names.
+  const std::string unit = s ? s->model.sample_unit() : "tokens";
+  if (s) j["sample_unit"] = unit;
   j["peak_flops_per_s"] = hw.peak_flops_per_s;
   j["tokens_per_gpu"] = t.tokens_per_gpu;
   j["tokens_per_gpu_asymptotic"] = t.tokens_per_gpu_asymptotic;
   j["moe_factor"] = t.moe_factor;
+  if (!s && a.moe_ep > 1) j["ep"] = a.moe_ep;
   j["min_global_batch_tokens"] = t.min_global_batch_tokens;
   j["min_global_batch_tokens_asymptotic"] = t.min_global_batch_tokens_asymptotic;
   j["bottleneck"] = t.bottleneck;
@@ -354,27 +378,32 @@ QueryAnswer threshold_query(const ThresholdQuery& a) {
   {
     text += (fmt::format("DP communication-bound threshold on {} x {} ({}){}\n", group.ranks, hw.name, t.algorithm,
                          s ? fmt::format(" for {} (run's figure)", s->model.name) : std::string()));
-    text += (fmt::format("  tokens per GPU      {:.0f}   (exact ring factors)\n", t.tokens_per_gpu));
-    text += (fmt::format("  asymptotic (C/W)    {:.0f}   (every (k-1)/k taken as 1)\n", t.tokens_per_gpu_asymptotic));
+    text += (fmt::format("  {:<20}{:.{}f}   (exact ring factors)\n", unit + " per GPU", t.tokens_per_gpu,
+                         t.tokens_per_gpu < 10 ? 2 : 0));
+    text += (fmt::format("  asymptotic (C/W)    {:.{}f}   (every (k-1)/k taken as 1)\n", t.tokens_per_gpu_asymptotic,
+                         t.tokens_per_gpu_asymptotic < 10 ? 2 : 0));
     if (moe && s)
       text += fmt::format("  MoE factor          {:.4g}   (already applied: 6·Ψ of this rank over the FLOPs of a token{})\n",
                           t.moe_factor, s->parallelism.ep > 1 ? fmt::format(", ep {}", s->parallelism.ep) : "");
     else if (s && t.moe_factor != 1)
-      text += fmt::format("  sample factor       {:.4g}   (already applied: 6·Ψ over the FLOPs of a {})\n", t.moe_factor,
+      text += fmt::format("  sample factor       {:.4g}   (already applied: 6·Ψ over the FLOPs of one {})\n", t.moe_factor,
                           s->model.sample_unit() == "images" ? "image" : "sample");
     else if (moe)
-      text += a.moe_ep > 1 ? fmt::format("  MoE factor E/(k·ep) {:g}   (already applied: each GPU holds experts / ep {})\n",
+      text += a.moe_ep > 1 ? fmt::format("  MoE factor E/(k·ep) {:g}   (already applied: each GPU holds experts / ep {}; the "
+                                         "seeds' closed form prices every gradient over the DP group: on a scenario, "
+                                         "run's figure reduces the experts' over their own group)\n",
                                          t.moe_factor, a.moe_ep)
                            : fmt::format("  MoE factor E/k      {:g}   (already applied)\n", t.moe_factor);
-    text += (fmt::format("  min global batch    {:.4g} tokens  (asymptotic {:.4g})\n", t.min_global_batch_tokens,
-                      t.min_global_batch_tokens_asymptotic));
+    text += (fmt::format("  min global batch    {:.4g} {}  (asymptotic {:.4g})\n", t.min_global_batch_tokens, unit,
+                         t.min_global_batch_tokens_asymptotic));
     text += (fmt::format("  bottleneck          {}\n", t.bottleneck));
     if (!t.torus_dims.empty()) {
       std::string dims;
       for (int d : t.torus_dims) dims += (dims.empty() ? "" : "x") + std::to_string(d);
       text += (fmt::format("  torus rings         {}\n", dims));
     }
-    text += ("  below this many tokens per GPU per micro-batch, the gradient AllReduce cannot hide behind backward\n");
+    text += fmt::format("  below this many {} per GPU per micro-batch, the gradient AllReduce cannot hide behind backward\n",
+                        unit);
   }
   return {std::move(j), std::move(text)};
 }
@@ -405,6 +434,16 @@ hardware::GroupShape flag_group_shape(const hardware::HardwareProfile& hw, long 
   return {static_cast<int>(ranks), static_cast<int>(ranks_per_node), axes};
 }
 
+void check_flag_ep(const hardware::HardwareProfile& hw, long long ranks, long long ep) {
+  if (ep <= 1) return;
+  if (hw.is_torus())
+    throw InputError("--ep", "", fmt::format("expert parallelism on the {} torus is not modelled (run refuses it too); "
+                                             "expected no --ep", hw.name));
+  if (ranks != 0 && ranks % ep != 0)
+    throw InputError("--ep", "", fmt::format("an EP group is ep of the DP ranks: expected a divisor of --ranks {}, got {}",
+                                             ranks, ep));
+}
+
 double moe_factor(long long experts, long long topk, long long ep) {
   if (experts == 0 && topk == 0) {
     if (ep != 0)
@@ -414,7 +453,7 @@ double moe_factor(long long experts, long long topk, long long ep) {
   }
   if (experts < 1 || topk < 1 || topk > experts || experts > (1 << 20))
     throw InputError("--moe-experts/--moe-topk", "",
-                     fmt::format("expected 1 ≤ topk ≤ experts (both given), got experts {} topk {}", experts, topk));
+                     fmt::format("expected 1 ≤ topk ≤ experts ≤ 2^20 (both given), got experts {} topk {}", experts, topk));
   if (ep != 0 && (ep < 1 || experts % ep != 0))
     throw InputError("--ep", "", fmt::format("each GPU holds experts / ep of them: expected a divisor of {}, got {}",
                                              experts, ep));

@@ -85,6 +85,11 @@ hardware::GroupShape flag_group_shape(const hardware::HardwareProfile& hw, long 
 ///         divides E (each GPU holds E / ep experts) and comes with them.
 double moe_factor(long long experts, long long topk, long long ep);
 
+/// --ep (> 1) against the cluster flags: refused on a torus profile (run does not model EP
+/// there) and unless it divides `ranks` (when given, ≠ 0).
+/// @throws InputError naming --ep.
+void check_flag_ep(const hardware::HardwareProfile& hw, long long ranks, long long ep);
+
 /// "auto" | "ring" | "hierarchical" (validated by the caller).
 hardware::CollectiveAlgorithm algorithm_from(const std::string& name);
 

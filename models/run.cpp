@@ -48,20 +48,22 @@ std::string does_not_fit_message(const Scenario& s, const MemoryBreakdown& m) {
     std::string what;
   };
   // Per parameter of what this rank's share covers: the whole model (s.model_parameters) when
-  // sharded (under EP too: FSDP shards every tensor over dp × cp ranks in all), this rank's
-  // tensors when replicated.
+  // everything is sharded (under EP too: every tensor is split over dp × cp ranks in all), this
+  // rank's tensors when its parameters stay whole (ddp, zero1, zero2).
   const bool ep = s.parallelism.ep > 1;
-  const double per_param =
-      states / std::max(1.0, static_cast<double>(strategy_of(s).zero_stage == 0 || !ep ? s.model.parameter_count()
+  const int stage = strategy_of(s).zero_stage;
+  const double per_param = states / std::max(1.0, static_cast<double>(stage < 3 || !ep ? s.model.parameter_count()
                                                                                        : s.model_parameters));
+  const std::string of_rank = ep ? " of this rank's, the routed experts split ep ways" : "";
   std::vector<Part> parts = {
-      {states, strategy_of(s).zero_stage == 0
-                   ? fmt::format("model state ({:.1f} bytes per parameter{}; pure DP keeps a full copy of parameters, "
-                                 "gradients and optimizer state on every GPU: shard it with {})",
-                                 per_param, ep ? " of this rank's, the routed experts split ep ways" : "",
-                                 "zero1-3 or fsdp")
-                   : fmt::format("model state ({:.2f} bytes per parameter after sharding over {} ranks: more ranks "
-                                 "or offload)", per_param, s.shard_ranks())},
+      {states, stage == 0   ? fmt::format("model state ({:.1f} bytes per parameter{}; pure DP keeps a full copy of "
+                                          "parameters, gradients and optimizer state on every GPU: shard it with "
+                                          "zero1-3 or fsdp)", per_param, of_rank)
+               : stage < 3 ? fmt::format("model state ({:.1f} bytes per parameter{}; zero{} keeps whole parameters{} on "
+                                          "every GPU, whatever the ranks: zero3 or fsdp shard them too, or offload)",
+                                          per_param, of_rank, stage, stage == 1 ? " and gradients" : "")
+                           : fmt::format("model state ({:.2f} bytes per parameter after sharding over {} ranks: more "
+                                          "ranks or offload)", per_param, s.shard_ranks())},
       {m.activations_bytes,
        fmt::format("activations ({} tokens per micro-batch: lower batch.micro_batch_size or batch.seq_len{})",
                    s.tokens_per_micro_batch(),
@@ -485,7 +487,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   r.model_flops_per_gpu = model_flops_per_gpu_step(s) / static_cast<double>(pp);  // the stages share the model
   r.mfu = r.step_time_s > 0 ? r.model_flops_per_gpu / (r.step_time_s * s.hardware.peak_flops_per_s) : 0;
   if (!step.groups.empty() && step.groups[0].ranks > 1)
-    r.comm_bound_threshold_tokens_per_gpu = comm_bound_threshold(s, step.groups[0]).tokens_per_gpu;
+    r.comm_bound_threshold_tokens_per_gpu = comm_bound_threshold(s, step).tokens_per_gpu;
   // The last micro-batch (the one that synchronises gradients) against its own backward: its
   // communication is one sync's, plus, under ZeRO-3 / FSDP / HSDP, its AllGathers.
   {
@@ -619,8 +621,9 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
         "expert parallelism: the all-to-alls take {:.1f} % of the step ({:.3f} ms, none hidden: they sit between the "
         "router and the experts){}",
         100 * r.ep_exposed_comm_s / r.step_time_s, r.ep_exposed_comm_s * 1e3,
-        s.parallelism.ep > gpn ? fmt::format("; ep {} spans nodes, so most tokens cross the network: ep {} keeps them "
-                                             "on NVLink", s.parallelism.ep, gpn)
+        s.parallelism.ep > gpn ? fmt::format("; ep {} spans nodes, so most tokens cross the network: ep {} would keep "
+                                             "them on NVLink, but each rank would then hold and reduce {}x the experts "
+                                             "over more nodes (run both)", s.parallelism.ep, gpn, s.parallelism.ep / gpn)
                                : std::string()));
   }
   r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -641,7 +644,8 @@ hardware::StepCostModel step_cost_model(const Scenario& s, const LoweredStep& st
   return cost;
 }
 
-hardware::Threshold comm_bound_threshold(const Scenario& s, const hardware::GroupShape& dp_group) {
+hardware::Threshold comm_bound_threshold(const Scenario& s, const LoweredStep& step) {
+  const hardware::GroupShape& dp_group = step.groups.at(0);
   // "At peak FLOP/s": the peak of the arithmetic the linears run in (FP8 under float8).
   hardware::HardwareProfile peak = s.hardware;
   peak.peak_flops_per_s = s.hardware.peak_for(s.precision.float8 != PrecisionConfig::Float8::None ? hardware::GemmMath::Fp8
@@ -653,10 +657,30 @@ hardware::Threshold comm_bound_threshold(const Scenario& s, const hardware::Grou
   // as many samples.
   const double flops = model_flops_per_gpu_step(s) / static_cast<double>(s.parallelism.pp);  // the stages share the model
   const double per_sample = flops / static_cast<double>(s.tokens_per_gpu_step());
-  const double factor = (s.model.sample_unit() == "images" || s.model.has_experts()) && per_sample > 0
-                            ? 6.0 * static_cast<double>(s.model.trainable_parameter_count()) / per_sample
-                            : 1.0;
-  return hardware::dp_threshold(peak, dp_group, factor);
+  // Under expert parallelism the routed experts' gradients reduce over their own group (the
+  // expert-data-parallel ranks, fewer per node, so often at the NIC's pace): each part's bytes
+  // at its group's bandwidth, the two times added, as the step runs them one after the other.
+  double dense = static_cast<double>(s.model.trainable_parameter_count()), experts = 0;
+  if (step.edp_group >= 0)
+    for (const auto& l : s.model.layers)
+      for (const auto& p : l.params)
+        if (p.trainable && p.expert_share > 0) experts += static_cast<double>(p.numel);
+  dense -= experts;
+  const bool scaled = (s.model.sample_unit() == "images" || s.model.has_experts()) && per_sample > 0;
+  const double total = dense + experts;
+  const double factor = scaled ? 6.0 * total / per_sample : 1.0;
+  hardware::Threshold t = hardware::dp_threshold(peak, dp_group, factor);
+  if (experts <= 0 || !(total > 0)) return t;
+  // Each group's share of the factor: its parameters' share of this rank's.
+  const hardware::Threshold e =
+      hardware::dp_threshold(peak, step.groups.at(static_cast<std::size_t>(step.edp_group)), factor * experts / total);
+  const double dense_share = dense / total;
+  t.tokens_per_gpu = t.tokens_per_gpu * dense_share + e.tokens_per_gpu;
+  t.tokens_per_gpu_asymptotic = t.tokens_per_gpu_asymptotic * dense_share + e.tokens_per_gpu_asymptotic;
+  t.moe_factor = t.tokens_per_gpu / hardware::dp_threshold(peak, dp_group).tokens_per_gpu;
+  t.min_global_batch_tokens = t.tokens_per_gpu * dp_group.ranks;
+  t.min_global_batch_tokens_asymptotic = t.tokens_per_gpu_asymptotic * dp_group.ranks;
+  return t;
 }
 
 Report run(const Scenario& s) { return run_impl(s, nullptr); }

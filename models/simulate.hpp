@@ -34,15 +34,18 @@ using RunProgress = std::function<void(std::uint64_t done, std::uint64_t total)>
 /// run(scenario) or run(scenario, *keep) (when `keep` is not null) with a progress callback.
 Report run(const Scenario& scenario, SimulatedStep* keep, const RunProgress& progress);
 
-/// The tokens per GPU per micro-batch below which `s`'s gradient reduction over `dp_group` (the
+/// The tokens per GPU per micro-batch below which `s`'s gradient reduction over its DP group (the
 /// step's group 0: its DP, or under hsdp shard, group) cannot hide behind backward at peak
 /// FLOP/s (Report::comm_bound_threshold_tokens_per_gpu is its tokens_per_gpu):
 /// hardware::dp_threshold at the peak of the math the linears run in (FP8 under float8), with
 /// moe_factor 6·Ψ / (model FLOPs per sample) when a sample is not a dense transformer's token
 /// (an image: its convolutions; a token of a mixture of experts: its active experts, the seeds'
 /// E/k made exact, about E/(k·ep) under expert parallelism, since Ψ is then this rank's share).
-/// Precondition: dp_group.ranks ≥ 1 (tokens_per_gpu is 0 for one rank).
-hardware::Threshold comm_bound_threshold(const Scenario& s, const hardware::GroupShape& dp_group);
+/// Under expert parallelism the routed experts' share of the gradients is priced over the
+/// step's expert-data-parallel group (step.edp_group) and the dense share over group 0, the two
+/// bandwidth times added; moe_factor is then the combined figure over the dense threshold of
+/// group 0. Precondition: step.groups is not empty (tokens_per_gpu is 0 for a group 0 of one rank).
+hardware::Threshold comm_bound_threshold(const Scenario& s, const LoweredStep& step);
 
 /// The cost model run() prices a lowered step with: the scenario's profile, calibration overlay
 /// and collective model, the kernels of its layers (kernel_work_table()), the framework's per-op host cost,

@@ -28,6 +28,9 @@ CLI::Validator given_positive() {
         long long v = 0;
         const char* end = text.data() + text.size();
         const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        // An empty value would read as 0, "not given" (found by a hostile trial: --ep '' passed).
+        if (text.empty()) return "expected a positive integer, got an empty value";
+        if (ec == std::errc::result_out_of_range) return fmt::format("expected a positive integer, got {} (out of range)", text);
         if (ec != std::errc() || ptr != end || v >= 1) return "";  // not an integer: CLI11's conversion says so
         return fmt::format("expected a positive integer, got {}", text);
       },

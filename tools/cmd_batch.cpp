@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <numeric>
 #include <optional>
 
 namespace stepsim::tools {
@@ -60,6 +61,7 @@ int cmd_batch(const BatchArgs& a) {
   bool any = false;
   std::optional<hardware::HardwareProfile> hw;
   if (!a.hardware.empty()) hw = hardware::load_profile(a.hardware, "--hardware");
+  if (hw) models::check_flag_ep(*hw, a.ranks, a.moe_ep);
 
   if (hw && a.ranks != 0) {
     any = true;
@@ -72,6 +74,7 @@ int cmd_batch(const BatchArgs& a) {
     m["tokens_per_gpu_asymptotic"] = t.tokens_per_gpu_asymptotic;
     m["min_global_batch_tokens"] = t.min_global_batch_tokens;
     m["min_global_batch_tokens_asymptotic"] = t.min_global_batch_tokens_asymptotic;
+    m["moe_factor"] = t.moe_factor;
     text += fmt::format("global batch {} x {} needs before pure DP is compute-bound (seed 000 §7.2)\n", group.ranks, hw->name);
     text += fmt::format("  at least        {:.4g} tokens ({:.0f} tokens/GPU; the seeds' C/W form: {:.4g} = {} x {:.0f})\n",
                         t.min_global_batch_tokens, t.tokens_per_gpu, t.min_global_batch_tokens_asymptotic, group.ranks,
@@ -92,12 +95,30 @@ int cmd_batch(const BatchArgs& a) {
     const int g = a.gpus_per_node > 0 ? static_cast<int>(std::min<long long>(a.gpus_per_node, 1 << 20)) : 0;
     if (a.axes < 0 || a.axes > 3 || (a.axes != 0 && !hw->is_torus()))
       throw InputError("--axes", "", fmt::format("expected 1, 2 or 3 torus axes on a TPU profile, got {}", a.axes));
-    const auto c = models::max_ranks_for_batch(*hw, *tokens, g, a.axes, moe);
+    auto c = models::max_ranks_for_batch(*hw, *tokens, g, a.axes, moe);
+    // Under expert parallelism an EP group is ep of the DP ranks: a multiple of ep (and of whole
+    // nodes beyond one), found by a hostile trial answering 40 GPUs for ep 256.
+    if (a.moe_ep > 1 && c.ranks % a.moe_ep != 0) {
+      const std::int64_t node = g > 0 ? g : hw->gpus_per_node;
+      const std::int64_t ep = a.moe_ep;
+      const std::int64_t step = ep > node ? std::lcm(ep, node) : ep;
+      c.ranks = c.ranks / step * step;
+      if (c.ranks > 0) {
+        const hardware::GroupShape shape{static_cast<int>(c.ranks), static_cast<int>(std::min<std::int64_t>(node, c.ranks)),
+                                         a.axes};
+        c.tokens_per_gpu_at_ranks = *tokens / static_cast<double>(c.ranks);
+        c.threshold_at_ranks = hardware::dp_threshold(*hw, shape, moe).tokens_per_gpu;
+      } else {
+        c.tokens_per_gpu_at_ranks = c.threshold_at_ranks = 0;
+      }
+    }
     ordered m;
     m["hardware"] = hw->name;
     m["global_batch_tokens"] = *tokens;
     m["tokens_per_gpu_asymptotic"] = c.tokens_per_gpu_asymptotic;
     m["ranks_asymptotic"] = c.ranks_asymptotic;
+    m["moe_factor"] = moe;
+    if (a.moe_ep > 1) m["ep"] = a.moe_ep;
     m["ranks"] = c.ranks;
     m["tokens_per_gpu_at_ranks"] = c.tokens_per_gpu_at_ranks;
     m["threshold_at_ranks"] = c.threshold_at_ranks;
@@ -105,9 +126,14 @@ int cmd_batch(const BatchArgs& a) {
     text += fmt::format("most {} devices a {:.4g}-token batch keeps compute-bound under pure DP (seed 000 §7.5)\n", hw->name, *tokens);
     text += fmt::format("  seeds' form     {:.0f} = {:.4g} / {:.0f} tokens per GPU (C/W)\n", c.ranks_asymptotic, *tokens,
                         c.tokens_per_gpu_asymptotic);
-    text += fmt::format("  exact ring      {} ({:.0f} tokens/GPU vs a threshold of {:.0f} there){}\n", c.ranks,
-                        c.tokens_per_gpu_at_ranks, c.threshold_at_ranks,
-                        c.limited_by_pod ? "; capped at one pod: DP across pods (DCN) is not modelled" : "");
+    if (c.ranks > 0)
+      text += fmt::format("  exact ring      {} ({:.0f} tokens/GPU vs a threshold of {:.0f} there){}{}\n", c.ranks,
+                          c.tokens_per_gpu_at_ranks, c.threshold_at_ranks,
+                          c.limited_by_pod ? "; capped at one pod: DP across pods (DCN) is not modelled" : "",
+                          a.moe_ep > 1 ? fmt::format("; a multiple of ep {}", a.moe_ep) : std::string());
+    else
+      text += fmt::format("  exact ring      none: the batch keeps fewer GPUs compute-bound than one EP group of {}\n",
+                          a.moe_ep);
     text += "  beyond this, split the model another way (tensor, pipeline parallelism): they do not divide the batch\n";
     j["max_ranks"] = m;
   }
