@@ -130,10 +130,12 @@ sim::Timeline replicate_timeline(const sim::Timeline& one, std::size_t n, std::u
 // every rank plays the symmetric step `sym` (identical copies reach every collective together),
 // which is then the answer for every rank unless a trace of every rank is asked. With
 // `keep_all` (traces) every rank's records go to `all`; otherwise only makespans and rank 0 are
-// kept (sim::run_summary).
+// kept (sim::run_summary). `rank0_factor` gets, by task, the duration multiplier rank 0's
+// variation gave it (sim::RankVariation::factor; 1 for transfers and without variation).
 sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, const hardware::StepCostModel& cost,
                                 const sim::RunOptions& symmetric_options, const sim::Timeline& sym, Report& r,
-                                bool keep_all, std::optional<sim::Timeline>& all, const RunProgress& progress) {
+                                bool keep_all, std::optional<sim::Timeline>& all, const RunProgress& progress,
+                                std::vector<double>& rank0_factor) {
   const sim::TaskGraph& g = step.graph;
   const auto copies = static_cast<std::uint32_t>(s.world_size());
   const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
@@ -214,6 +216,10 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   options.variation = std::move(var);
   options.progress = progress;
   const sim::RankVariation& variation = options.variation;
+  rank0_factor.assign(g.size(), 1.0);
+  if (!variation.none())
+    for (sim::TaskId v = 0; v < g.size(); ++v)
+      if (g.task(v).kind == sim::TaskKind::Compute) rank0_factor[v] = variation.factor(0, v);
   std::vector<sim::Time> ends;
   std::optional<sim::Timeline> rank0;
   if (variation.none()) {
@@ -333,12 +339,20 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   sim::Timeline tl = sim::run(step.graph, cost, options);
   const sim::TaskGraph& g = step.graph;
   // per_rank: rank 0's copy of the same step, played among every rank's.
-  if (s.rank_mode == "per_rank") tl = simulate_per_rank(s, step, cost, options, tl, r, keep != nullptr, all, progress);
+  // per_rank: rank 0's own variation (slow rank, jitter, expert load) is its tasks' time alone,
+  // not contention (found by a hostile trial: an expert load showed as overlap slowdown, < 0
+  // when rank 0's share was light).
+  std::vector<double> rank0_factor;
+  if (s.rank_mode == "per_rank")
+    tl = simulate_per_rank(s, step, cost, options, tl, r, keep != nullptr, all, progress, rank0_factor);
   for (sim::TaskId id = 0; id < g.size(); ++id) {
     // What contention added to rank 0's tasks beyond their time alone (sim::Work's fluid model).
     const sim::Task& t = g.task(id);
     if (t.rank != 0) continue;
-    const double stretch = ((tl[id].end - tl[id].start) - cost.duration(t)).seconds();
+    const double alone = cost.duration(t).seconds() * (rank0_factor.empty() ? 1.0 : rank0_factor[id]);
+    double stretch = (tl[id].end - tl[id].start).seconds() - alone;
+    // A varied duration is rounded to the engine's picoseconds: no contention makes a task shorter.
+    if (!rank0_factor.empty()) stretch = std::max(0.0, stretch);
     (t.kind == sim::TaskKind::Transfer ? r.link_sharing_stretch_s : r.overlap_slowdown_s) += stretch;
   }
   // Allocation waits of rank 0, or of every PP rank (a stage that waits for memory stalls its

@@ -239,6 +239,23 @@ TEST_CASE("moe: sim.expert_load needs per_rank mode and expert parallelism", "[m
   CHECK(error(R"(, "ep": 8)", R"({"rank_mode": "per_rank", "expert_load": {"cv": 0.2}})").empty());
 }
 
+// Rank 0's own draws are its tasks' time alone, not contention (found by a hostile trial: its
+// expert load showed as overlap slowdown, negative when its share was light).
+TEST_CASE("moe: rank 0's expert load is not counted as contention (per_rank)", "[models][moe][ep]") {
+  for (const char* load : {R"({"cv": 0.5, "seed": 3})", R"({"cv": 0.5, "seed": 3, "capacity_factor": 1})"}) {
+    INFO(load);
+    const Report r = run(scenario(fmt::format(R"({{"model": {{"hf_config": {{"model_type": "mixtral",
+      "num_hidden_layers": 2, "hidden_size": 1024, "intermediate_size": 2048, "num_attention_heads": 8,
+      "num_key_value_heads": 8, "vocab_size": 32000}}}}, "hardware": "h100-sxm",
+      "parallelism": {{"strategy": "zero1", "dp": 16, "ep": 8}}, "batch": {{"micro_batch_size": 1, "seq_len": 2048}},
+      "sim": {{"rank_mode": "per_rank", "overlap_model": "off", "expert_load": {}}}}})",
+                                              load)));
+    REQUIRE(r.per_rank.moe_layers == 2);
+    CHECK(r.overlap_slowdown_s >= 0);
+    CHECK(r.overlap_slowdown_s < 1e-9);  // no overlap model: nothing slows compute
+  }
+}
+
 // On the compute stream a layer's backward starts with its all-to-alls (under full
 // recomputation the re-run forward's, then the combine's gradient, the dispatch's), and the
 // layer's gradients are reduced only after its last segment: no reduction can overtake them.
