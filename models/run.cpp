@@ -160,10 +160,13 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
     const auto group = static_cast<std::int32_t>(t.group);
     const auto tp = static_cast<std::uint32_t>(s.parallelism.tp);
     // A CP group takes every tp-th rank, in consecutive blocks of its size (tp-cp-dp order).
-    // The expert-data-parallel group takes every ep-th rank (every (world / ranks)-th, as the replica group).
+    // The expert-data-parallel group takes every ep-th rank (in blocks of its size: under hsdp
+    // inside a shard group); the experts' replica group is the replica group's (every
+    // (world / ranks)-th rank).
     spans[t.rendezvous] = {size, group == step.tp_group                                     ? 1u
-                                 : group == step.replica_group || group == step.edp_group ? copies / size
-                                                                                          : tp};
+                                 : group == step.replica_group || group == step.edp_replica_group ? copies / size
+                                 : group == step.edp_group ? static_cast<std::uint32_t>(s.parallelism.ep) * tp
+                                                           : tp};
   }
   sim::RankVariation var;
   const RankVariationConfig& cfg = s.variation;
@@ -452,7 +455,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
                               : step.is_pp_group(t.group)                         ? "pp"
                               : step.is_cp_group(t.group)                         ? "cp"
                               : static_cast<std::int32_t>(t.group) == step.ep_group ? "ep"
-                              : static_cast<std::int32_t>(t.group) == step.edp_group ? "edp"
+                              : step.is_edp_group(t.group)                        ? "edp"
                                                                                   : "dp";
     auto it = std::find_if(r.collectives.begin(), r.collectives.end(), [&](const CollectiveSummary& x) {
       return x.op == op && x.bytes == t.bytes && x.ranks == shape.ranks && x.algorithm == c.algorithm &&
@@ -674,20 +677,23 @@ hardware::Threshold comm_bound_threshold(const Scenario& s, const LoweredStep& s
   // Under expert parallelism the routed experts' gradients reduce over their own group (the
   // expert-data-parallel ranks, fewer per node, so often at the NIC's pace): each part's bytes
   // at its group's bandwidth, the two times added, as the step runs them one after the other.
-  double dense = static_cast<double>(s.model.trainable_parameter_count()), experts = 0;
-  if (step.edp_group >= 0)
+  // With no such group (ep = dp × cp) each expert is whole on its rank and its gradients move
+  // nowhere.
+  const double total = static_cast<double>(s.model.trainable_parameter_count());
+  double experts = 0;
+  if (s.parallelism.ep > 1)
     for (const auto& l : s.model.layers)
       for (const auto& p : l.params)
         if (p.trainable && p.expert_share > 0) experts += static_cast<double>(p.numel);
-  dense -= experts;
+  const double dense = total - experts;
   const bool scaled = (s.model.sample_unit() == "images" || s.model.has_experts()) && per_sample > 0;
-  const double total = dense + experts;
   const double factor = scaled ? 6.0 * total / per_sample : 1.0;
   hardware::Threshold t = hardware::dp_threshold(peak, dp_group, factor);
   if (experts <= 0 || !(total > 0)) return t;
   // Each group's share of the factor: its parameters' share of this rank's.
-  const hardware::Threshold e =
-      hardware::dp_threshold(peak, step.groups.at(static_cast<std::size_t>(step.edp_group)), factor * experts / total);
+  hardware::Threshold e;  // none without an expert group
+  if (step.edp_group >= 0)
+    e = hardware::dp_threshold(peak, step.groups.at(static_cast<std::size_t>(step.edp_group)), factor * experts / total);
   const double dense_share = dense / total;
   t.tokens_per_gpu = t.tokens_per_gpu * dense_share + e.tokens_per_gpu;
   t.tokens_per_gpu_asymptotic = t.tokens_per_gpu_asymptotic * dense_share + e.tokens_per_gpu_asymptotic;

@@ -148,6 +148,12 @@ LoweredStep lower_fsdp(const Scenario& s) {
     out.replica_group = static_cast<std::int32_t>(out.groups.size() - 1);
   }
   const MeshGroups mesh = add_mesh_groups(out, s);
+  std::uint32_t expert_replica_group = kReplicaGroup;
+  if (hsdp && s.parallelism.ep > 1) {
+    out.groups.push_back(out.groups[kReplicaGroup]);
+    expert_replica_group = static_cast<std::uint32_t>(out.groups.size() - 1);
+    out.edp_replica_group = static_cast<std::int32_t>(expert_replica_group);
+  }
 
   const std::vector<Unit> units = make_units(s);
   const ModelSpec& m = s.model;
@@ -317,11 +323,12 @@ LoweredStep lower_fsdp(const Scenario& s) {
                                     units[u].whole_expert_grad_bytes;
         const double dense_shard = (units[u].grad_bytes - units[u].expert_grad_bytes) / shard;
         sim::TaskId after = reduced;
-        for (const auto& [suffix, bytes] : {std::pair{"", dense_shard}, std::pair{".experts", expert_shard}}) {
+        for (const auto& [suffix, bytes, group] : {std::tuple{"", dense_shard, kReplicaGroup},
+                                                   std::tuple{".experts", expert_shard, expert_replica_group}}) {
           if (bytes <= 0) continue;
           const sim::TaskId ar = g.add_task(collective_task(
               fmt::format("{}allreduce.{}{}.replicas", prefix, units[u].name, suffix), CollectiveOp::AllReduce, bytes,
-              kReplicaGroup, kReplicaStream, next_rendezvous));
+              group, kReplicaStream, next_rendezvous));
           g.add_dependency(after, ar);
           after = last_ar = ar;
         }

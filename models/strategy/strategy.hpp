@@ -51,6 +51,14 @@ struct LoweredStep {
   /// reductions and FSDP's gathers of them); -1 without expert parallelism.
   std::int32_t ep_group = -1;
   std::int32_t edp_group = -1;
+  /// Under hsdp with expert parallelism: the replica communicator of the routed experts' shards
+  /// (the replica group's shape, reported with the EDP rows); -1 otherwise.
+  std::int32_t edp_replica_group = -1;
+  /// True when group `g` carries routed experts' gradients or gathers (reported as "edp").
+  bool is_edp_group(std::uint32_t g) const {
+    return (edp_group >= 0 && static_cast<std::int32_t>(g) == edp_group) ||
+           (edp_replica_group >= 0 && static_cast<std::int32_t>(g) == edp_replica_group);
+  }
   /// True when group `g` is a context-parallel one (the CP group or its ring link).
   bool is_cp_group(std::uint32_t g) const {
     return cp_group >= 0 && (static_cast<std::int32_t>(g) == cp_group || static_cast<std::int32_t>(g) == cp_group + 1);

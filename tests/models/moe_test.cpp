@@ -366,6 +366,9 @@ TEST_CASE("moe: threshold gives run's comm-bound figure, and E/(k·ep) from the 
   // ep 8: each rank holds 8x the experts, reduced over 32 ranks, one per node: far later.
   q.sets = {"parallelism.ep=8"};
   CHECK(threshold_query(q).json.at("tokens_per_gpu").get<double>() > 5 * a.json.at("tokens_per_gpu").get<double>());
+  // ep = dp: each expert whole on its rank, its gradients go nowhere: only the dense ones count.
+  q.sets = {"parallelism.ep=256"};
+  CHECK(threshold_query(q).json.at("tokens_per_gpu").get<double>() < 0.5 * a.json.at("tokens_per_gpu").get<double>());
   q.sets = {};
   ThresholdQuery flags;
   flags.hardware = "h100-sxm";
@@ -444,21 +447,27 @@ TEST_CASE("moe: HSDP reduces the experts over shard / ep, then across replicas",
   CHECK(bytes_of(r, "edp", "ReduceScatter") == kSmallLocalExpertBytes);
   for (const auto& c : r.collectives)
     if (c.group == "edp") CHECK(c.ranks == 2);
-  double replica_bytes = 0;
   for (const auto& c : r.collectives)
-    if (c.group == "dp" && c.op == "AllReduce") {
-      CHECK(c.ranks == 2);  // 16 / 8 replicas
-      replica_bytes += c.bytes * static_cast<double>(c.count);
-    }
+    if (c.op == "AllReduce") CHECK(c.ranks == 2);  // 16 / 8 replicas
+  // The replicas' AllReduces: the dense shard as DP rows, the experts' shard as EDP rows.
   const double dense = static_cast<double>(s.model.parameter_count()) * 2 - kSmallLocalExpertBytes;
-  CHECK(replica_bytes == Approx(dense / 8 + kSmallLocalExpertBytes / 2).epsilon(1e-12));
+  CHECK(bytes_of(r, "dp", "AllReduce") == Approx(dense / 8).epsilon(1e-12));
+  CHECK(bytes_of(r, "edp", "AllReduce") == Approx(kSmallLocalExpertBytes / 2).epsilon(1e-12));
   // ep = the shard group: whole experts, reduced across the replicas only.
   const Scenario w = small_moe("hsdp", 8, R"(, "shard_group_size": 4)");
   const Report whole = run(w);
   CHECK(bytes_of(whole, "edp", "ReduceScatter") == 0);
-  double whole_replica = 0;
-  for (const auto& c : whole.collectives)
-    if (c.group == "dp" && c.op == "AllReduce") whole_replica += c.bytes * static_cast<double>(c.count);
-  CHECK(whole_replica == Approx((static_cast<double>(w.model.parameter_count()) * 2 - kSmallLocalExpertBytes) / 4 +
-                                kSmallLocalExpertBytes).epsilon(1e-12));
+  CHECK(bytes_of(whole, "edp", "AllReduce") == kSmallLocalExpertBytes);
+  CHECK(bytes_of(whole, "dp", "AllReduce") ==
+        Approx((static_cast<double>(w.model.parameter_count()) * 2 - kSmallLocalExpertBytes) / 4).epsilon(1e-12));
+  // per_rank: every rank meets its EDP group (every ep-th rank inside its shard group) and its
+  // replicas; a barely slower rank 5 leaves the step as it was.
+  nlohmann::json doc = nlohmann::json::parse(R"({"model": {"hf_config": {"model_type": "mixtral", "num_hidden_layers": 2,
+    "hidden_size": 1024, "intermediate_size": 2048, "num_attention_heads": 8, "num_key_value_heads": 8,
+    "vocab_size": 32000}}, "hardware": "h100-sxm", "parallelism": {"strategy": "hsdp", "dp": 16, "ep": 4,
+    "shard_group_size": 8}, "batch": {"micro_batch_size": 1, "seq_len": 2048},
+    "sim": {"rank_mode": "per_rank", "slow_ranks": [{"rank": 5, "compute_factor": 1.0001}]}})");
+  const Report per_rank = run(parse_scenario(doc, "test.json"));
+  CHECK(per_rank.step_time_s == Approx(r.step_time_s).epsilon(1e-3));
+  CHECK(per_rank.step_time_s >= r.step_time_s);
 }
