@@ -58,6 +58,8 @@ ModelSpec expert_parallel_model(const ModelSpec& full, std::int64_t ep) {
   return local;
 }
 
+bool expert_partitioned(const Scenario& s, const ParamTensor& p) { return p.expert_share > 0 && s.parallelism.ep > 1; }
+
 double expert_compute_share(const Scenario& s, std::size_t layer) {
   const LayerSpec& l = s.model.layers.at(layer);
   if (l.routing.experts <= 0) return 0;

@@ -71,6 +71,10 @@ std::string expert_parallel_problem(const Scenario& s);
 /// Precondition: expert_parallel_problem() is "" for this ep.
 ModelSpec expert_parallel_model(const ModelSpec& full, std::int64_t ep);
 
+/// Whether tensor `p` of `s`'s model is a routed expert's under expert parallelism (ep > 1):
+/// sharded and reduced over the expert-data-parallel group instead of the DP group.
+bool expert_partitioned(const Scenario& s, const ParamTensor& p);
+
 /// The share of `layer`'s compute that its routed experts do, by forward FLOPs (their grouped
 /// GEMMs over the layer's linears and attention at the scenario's sequence): what a rank's
 /// expert load scales (sim.expert_load). 0 for a dense layer.

@@ -2,6 +2,7 @@
 // Per-GPU memory model (seed 000 §8–9; ZeRO paper §3.1; semantics.md §A.6, §C.2–C.3).
 #include "models/memory.hpp"
 
+#include "models/expert_parallel.hpp"
 #include "models/recompute.hpp"
 #include "models/scenario.hpp"
 #include "models/strategy/strategy.hpp"
@@ -59,7 +60,7 @@ MemoryBreakdown static_memory(const Scenario& s) {
       // ranks' share of the shard group (Scenario::expert_shard_ranks): as n ranks shard a
       // tensor ep times larger.
       const double local = static_cast<double>(p.numel);
-      const double numel = local * (p.expert_share > 0 && stage >= 1 && s.parallelism.ep > 1
+      const double numel = local * (stage >= 1 && expert_partitioned(s, p)
                                         ? n / static_cast<double>(s.expert_shard_ranks())
                                         : 1.0);
       const double b = dtype_bytes(p.dtype);

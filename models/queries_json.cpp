@@ -17,12 +17,11 @@
 #include "sim/support/units.hpp"
 
 #include <fmt/format.h>
-
-#include <string_view>
 #include <fmt/ranges.h>
 
 #include <cmath>
 #include <memory>
+#include <string_view>
 
 namespace stepsim::models {
 
@@ -53,9 +52,8 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   std::string schedule;
   std::int64_t cp = 1;  // context parallelism: the states shard over dp × cp ranks
   // Expert parallelism: a rank holds the dense tensors and experts / ep of the routed ones
-  // (psi, unsharded: ddp's row); FSDP then shards the dense over dp × cp and the experts over
-  // dp × cp / ep, which is the whole model over dp × cp (the fsdp row on model_params). The
-  // strategies EP is not modelled under get no row.
+  // (psi, unsharded); a sharded state covers the dense tensors over dp × cp and the experts over
+  // dp × cp / ep, which is the whole model over dp × cp (zero_model_states' sharded_psi).
   std::int64_t ep = 1;
   if (!a.scenario.empty() || a.scenario_doc) {
     if (a.params != 0 || a.dp != 0 || !a.hardware.empty())
@@ -346,8 +344,9 @@ QueryAnswer threshold_query(const ThresholdQuery& a) {
       throw InputError("--hardware/--ranks", "", "expected a scenario, or --hardware and --ranks");
     hw = hardware::load_profile(a.hardware, "--hardware");
     group = flag_group_shape(hw, a.ranks, a.gpus_per_node, a.axes);
-    t = hardware::dp_threshold(hw, group, moe_factor(a.moe_experts, a.moe_topk, a.moe_ep));
+    const double factor = moe_factor(a.moe_experts, a.moe_topk, a.moe_ep);
     check_flag_ep(hw, a.ranks, a.moe_ep);
+    t = hardware::dp_threshold(hw, group, factor);
   }
   nlohmann::ordered_json j;
   j["schema"] = "stepsim.threshold/1";
@@ -387,7 +386,7 @@ QueryAnswer threshold_query(const ThresholdQuery& a) {
                           t.moe_factor, s->parallelism.ep > 1 ? fmt::format(", ep {}", s->parallelism.ep) : "");
     else if (s && t.moe_factor != 1)
       text += fmt::format("  sample factor       {:.4g}   (already applied: 6·Ψ over the FLOPs of one {})\n", t.moe_factor,
-                          s->model.sample_unit() == "images" ? "image" : "sample");
+                          unit == "images" ? "image" : "sample");
     else if (moe)
       text += a.moe_ep > 1 ? fmt::format("  MoE factor E/(k·ep) {:g}   (already applied: each GPU holds experts / ep {}; the "
                                          "seeds' closed form prices every gradient over the DP group: on a scenario, "

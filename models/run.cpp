@@ -681,10 +681,9 @@ hardware::Threshold comm_bound_threshold(const Scenario& s, const LoweredStep& s
   // nowhere.
   const double total = static_cast<double>(s.model.trainable_parameter_count());
   double experts = 0;
-  if (s.parallelism.ep > 1)
-    for (const auto& l : s.model.layers)
-      for (const auto& p : l.params)
-        if (p.trainable && p.expert_share > 0) experts += static_cast<double>(p.numel);
+  for (const auto& l : s.model.layers)
+    for (const auto& p : l.params)
+      if (p.trainable && expert_partitioned(s, p)) experts += static_cast<double>(p.numel);
   const double dense = total - experts;
   const bool scaled = (s.model.sample_unit() == "images" || s.model.has_experts()) && per_sample > 0;
   const double factor = scaled ? 6.0 * total / per_sample : 1.0;

@@ -15,6 +15,7 @@
 //  - no_sync(): micro-batches other than the last launch no communication (rule 24);
 //    `sync_every_micro_batch` syncs each one instead.
 #include "hardware/task_cost.hpp"
+#include "models/expert_parallel.hpp"
 #include "models/scenario.hpp"
 #include "models/scenario_fields.hpp"
 #include "models/strategy/buckets.hpp"
@@ -56,7 +57,7 @@ LoweredStep lower_ddp(const Scenario& s) {
     // Under expert parallelism the routed experts' gradients fill buckets of their own, reduced
     // over the expert-data-parallel group (Megatron-LM's separate expert buffers,
     // semantics-parallel.md §D1): a key of their own, as a dtype's.
-    const bool expert = p.expert_share > 0 && s.parallelism.ep > 1;
+    const bool expert = expert_partitioned(s, p);
     inputs.push_back({bytes, static_cast<std::uint32_t>(p.dtype) | (expert ? kExpertKey : 0u)});
     grad_bytes_total += bytes;
   }

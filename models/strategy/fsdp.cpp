@@ -29,6 +29,7 @@
 // Gradient accumulation: set_requires_gradient_sync(False) skips every reduction but the last
 // micro-batch's (rule 52); parameters are still resharded after each backward, and the
 // unsharded gradients accumulate from the first micro-batch's backward to that reduction.
+#include "models/expert_parallel.hpp"
 #include "models/float8.hpp"
 #include "models/scenario.hpp"
 #include "models/scenario_fields.hpp"
@@ -98,13 +99,13 @@ std::vector<Unit> make_units(const Scenario& s) {
         const double reduced = p.trainable ? static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype) : 0.0;
         // ep = the experts' shard group: each routed expert lives whole on one rank of it,
         // neither gathered nor reduce-scattered (no buffer either).
-        if (p.expert_share > 0 && s.parallelism.ep > 1 && s.expert_reduce_ranks() == 1) {
+        if (expert_partitioned(s, p) && s.expert_reduce_ranks() == 1) {
           u->whole_expert_grad_bytes += reduced;
           continue;
         }
         u->param_bytes += gathered;
         u->grad_bytes += reduced;
-        if (p.expert_share > 0 && s.parallelism.ep > 1) {
+        if (expert_partitioned(s, p)) {
           u->expert_param_bytes += gathered;
           u->expert_grad_bytes += reduced;
         }

@@ -33,6 +33,7 @@
 //    most max_param_reduce_events = 2 outstanding (rule 67); every micro-step reduces;
 //  - no AllGather after step() (rule 68).
 #include "hardware/task_cost.hpp"
+#include "models/expert_parallel.hpp"
 #include "models/scenario.hpp"
 #include "models/scenario_fields.hpp"
 #include "models/strategy/buckets.hpp"
@@ -57,8 +58,6 @@ struct Grad {
   bool expert;   // a routed expert's, under expert parallelism: its partition group is expert DP
 };
 
-// Whether `p` is partitioned over the expert-data-parallel group (models/expert_parallel.hpp).
-bool expert_partitioned(const Scenario& s, const ParamTensor& p) { return p.expert_share > 0 && s.parallelism.ep > 1; }
 
 std::vector<Grad> grads_in_order(const Scenario& s, bool model_order) {
   std::vector<Grad> out;
