@@ -109,6 +109,42 @@ inline const std::vector<std::string>& attention_kernel_names() {
 /// causality; the other kind when none. Precondition: t.present(), seq_len > 0.
 double attention_flops_per_s(const AttentionThroughput& t, bool causal, double head_dim, double seq_len);
 
+/// The host side of a node, for offload and checkpoints (issue 17 item 1; profile object
+/// `host`, every field optional; shared/reference/semantics-parallel.md §E and its "Numbers"
+/// table give the measured values the built-in profiles cite). A profile without it has
+/// `present()` false, and scenarios that offload are refused on it until the user gives one.
+struct HostFacts {
+  int pcie_generation = 0;           ///< `host.pcie_generation` (reports; the numbers carry the model)
+  int pcie_lanes = 16;               ///< `host.pcie_lanes` per GPU
+  /// `host.h2d_bytes_per_s` / `host.d2h_bytes_per_s`: what one GPU alone achieves host to
+  /// device and device to host with pinned memory (nvbandwidth's copy-engine figures), one way.
+  double h2d_bytes_per_s = 0, d2h_bytes_per_s = 0;
+  /// `host.gpus_per_pcie_switch` (≥ 1): GPUs whose copies share one switch uplink to the CPU,
+  /// an x16 link of the same generation (DGX A100 / H100: 2 GPUs per PCIe switch; 1 = each GPU
+  /// its own root port). When they copy at once each gets 1/n of the uplink: shared_*().
+  int gpus_per_pcie_switch = 1;
+  double memory_bytes = 0;           ///< `host.memory_bytes`: host DRAM per node
+  int cpu_cores = 0;                 ///< `host.cpu_cores` per node (reports)
+  /// `host.cpu_adam_params_per_s`: parameters per second DeepSpeedCPUAdam updates on the whole
+  /// node's CPUs (fp32 states; shared by the node's ranks, each updating its partition).
+  double cpu_adam_params_per_s = 0;
+  /// `host.nvme_read_bytes_per_s` / `nvme_write_bytes_per_s`: achievable bandwidth of the
+  /// node's NVMe drives together (DeepNVMe / aio figures), 0 = none; `host.nvme_bytes` their
+  /// capacity.
+  double nvme_read_bytes_per_s = 0, nvme_write_bytes_per_s = 0, nvme_bytes = 0;
+  bool present() const { return h2d_bytes_per_s > 0 && d2h_bytes_per_s > 0; }
+  bool has_nvme() const { return nvme_read_bytes_per_s > 0 && nvme_write_bytes_per_s > 0; }
+  /// One GPU's host-to-device bandwidth while every GPU behind its switch copies too [B/s]:
+  /// min(h2d, h2d / min(gpus_per_pcie_switch, copying_gpus)). Precondition copying_gpus ≥ 1.
+  double shared_h2d_bytes_per_s(int copying_gpus) const {
+    return h2d_bytes_per_s / (copying_gpus < gpus_per_pcie_switch ? copying_gpus : gpus_per_pcie_switch);
+  }
+  /// The same device to host.
+  double shared_d2h_bytes_per_s(int copying_gpus) const {
+    return d2h_bytes_per_s / (copying_gpus < gpus_per_pcie_switch ? copying_gpus : gpus_per_pcie_switch);
+  }
+};
+
 /// Nominal numbers of an accelerator and its cluster (DESIGN.md "Hardware profiles").
 /// Calibration never edits a profile: fitted factors live in an overlay.
 ///
@@ -214,6 +250,8 @@ struct HardwareProfile {
   double fabric_bandwidth_efficiency = 1;
   /// `inter_node.preset`: the network preset whose fields fill the profile's inter_node ("" none).
   std::string network_preset;
+
+  HostFacts host;                    ///< `host`: PCIe, host memory, CPU Adam, NVMe (offload)
 
   std::vector<int> torus_dims;       ///< TPU: pod torus shape (e.g. 16×20×28); empty for GPUs
   LinkScope torus_axis;              ///< TPU: per axis, bidirectional ring bandwidth per chip

@@ -259,6 +259,36 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
   p.gpus_per_node = static_cast<int>(gpn);
   node.finish();
 
+  if (const auto host = root.optional_object("host")) {  // issue 17 item 1: offload and checkpoints
+    HostFacts& h = p.host;
+    h.pcie_generation = static_cast<int>(host->integer_or("pcie_generation", 0, 1, 7));
+    h.pcie_lanes = static_cast<int>(host->integer_or("pcie_lanes", 16, 1, 32));
+    h.h2d_bytes_per_s = host->number("h2d_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
+    h.d2h_bytes_per_s = host->number("d2h_bytes_per_s", Check::Positive, Dimension::BytesPerSecond);
+    h.gpus_per_pcie_switch = static_cast<int>(host->integer_or("gpus_per_pcie_switch", 1, 1, kMaxGpusPerNode));
+    if (h.gpus_per_pcie_switch > p.gpus_per_node)
+      host->fail("gpus_per_pcie_switch", fmt::format("expected at most node.gpus_per_node ({}) GPUs behind one PCIe "
+                                                     "switch, got {}",
+                                                     p.gpus_per_node, h.gpus_per_pcie_switch));
+    h.memory_bytes = host->number("memory_bytes", Check::Positive, Dimension::Bytes);
+    h.cpu_cores = static_cast<int>(host->integer_or("cpu_cores", 0, 0, 1 << 20));
+    h.cpu_adam_params_per_s = host->number("cpu_adam_params_per_s", Check::Positive);
+    h.nvme_read_bytes_per_s = host->number_or("nvme_read_bytes_per_s", 0.0, Check::NonNegative, Dimension::BytesPerSecond);
+    h.nvme_write_bytes_per_s = host->number_or("nvme_write_bytes_per_s", 0.0, Check::NonNegative, Dimension::BytesPerSecond);
+    h.nvme_bytes = host->number_or("nvme_bytes", 0.0, Check::NonNegative, Dimension::Bytes);
+    if ((h.nvme_read_bytes_per_s > 0) != (h.nvme_write_bytes_per_s > 0) || (h.has_nvme() && !(h.nvme_bytes > 0)))
+      host->fail(h.nvme_read_bytes_per_s > 0 ? "nvme_write_bytes_per_s" : "nvme_read_bytes_per_s",
+                 "expected NVMe read and write bandwidth and nvme_bytes together (all > 0), or none of them");
+    for (const auto& [key, v] : {std::pair{"h2d_bytes_per_s", h.h2d_bytes_per_s}, std::pair{"d2h_bytes_per_s", h.d2h_bytes_per_s}})
+      if (v < 1e6 || v > 1e13)
+        host->fail(key, fmt::format("expected a host link's bandwidth in [1e6, 1e13] bytes/s, got {:g}", v));
+    if (h.cpu_adam_params_per_s < 1e3 || h.cpu_adam_params_per_s > 1e13)
+      host->fail("cpu_adam_params_per_s", fmt::format("expected a CPU Adam rate in [1e3, 1e13] parameters/s per node, "
+                                                      "got {:g}",
+                                                      h.cpu_adam_params_per_s));
+    host->finish();
+  }
+
   const JsonReader intra = root.object("intra_node");
   p.intra_node_fabric = intra.choice_or("fabric", "nvlink", {"nvlink", "ici", "pcie", "xgmi"});
   p.intra_node = read_scope(intra, true);

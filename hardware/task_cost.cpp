@@ -39,6 +39,31 @@ bool is_all_to_all(std::uint32_t op) { return op == static_cast<std::uint32_t>(O
 
 bool is_transfer_op(std::uint32_t op) { return is_collective(op) || is_p2p(op) || is_all_to_all(op); }
 
+bool is_host_op(std::uint32_t op) {
+  return op >= static_cast<std::uint32_t>(OpCode::HostToDevice) && op <= static_cast<std::uint32_t>(OpCode::NvmeWrite);
+}
+
+double StepCostModel::host_seconds(const sim::Task& task) const {
+  const HostFacts& h = hw_.host;
+  const auto need = [&](bool ok, const char* what) {
+    if (!ok)
+      throw InputError(hw_.name, "/host", fmt::format("task '{}' needs the profile's {} (host.*), and it has none",
+                                                      task.name, what));
+  };
+  const double ranks = static_cast<double>(host_ranks_);
+  switch (static_cast<OpCode>(task.op)) {
+    case OpCode::HostToDevice: need(h.present(), "PCIe bandwidth"); return task.bytes / h.shared_h2d_bytes_per_s(host_ranks_);
+    case OpCode::DeviceToHost: need(h.present(), "PCIe bandwidth"); return task.bytes / h.shared_d2h_bytes_per_s(host_ranks_);
+    case OpCode::CpuOptimizer:
+      need(h.cpu_adam_params_per_s > 0, "CPU Adam rate");
+      return task.bytes / 4.0 / (h.cpu_adam_params_per_s / ranks);
+    case OpCode::NvmeRead: need(h.has_nvme(), "NVMe bandwidth"); return task.bytes / (h.nvme_read_bytes_per_s / ranks);
+    case OpCode::NvmeWrite: need(h.has_nvme(), "NVMe bandwidth"); return task.bytes / (h.nvme_write_bytes_per_s / ranks);
+    default: break;
+  }
+  throw InternalError("task '" + task.name + "' is not an offload task");
+}
+
 StepCostModel::StepCostModel(HardwareProfile hw, std::vector<GroupShape> groups,
                              CollectiveAlgorithm algorithm,
                              std::shared_ptr<const CalibrationOverlay> calibration, CollectiveModel model,
@@ -83,6 +108,7 @@ bool StepCostModel::kernel_list_applies(const sim::Task& task) const {
 
 double StepCostModel::seconds(const sim::Task& task) const {
   if (is_transfer_op(task.op)) return collective(task).time_s();
+  if (is_host_op(task.op)) return host_seconds(task);
   switch (static_cast<OpCode>(task.op)) {
     case OpCode::Kernel: return kernel_time_s(hw_, task.flops, task.bytes);
     case OpCode::Fixed: return task.fixed_s;
@@ -97,7 +123,7 @@ double StepCostModel::seconds(const sim::Task& task) const {
 
 KernelWorkSplit StepCostModel::split(const sim::Task& task) const {
   KernelWorkSplit out;
-  if (is_transfer_op(task.op)) return out;
+  if (is_transfer_op(task.op) || is_host_op(task.op)) return out;
   auto flat = [&] {
     out.gemm_s = task.flops / (hw_.sustained_flops_per_s() * hw_.gemm_efficiency);
     out.streaming_s = streaming_time_s(hw_, task.bytes);
@@ -123,6 +149,9 @@ KernelWorkSplit StepCostModel::split(const sim::Task& task) const {
 
 namespace {
 
+// Resource ids of the offload tasks (work()): past the 2·rank and 2·rank + 1 link resources.
+constexpr std::uint32_t kHostResourceBase = 0x80000000u;
+
 sim::Time to_time(const std::string& profile, const sim::Task& task, double s) {
   try {
     return sim::Time::from_seconds(s);
@@ -137,6 +166,14 @@ sim::Time StepCostModel::duration(const sim::Task& task) const { return to_time(
 
 sim::Work StepCostModel::work(const sim::Task& task) const {
   const bool slowdown = contention_.compute_slowdown > 1;
+  if (is_host_op(task.op)) {
+    // Copies, the CPU step and NVMe I/O of one rank: tasks of the same kind on a rank share
+    // its resource (its PCIe direction, its CPU share, its NVMe share) by max-min fairness.
+    sim::Work w{sim::Time(), duration(task)};
+    if (contention_.link_sharing && w.variable > sim::Time())
+      w.add_use(kHostResourceBase + 8 * task.rank + (task.op - static_cast<std::uint32_t>(OpCode::HostToDevice)), 1.0);
+    return w;
+  }
   if (!is_transfer_op(task.op)) {
     sim::Work w{sim::Time(), duration(task)};
     if (slowdown && task.kind == sim::TaskKind::Compute) {

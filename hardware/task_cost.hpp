@@ -31,7 +31,22 @@ enum class OpCode : std::uint32_t {
   /// An all-to-all of task.bytes per rank over groups[task.group]: expert parallelism's token
   /// dispatch and combine (all_to_all_cost).
   AllToAll = 14,
+  /// Offload (issue 17; shared/reference/semantics-parallel.md §E), host-side tasks
+  /// (sim::TaskKind::Host) priced from the profile's HostFacts with the node's share of them
+  /// (set_host_ranks): a copy of task.bytes host to device or device to host over the GPU's
+  /// PCIe link, at HostFacts::shared_h2d/d2h_bytes_per_s of the GPUs that copy at once;
+  HostToDevice = 20,
+  DeviceToHost = 21,
+  /// the CPU's optimizer step over task.bytes of fp32 master weights (4 bytes per parameter):
+  /// (task.bytes / 4) / (cpu_adam_params_per_s / ranks on the node);
+  CpuOptimizer = 22,
+  /// a read or write of task.bytes on the node's NVMe drives, shared by its ranks.
+  NvmeRead = 23,
+  NvmeWrite = 24,
 };
+
+/// True for the offload codes (HostToDevice .. NvmeWrite).
+bool is_host_op(std::uint32_t op);
 
 /// Collective op of a collective OpCode. Precondition: code is a collective.
 CollectiveOp collective_of(OpCode code);
@@ -96,6 +111,10 @@ class StepCostModel final : public sim::TaskCostModel {
   const Contention& contention() const { return contention_; }
   /// Duration in seconds before rounding to picoseconds.
   double seconds(const sim::Task& task) const;
+  /// Ranks of this job on one node (≥ 1): they share the node's CPU Adam rate and NVMe
+  /// bandwidth evenly, and min(ranks, host.gpus_per_pcie_switch) of them one PCIe switch's
+  /// uplink, as every rank offloads at once (the symmetric step). Default 1.
+  void set_host_ranks(int ranks_on_node) { host_ranks_ = ranks_on_node < 1 ? 1 : ranks_on_node; }
   /// The GPU time of a compute task split by kernel class, as seconds() prices it alone (no
   /// contention): a Layer task's kernel_work_split (the flat roofline's flops and bytes terms
   /// without a kernel list in effect), a Kernel task's roofline time under the term that bounds
@@ -124,6 +143,10 @@ class StepCostModel final : public sim::TaskCostModel {
   Contention contention_;
   std::vector<KernelWork> work_;
   double host_op_s_ = 0;
+  int host_ranks_ = 1;
+  /// Seconds of an offload task (is_host_op). @throws InputError when the profile lacks the
+  /// host fact it needs.
+  double host_seconds(const sim::Task& task) const;
 };
 
 }  // namespace stepsim::hardware

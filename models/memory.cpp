@@ -54,6 +54,7 @@ MemoryBreakdown static_memory(const Scenario& s) {
   const double n = static_cast<double>(s.shard_ranks());
   const StrategyEntry& strategy = strategy_of(s);
   double trainable_grad_bytes = 0;
+  double partition_elements = 0;  // trainable elements this rank's optimizer updates
   for (const auto& layer : s.model.layers) {
     for (const auto& p : layer.params) {
       // A routed expert under expert parallelism is sharded over its expert-data-parallel
@@ -73,7 +74,27 @@ MemoryBreakdown static_memory(const Scenario& s) {
       trainable_grad_bytes += local * b;
       m.grads_bytes += held(stage >= 2) * b;
       m.optimizer_bytes += held(stage >= 1) * optimizer_state_bytes_per_param(s.optimizer, p.dtype);
+      partition_elements += held(stage >= 1);
       if (s.precision.fp32_grad_accum && s.batch.grad_accum > 1) m.grad_accum_bytes += held(stage >= 2) * 4.0;
+    }
+  }
+  if (s.sharding.offload_optimizer()) {
+    // The optimizer states and the gradient partition live on the host (estimate_zero2/3_
+    // model_states_mem_needs: GPU 2Ψ under stage 2, 2Ψ/N under stage 3); stage 1 still holds
+    // every gradient on the GPU until its reduction after backward.
+    const double accum = stage == 3 || s.batch.grad_accum > 1 ? dtype_bytes(s.precision.param_dtype) : 0.0;
+    const double states = m.optimizer_bytes + partition_elements * 4.0, buffer = partition_elements * accum;
+    const bool nvme = stage == 3 && s.sharding.offload_optimizer_device == "nvme";
+    const double gpus = s.gpus_used_per_node();
+    m.optimizer_bytes = 0;
+    if (stage >= 2) m.grads_bytes = 0;
+    m.host_bytes = (nvme ? buffer : states + buffer) * gpus;
+    m.host_capacity_bytes = s.hardware.host.memory_bytes;
+    m.host_fits = m.host_bytes <= m.host_capacity_bytes;
+    if (nvme) {
+      m.nvme_bytes = states * gpus;
+      m.nvme_capacity_bytes = s.hardware.host.nvme_bytes;
+      m.host_fits = m.host_fits && m.nvme_bytes <= m.nvme_capacity_bytes;
     }
   }
   if (strategy.buffer_bytes) m.buffers_bytes = strategy.buffer_bytes(s, trainable_grad_bytes);

@@ -61,6 +61,19 @@ struct MemoryBreakdown {
   double hbm_bytes = 0;         ///< the profile's HBM capacity (datasheet)
   double reserved_bytes = 0;    ///< CUDA context, workspaces, NCCL buffers (profile memory.reserved_bytes)
   bool fits = false;            ///< total ≤ capacity_bytes (the usable HBM)
+  /// Optimizer offload (parallelism.offload_optimizer; semantics-parallel.md §E3/E4): what one
+  /// node's host memory holds for its GPUs — each one's fp32 master partition and Adam states,
+  /// its fp32 gradient partition and the low-precision gradient buffer (stage 3's flat one, or
+  /// stages 1/2's accumulation buffer when grad_accum > 1) — against the profile's
+  /// host.memory_bytes. 0 and true without offload.
+  double host_bytes = 0;
+  double host_capacity_bytes = 0;
+  bool host_fits = true;
+  /// Under zero3 with offload_optimizer device "nvme": the states and fp32 gradients one node's
+  /// GPUs swap to its NVMe drives (host_bytes then keeps the low-precision gradient buffer),
+  /// against host.nvme_bytes.
+  double nvme_bytes = 0;
+  double nvme_capacity_bytes = 0;
   /// Allocation waits on rank 0 (issue 13 item 3): tasks (in practice AllGathers run ahead of
   /// compute) whose start waited for their allocation to fit the usable HBM, as the caching
   /// allocator's free-and-retry makes them.

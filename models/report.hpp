@@ -77,6 +77,22 @@ struct RankSpread {
   double dropped_token_fraction = 0;     ///< routed tokens beyond the capacity factor, over all routed
 };
 
+/// Optimizer offload's host-side work on rank 0 (parallelism.offload_optimizer, issue 17 item
+/// 2): busy time per resource, bytes moved, and what of it neither compute nor communication
+/// covers. `present` is false without offload.
+struct OffloadSummary {
+  bool present = false;
+  std::string device;                 ///< "cpu" or "nvme"
+  double d2h_bytes = 0, h2d_bytes = 0;  ///< over PCIe per step
+  double d2h_time_s = 0, h2d_time_s = 0;  ///< busy time of each direction (a union)
+  double cpu_optimizer_time_s = 0;    ///< the CPU's optimizer step (DeepSpeedCPUAdam)
+  double nvme_read_bytes = 0, nvme_write_bytes = 0;
+  double nvme_time_s = 0;             ///< NVMe reads and writes (a union)
+  double busy_time_s = 0;             ///< all of the above together (a union)
+  /// Offload time no compute or communication of rank 0 overlaps: its share of the step.
+  double exposed_time_s = 0;
+};
+
 /// Result of simulating one optimizer step. Times are per rank (symmetric mode: every rank).
 struct Report {
   std::string schema = "stepsim.report/1";
@@ -119,6 +135,7 @@ struct Report {
   /// Time collectives of rank 0 lasted beyond their closed form because they shared links
   /// with other collectives (sim.link_sharing); summed over tasks.
   double link_sharing_stretch_s = 0;
+  OffloadSummary offload;        ///< optimizer offload's PCIe, CPU and NVMe time
   double overlap_fraction = 0;   ///< 1 − exposed / comm (1 when no communication)
   double tokens_per_step = 0;    ///< global: dp × micro_batch_size × seq_len × grad_accum
   double tokens_per_s = 0;       ///< global throughput

@@ -108,6 +108,20 @@ std::string report_json(const Report& r) {
   j["overhead_time_s"] = r.overhead_time_s;
   j["comm_time_s"] = r.comm_time_s;
   j["exposed_comm_s"] = r.exposed_comm_s;
+  if (r.offload.present) {
+    const OffloadSummary& o = r.offload;
+    j["offload"] = {{"device", o.device},
+                    {"d2h_bytes", o.d2h_bytes},
+                    {"d2h_time_s", o.d2h_time_s},
+                    {"h2d_bytes", o.h2d_bytes},
+                    {"h2d_time_s", o.h2d_time_s},
+                    {"cpu_optimizer_time_s", o.cpu_optimizer_time_s},
+                    {"nvme_read_bytes", o.nvme_read_bytes},
+                    {"nvme_write_bytes", o.nvme_write_bytes},
+                    {"nvme_time_s", o.nvme_time_s},
+                    {"busy_time_s", o.busy_time_s},
+                    {"exposed_time_s", o.exposed_time_s}};
+  }
   if (r.scenario.parallelism.tp > 1 || r.scenario.parallelism.pp > 1 || r.scenario.parallelism.cp > 1 ||
       r.scenario.parallelism.ep > 1) {
     ordered by_group = ordered::object();
@@ -195,6 +209,15 @@ std::string report_json(const Report& r) {
                  {"allocation_waits", r.memory.allocation_waits},
                  {"allocation_wait_s", r.memory.allocation_wait_s},
                  {"allocation_over_limit", r.memory.allocation_over_limit}};
+  if (r.offload.present) {
+    j["memory"]["host_bytes"] = r.memory.host_bytes;
+    j["memory"]["host_capacity_bytes"] = r.memory.host_capacity_bytes;
+    j["memory"]["host_fits"] = r.memory.host_fits;
+    if (r.memory.nvme_bytes > 0) {
+      j["memory"]["nvme_bytes"] = r.memory.nvme_bytes;
+      j["memory"]["nvme_capacity_bytes"] = r.memory.nvme_capacity_bytes;
+    }
+  }
   ordered tail = ordered::array();
   for (const auto& p : r.critical_path_tail)
     tail.push_back({{"task", p.name}, {"start_s", p.start_s}, {"end_s", p.end_s}});

@@ -245,6 +245,11 @@ std::string report_text(const Report& r) {
   line(fmt::format("  framework ops  {}   ({})", ms(r.overhead_time_s), strategy_of(s).framework_ops_label));
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
+  if (r.offload.present)
+    line(fmt::format("  exposed offload {}  ({:.1f} % of the step: PCIe copies, the CPU's optimizer step{} no GPU work "
+                     "overlaps)",
+                     ms(r.offload.exposed_time_s), r.step_time_s > 0 ? 100 * r.offload.exposed_time_s / r.step_time_s : 0.0,
+                     r.offload.nvme_time_s > 0 ? ", NVMe swaps" : ""));
   if (s.parallelism.pp > 1 || s.parallelism.cp > 1 || s.parallelism.ep > 1) {
     // The exposed time by mesh dimension, in the order it is attributed (run.cpp).
     std::string dims, values;
@@ -301,6 +306,17 @@ std::string report_text(const Report& r) {
                      math(r.error_band.kind)));
   line(fmt::format("communication    {}   ({:.1f} % hidden behind compute)", ms(r.comm_time_s),
                    100 * r.overlap_fraction));
+  if (r.offload.present) {
+    const OffloadSummary& o = r.offload;
+    std::string nvme;
+    if (o.nvme_time_s > 0)
+      nvme = fmt::format("; NVMe read {:.2f} GB + write {:.2f} GB in {:.3f} ms", o.nvme_read_bytes / 1e9,
+                         o.nvme_write_bytes / 1e9, o.nvme_time_s * 1e3);
+    line(fmt::format("offload          optimizer on {} (DeepSpeedCPUAdam {:.3f} ms); PCIe device-to-host {:.2f} GB in {:.3f} ms, "
+                     "host-to-device {:.2f} GB in {:.3f} ms{}; pin_memory {}",
+                     o.device, o.cpu_optimizer_time_s * 1e3, o.d2h_bytes / 1e9, o.d2h_time_s * 1e3, o.h2d_bytes / 1e9,
+                     o.h2d_time_s * 1e3, nvme, s.sharding.offload_optimizer_pin_memory ? "true" : "false (each gradient copy blocks the GPU's stream)"));
+  }
   if (r.overlap_slowdown_s > 0 || r.link_sharing_stretch_s > 0)
     line(fmt::format("contention       overlap_model {}: +{:.3f} ms of compute kernel time; link sharing: +{:.3f} ms "
                      "of collective time",
@@ -391,6 +407,14 @@ std::string report_text(const Report& r) {
                    m.peak_time_s * 1e3, m.fits ? "fits" : "DOES NOT FIT"));
   line(fmt::format("  usable         {} = {} HBM − {} reserved (CUDA context, workspaces, NCCL buffers)",
                    gb(m.capacity_bytes), gb(m.hbm_bytes), gb(m.reserved_bytes)));
+  if (r.offload.present) {
+    line(fmt::format("  host memory    {} per node of {}: {} (the offloaded states of its {} GPUs)", gb(m.host_bytes),
+                     gb(m.host_capacity_bytes), m.host_bytes <= m.host_capacity_bytes ? "fits" : "DOES NOT FIT",
+                     s.gpus_used_per_node()));
+    if (m.nvme_bytes > 0)
+      line(fmt::format("  NVMe           {} per node of {}: {}", gb(m.nvme_bytes), gb(m.nvme_capacity_bytes),
+                       m.nvme_bytes <= m.nvme_capacity_bytes ? "fits" : "DOES NOT FIT"));
+  }
   if (m.allocation_waits > 0)
     line(fmt::format("  waits          {} allocations waited for the usable HBM, {:.3f} ms summed (the caching allocator "
                      "frees and retries; the step time includes it)", m.allocation_waits, m.allocation_wait_s * 1e3));

@@ -298,6 +298,42 @@ std::pair<std::string, std::string> layer_location(const Scenario& s, std::int32
 // Prices every compute task once (rank 0's copy is every rank's in the lowered graph) and
 // refuses a task or a step too long for sim::Time, naming the layer's file and JSON path
 // (fwd_s / bwd_s, or FLOPs and bytes per token over the profile's rates).
+// Optimizer offload's rows (Report::offload): rank 0's host tasks by resource, and what of them
+// neither its compute nor its communication covers.
+void offload_summary(const Scenario& s, const sim::TaskGraph& g, const sim::Timeline& tl, Report& r) {
+  using hardware::OpCode;
+  OffloadSummary& o = r.offload;
+  o.present = true;
+  o.device = s.sharding.offload_optimizer_device;
+  const auto of = [&](std::initializer_list<OpCode> ops) {
+    return sim::busy_intervals(g, tl, [ops](const sim::Task& t) {
+      if (t.rank != 0 || t.kind != sim::TaskKind::Host) return false;
+      for (const OpCode op : ops)
+        if (t.op == static_cast<std::uint32_t>(op)) return true;
+      return false;
+    });
+  };
+  o.d2h_time_s = sim::total_length(of({OpCode::DeviceToHost})).seconds();
+  o.h2d_time_s = sim::total_length(of({OpCode::HostToDevice})).seconds();
+  o.cpu_optimizer_time_s = sim::total_length(of({OpCode::CpuOptimizer})).seconds();
+  o.nvme_time_s = sim::total_length(of({OpCode::NvmeRead, OpCode::NvmeWrite})).seconds();
+  const auto host = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.rank == 0 && t.kind == sim::TaskKind::Host; });
+  const auto gpu = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.rank == 0 && t.kind != sim::TaskKind::Host; });
+  o.busy_time_s = sim::total_length(host).seconds();
+  o.exposed_time_s = sim::uncovered_length(host, gpu).seconds();
+  for (sim::TaskId id = 0; id < g.size(); ++id) {
+    const sim::Task& t = g.task(id);
+    if (t.rank != 0 || t.kind != sim::TaskKind::Host) continue;
+    switch (static_cast<OpCode>(t.op)) {
+      case OpCode::DeviceToHost: o.d2h_bytes += t.bytes; break;
+      case OpCode::HostToDevice: o.h2d_bytes += t.bytes; break;
+      case OpCode::NvmeRead: o.nvme_read_bytes += t.bytes; break;
+      case OpCode::NvmeWrite: o.nvme_write_bytes += t.bytes; break;
+      default: break;
+    }
+  }
+}
+
 void check_compute_durations(const Scenario& s, const sim::TaskGraph& g, const hardware::StepCostModel& cost) {
   double total = 0;
   for (sim::TaskId id = 0; id < g.size(); ++id) {
@@ -356,6 +392,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     double stretch = (tl[id].end - tl[id].start).seconds() - alone;
     // A varied duration is rounded to the engine's picoseconds: no contention makes a task shorter.
     if (!rank0_factor.empty()) stretch = std::max(0.0, stretch);
+    if (t.kind == sim::TaskKind::Host) continue;  // offload tasks: their own rows (r.offload)
     (t.kind == sim::TaskKind::Transfer ? r.link_sharing_stretch_s : r.overlap_slowdown_s) += stretch;
   }
   // Allocation waits of rank 0, or of every PP rank (a stage that waits for memory stalls its
@@ -382,6 +419,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   r.comm_time_s = sim::total_length(comm).seconds();
   r.exposed_comm_s = sim::uncovered_length(comm, compute).seconds();
   r.overlap_fraction = r.comm_time_s > 0 ? 1.0 - r.exposed_comm_s / r.comm_time_s : 1.0;
+  if (s.sharding.offload_optimizer()) offload_summary(s, g, tl, r);
   // Exposure by mesh dimension, attributed in turn so that the parts add up: TP (what compute
   // leaves), CP (what compute and TP leave), EP (what those leave), PP (what those leave), then
   // DP (the rest; the expert-data-parallel reductions with it).
@@ -427,13 +465,15 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   // per_rank: rank 0 is idle while it waits at a collective for ranks that reach it later, and
   // from its last task until the slowest rank ends the step; that wait is the rest of the step
   // (issue 13 item 20). Symmetric mode: every rank is rank 0, the step is compute ∪ comm.
-  if (r.per_rank.present) r.wait_time_s = std::max(0.0, r.step_time_s - r.compute_time_s - r.exposed_comm_s);
+  if (r.per_rank.present)
+    r.wait_time_s = std::max(0.0, r.step_time_s - r.compute_time_s - r.exposed_comm_s - r.offload.exposed_time_s);
 
   for (sim::TaskId id = 0; id < g.size(); ++id) {
     const sim::Task& t = g.task(id);
     if (t.rank != 0) continue;
     const double d = (tl[id].end - tl[id].start).seconds();
-    switch (static_cast<Phase>(t.phase)) {
+    // The GPU's phases; offload's host tasks have their own rows (r.offload).
+    if (t.kind != sim::TaskKind::Host) switch (static_cast<Phase>(t.phase)) {
       case Phase::Forward: r.forward_time_s += d; break;
       case Phase::Backward: r.backward_time_s += d; break;
       case Phase::Optimizer: r.optimizer_time_s += d; break;
@@ -583,6 +623,16 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     r.critical_path_tail.push_back({g.task(path[i]).name, tl[path[i]].start.seconds(), tl[path[i]].end.seconds()});
 
   if (!r.memory.fits) r.warnings.push_back(does_not_fit_message(s, r.memory));
+  if (!r.memory.host_fits)
+    r.warnings.push_back(fmt::format("the offloaded optimizer states need {:.1f} GB of host memory per node ({} GPUs' "
+                                     "partitions), more than the {:.1f} GB of profile '{}' (host.memory_bytes)",
+                                     r.memory.host_bytes / 1e9, s.gpus_used_per_node(), r.memory.host_capacity_bytes / 1e9,
+                                     s.hardware.name));
+  if (s.sharding.offload_optimizer_device == "nvme" && s.zero_stage() < 3)
+    r.warnings.push_back(fmt::format("offload_optimizer device \"nvme\" under {}: DeepSpeed's stage 1/2 optimizer treats any "
+                                     "device but \"none\" as cpu (stage_1_and_2.py), so the states stay in host memory; "
+                                     "NVMe swapping (ZeRO-Infinity) is stage 3 only",
+                                     s.parallelism.strategy));
   for (const auto& n : s.model.not_modelled) r.warnings.push_back(fmt::format("model '{}': {}", s.model.name, n));
   if (s.model.context_length > 0 && s.batch.seq_len > s.model.context_length)
     r.warnings.push_back(fmt::format("seq_len {} is beyond the {} positions model '{}' declares "
@@ -658,6 +708,7 @@ hardware::StepCostModel step_cost_model(const Scenario& s, const LoweredStep& st
   hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model,
                                contention_of(s));
   cost.set_kernel_work(kernel_work_table(s), s.framework.host_op_s);
+  cost.set_host_ranks(s.gpus_used_per_node());
   return cost;
 }
 

@@ -111,6 +111,16 @@ struct ShardingConfig {
   double stage3_max_live_parameters = 1e9;   ///< elements
   double stage3_max_reuse_distance = 1e9;    ///< elements
   double stage3_param_persistence_threshold = 1e5;  ///< elements
+  /// `parallelism.offload_optimizer` (DeepSpeed's zero_optimization.offload_optimizer,
+  /// semantics-parallel.md §E1, E3, E4, E6): where the fp32 optimizer states live, "none",
+  /// "cpu" (ZeRO-Offload) or "nvme" (ZeRO-Infinity; stage 3 swaps them to the node's NVMe,
+  /// stages 1/2 treat any device but none as cpu, stage_1_and_2.py). The optimizer runs on the
+  /// CPU (DeepSpeedCPUAdam) either way.
+  std::string offload_optimizer_device = "none";
+  /// `parallelism.offload_optimizer.pin_memory` (default false): pinned host buffers for the
+  /// gradient partition; a copy to pageable memory blocks the host until it is done.
+  bool offload_optimizer_pin_memory = false;
+  bool offload_optimizer() const { return offload_optimizer_device != "none"; }
 };
 
 /// Mixed precision (FSDP MixedPrecisionPolicy / DeepSpeed bf16): parameters are all-gathered

@@ -958,6 +958,11 @@ void read_fields(const JsonReader& r, const std::string& object, Scenario& s) {
     }
     if (f.read) {
       f.read(r, s);
+    } else if (f.type == T::Object && f.knob) {  // a knob's nested object: its own rows
+      if (const auto o = r.optional_object(f.key)) {
+        read_fields(*o, f.path(), s);
+        o->finish();
+      }
     } else if (f.type == T::Object || f.type == T::ObjectList || f.type == T::Reference) {
       r.has(f.key);  // a known key; parse_scenario reads the object itself
     } else {
@@ -975,8 +980,9 @@ void echo_fields(const Scenario& s, const std::string& object, nlohmann::json& o
     if (f.echo_json) {
       f.echo_json(s, out);
     } else if (f.type == T::Object) {
+      if (f.echo && !f.echo(s)) continue;  // an object echoed only when it says so
       out[f.key] = nlohmann::json::object();
-      echo_fields(s, f.key, out[f.key]);
+      echo_fields(s, f.path(), out[f.key]);
     } else if (const Value v = f.echo ? f.echo(s) : f.get ? Value(f.get(s)) : std::nullopt) {
       out[f.key] = value_json(*v);
     }

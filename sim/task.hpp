@@ -19,11 +19,12 @@ inline constexpr int kMemoryCounters = 2;
 /// Work-description index: none.
 inline constexpr std::uint32_t kNoWork = std::numeric_limits<std::uint32_t>::max();
 
-/// What kind of resource a task occupies. The kernel treats both alike; reports and cost
-/// models distinguish them.
+/// What kind of resource a task occupies. The kernel treats them alike (only variation scales
+/// Compute tasks); reports and cost models distinguish them.
 enum class TaskKind : std::uint8_t {
   Compute,   ///< runs on the processor (kernels)
   Transfer,  ///< moves data between ranks (a collective's share on one rank)
+  Host,      ///< host-side work of a rank: PCIe copies, the CPU's optimizer step, NVMe I/O (offload)
 };
 
 /// A task of the graph. The kernel reads `rank`, `stream` and `rendezvous`; everything else

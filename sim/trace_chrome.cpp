@@ -110,7 +110,7 @@ std::string chrome_trace_json(const TaskGraph& graph, const Timeline& timeline, 
       out.append(std::string_view("{\"name\":"));
       append_escaped(out, t.name);
       fmt::format_to(it, R"(,"cat":"{}","ph":"X","pid":{},"tid":{},"ts":)",
-                     t.kind == TaskKind::Compute ? "compute" : "transfer", rank, t.stream);
+                     t.kind == TaskKind::Compute ? "compute" : t.kind == TaskKind::Host ? "host" : "transfer", rank, t.stream);
       append_us(out, rec.start);
       out.append(std::string_view(",\"dur\":"));
       append_us(out, rec.end - rec.start);

@@ -380,9 +380,9 @@ void add_expert_transfers(sim::TaskGraph& g, const Scenario& s, std::size_t laye
 const std::vector<std::string>& stream_names() {
   static const std::vector<std::string> names = {"compute", "communication", "replica communication", "TP communication",
                                                  "PP receive from previous stage", "PP receive from next stage",
-                                                 "CP communication"};
+                                                 "CP communication", "host CPU"};
   static_assert(kComputeStream == 0 && kCommStream == 1 && kReplicaStream == 2 && kTpStream == 3 &&
-                kPpRecvPrevStream == 4 && kPpRecvNextStream == 5 && kCpStream == 6);
+                kPpRecvPrevStream == 4 && kPpRecvNextStream == 5 && kCpStream == 6 && kHostStream == 7);
   return names;
 }
 
@@ -401,6 +401,17 @@ sim::Task wait_task(std::string name, Phase phase) {
   t.stream = kComputeStream;
   t.phase = static_cast<std::uint32_t>(phase);
   t.op = static_cast<std::uint32_t>(hardware::OpCode::Kernel);
+  return t;
+}
+
+sim::Task host_task(std::string name, hardware::OpCode op, double bytes, std::uint32_t stream, Phase phase) {
+  sim::Task t;
+  t.kind = sim::TaskKind::Host;
+  t.name = std::move(name);
+  t.stream = stream;
+  t.phase = static_cast<std::uint32_t>(phase);
+  t.op = static_cast<std::uint32_t>(op);
+  t.bytes = bytes;
   return t;
 }
 

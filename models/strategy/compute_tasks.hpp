@@ -5,6 +5,7 @@
 
 #include "hardware/collective_model.hpp"
 #include "hardware/gemm_model.hpp"
+#include "hardware/task_cost.hpp"
 #include "models/model_spec.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/task.hpp"
@@ -33,10 +34,13 @@ inline constexpr std::uint32_t kPpRecvNextStream = 5;
 /// Context parallelism's ring transfers (KV and its gradient between CP neighbours), beside
 /// the attention they overlap.
 inline constexpr std::uint32_t kCpStream = 6;
+/// The rank's CPU thread under optimizer offload (DeepSpeedCPUAdam, NVMe swaps): host work in
+/// program order, beside the GPU's streams.
+inline constexpr std::uint32_t kHostStream = 7;
 
 /// The names of the streams above, by index (traces, the HTML report): "compute",
 /// "communication", "replica communication", "TP communication", "PP receive from previous
-/// stage", "PP receive from next stage", "CP communication".
+/// stage", "PP receive from next stage", "CP communication", "host CPU".
 const std::vector<std::string>& stream_names();
 /// stream_names()[stream], or "stream N" past them.
 std::string stream_name(std::uint32_t stream);
@@ -180,6 +184,10 @@ void add_expert_transfers(sim::TaskGraph& g, const Scenario& s, std::size_t laye
 /// A zero-duration task on the compute stream: a CUDA event wait (stream waits on an event
 /// recorded elsewhere); give it dependencies on what it waits for.
 sim::Task wait_task(std::string name, Phase phase);
+
+/// An offload task (sim::TaskKind::Host) of code `op` (hardware::OpCode::HostToDevice ..
+/// NvmeWrite) over `bytes` on `stream`, in report category `phase`.
+sim::Task host_task(std::string name, hardware::OpCode op, double bytes, std::uint32_t stream, Phase phase);
 
 /// The name prefix of micro-batch `mb` of `micro_batches` in every strategy's tasks: "mb3."
 /// when there are several, "" for one.

@@ -36,19 +36,19 @@ const std::vector<StrategyEntry>& strategy_registry() {
        "DeepSpeed ZeRO-1: optimizer state sharded; IPG gradient buckets reduced on the accumulation "
        "boundary (whole-bucket AllReduce), 1/N Adam, then one parameter AllGather",
        &lower_zero12, F::DeepSpeed, 1, false, "DeepSpeed IPG gradient buckets", kBucketOps, &zero_buffer_bytes, nullptr,
-       {"reduce_bucket_size", "overlap_comm", "gradient_reduce_scatter"}},
+       {"reduce_bucket_size", "overlap_comm", "gradient_reduce_scatter", "offload_optimizer"}},
       {"zero2",
        "DeepSpeed ZeRO-2: gradients and optimizer state sharded; IPG buckets reduced every micro-step, "
        "overlap_comm keeps one reduction in flight",
        &lower_zero12, F::DeepSpeed, 2, false, "DeepSpeed IPG gradient buckets", kBucketOps, &zero_buffer_bytes, nullptr,
-       {"reduce_bucket_size", "overlap_comm", "gradient_reduce_scatter"}},
+       {"reduce_bucket_size", "overlap_comm", "gradient_reduce_scatter", "offload_optimizer"}},
       {"zero3",
        "DeepSpeed ZeRO-3: parameters sharded too; per-layer coalesced AllGathers with prefetch and "
        "reuse distance, ready-order ReduceScatter buckets",
        &lower_zero3, F::DeepSpeed, 3, false, "IPG buckets + gathered parameters at the peak", kBucketOps,
        &zero_buffer_bytes, &zero3_persistent_param,
        {"reduce_bucket_size", "overlap_comm", "stage3_prefetch_bucket_size", "stage3_max_live_parameters",
-        "stage3_max_reuse_distance", "stage3_param_persistence_threshold"}},
+        "stage3_max_reuse_distance", "stage3_param_persistence_threshold", "offload_optimizer"}},
       {"fsdp",
        "PyTorch FSDP (FSDP2 fully_shard by default; FSDP1 switches): one AllGather and one "
        "ReduceScatter per unit, prefetch one unit ahead, reshard_after_forward",

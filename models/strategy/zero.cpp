@@ -43,12 +43,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace stepsim::models {
 
 namespace {
 
 using hardware::CollectiveOp;
+
+// DeepSpeed's zero_optimization.sub_group_size default (config.py, semantics-parallel.md §E2):
+// stage 3 steps the optimizer one sub-group of this many elements at a time.
+constexpr double kZero3SubGroupSize = 1e9;
 
 struct Grad {
   std::size_t layer;
@@ -86,6 +91,83 @@ std::pair<double, double> total_param_bytes(const Scenario& s) {
   return {dense, experts};
 }
 
+// Optimizer offload's PCIe copies of one reduced bucket's partition (`elements` of this rank's
+// share) on `stream`, after `after` (semantics-parallel.md §E3 for stages 1/2, copy_grads_in_partition
+// and async_accumulate_grad_in_cpu_via_gpu; §E4 for stage 3, partition_grads): `accumulate` the
+// micro-step's gradient through the CPU buffer in the parameters' dtype (micro-step 0 copies it
+// out; later ones copy the sum back, add and copy it out again; stage 3 copies it back on every
+// micro-step), then on the accumulation boundary the fp32 cast goes device to host. Returns the
+// last copy (after when none). Unpinned destinations make each copy synchronous: the compute
+// stream waits for it (sets `compute_wait`).
+struct OffloadCopies {
+  const Scenario& s;
+  sim::TaskGraph& g;
+  double param_bytes;  // the low-precision gradient's bytes per element
+  sim::TaskId add(const std::string& name, double elements, std::uint32_t stream, sim::TaskId after, bool stage3,
+                  std::int64_t mb, bool boundary, sim::TaskId& compute_wait) const {
+    if (!(elements > 0)) return after;
+    sim::TaskId last = after;
+    auto copy = [&](const char* what, hardware::OpCode op, double bytes) {
+      const sim::TaskId id = g.add_task(host_task(name + what, op, bytes, stream, Phase::Communication));
+      if (last != sim::kNoTask) g.add_dependency(last, id);
+      last = id;
+    };
+    const bool accumulate = stage3 || mb > 0 || !boundary;
+    if (accumulate) {
+      if (stage3 || mb > 0) copy(".h2d_accum", hardware::OpCode::HostToDevice, elements * param_bytes);
+      copy(".d2h_accum", hardware::OpCode::DeviceToHost, elements * param_bytes);
+    }
+    if (boundary) copy(".d2h_fp32", hardware::OpCode::DeviceToHost, elements * 4.0);
+    if (!s.sharding.offload_optimizer_pin_memory && stream != kComputeStream) {
+      const sim::TaskId w = g.add_task(wait_task(name + ".wait_pageable", Phase::Overhead));
+      g.add_dependency(last, w);
+      compute_wait = w;
+    }
+    return last;
+  }
+};
+
+// This rank's partition of the trainable parameters (elements) its optimizer updates: each
+// dense gradient's 1/data_ranks, each routed expert's 1/(its partition group's ranks).
+double partition_elements(const Scenario& s, const std::vector<Grad>& grads, bool expert_group) {
+  double e = 0;
+  for (const auto& gr : grads)
+    e += gr.elements / static_cast<double>(gr.expert ? (expert_group ? s.expert_reduce_ranks() : 1) : s.data_ranks());
+  return e;
+}
+
+// The optimizer step on the host (DeepSpeedCPUAdam over the fp32 partition, §E3/E4), then the
+// updated partition copied host to device in fp32 on the compute stream, in `sub_groups`
+// pieces (stage 3's sub_group_size; the CPU steps piece k + 1 while piece k copies). Returns
+// the last copy.
+// With `nvme` (ZeRO-Infinity, §E6; PartitionedOptimizerSwapper, synchronous: pipeline_read and
+// pipeline_write default false) each piece first reads its fp32 master, exp_avg, exp_avg_sq and
+// swapped fp32 gradient (16 bytes per parameter) and after the step writes the three states
+// back (12 bytes), on the CPU's thread.
+sim::TaskId offload_optimizer_step(sim::TaskGraph& g, double elements, sim::TaskId after, std::int64_t sub_groups,
+                                   bool nvme = false) {
+  sim::TaskId last = sim::kNoTask;
+  const double piece = elements / static_cast<double>(sub_groups);
+  for (std::int64_t k = 0; k < sub_groups; ++k) {
+    const std::string suffix = sub_groups > 1 ? fmt::format(".sub_group{}", k) : "";
+    if (nvme) {
+      const sim::TaskId read = g.add_task(host_task("offload.nvme_read" + suffix, hardware::OpCode::NvmeRead, piece * 16.0,
+                                                    kHostStream, Phase::Optimizer));
+      if (after != sim::kNoTask) g.add_dependency(after, read);
+    }
+    const sim::TaskId cpu = g.add_task(host_task("offload.cpu_adam" + suffix, hardware::OpCode::CpuOptimizer, piece * 4.0,
+                                                 kHostStream, Phase::Optimizer));
+    if (after != sim::kNoTask) g.add_dependency(after, cpu);
+    if (nvme) g.add_task(host_task("offload.nvme_write" + suffix, hardware::OpCode::NvmeWrite, piece * 12.0, kHostStream,
+                                   Phase::Optimizer));
+    const sim::TaskId h2d = g.add_task(host_task("offload.h2d_params" + suffix, hardware::OpCode::HostToDevice,
+                                                 piece * 4.0, kComputeStream, Phase::Optimizer));
+    g.add_dependency(cpu, h2d);
+    last = h2d;
+  }
+  return last;
+}
+
 std::vector<double> grad_elements(const std::vector<Grad>& grads) {
   std::vector<double> e;
   for (const auto& gr : grads) e.push_back(gr.elements);
@@ -108,6 +190,10 @@ LoweredStep lower_zero12(const Scenario& s) {
   const std::vector<Grad> ready = grads_in_order(s, !hooks);
   const std::vector<bool> flush_before = deepspeed_ipg_flushes(grad_elements(ready), s.sharding.reduce_bucket_size);
 
+  const bool offload = s.sharding.offload_optimizer();
+  const OffloadCopies copies{s, g, dtype_bytes(s.precision.param_dtype)};
+  sim::TaskId last_sync = sim::kNoTask;
+
   sim::RendezvousId next_rendezvous = 0;
   const std::int64_t micro_batches = s.batch.grad_accum;
   for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
@@ -120,6 +206,7 @@ LoweredStep lower_zero12(const Scenario& s) {
 
     std::size_t bucket = 0, next_grad = 0;
     double bucket_bytes = 0, bucket_expert_bytes = 0;  // the open bucket's dense and expert slices
+    double bucket_elements = 0, bucket_expert_elements = 0;
     bool expert_first = false;                         // its first slice is a routed expert's
     sim::TaskId last_reduction = sim::kNoTask, last_compute = sim::kNoTask;
     // Flushes the open bucket: one reduction per process group of its slices, in the order they
@@ -131,27 +218,43 @@ LoweredStep lower_zero12(const Scenario& s) {
       const sim::TaskId previous = last_reduction;
       const std::size_t n = bucket++;
       bool reduced = false;
-      auto reduce_over = [&](double bytes, std::uint32_t group, const char* suffix) {
-        if (bytes <= 0 || group == kNoGroup) return;
-        last_reduction = g.add_task(collective_task(fmt::format("{}{}.bucket{}{}", prefix, op_name, n, suffix), op,
-                                                    bytes, group, overlap ? kCommStream : kComputeStream,
-                                                    next_rendezvous));
-        if (last_compute != sim::kNoTask) g.add_dependency(last_compute, last_reduction);
-        reduced = true;
+      sim::TaskId copy_wait = sim::kNoTask;
+      auto reduce_over = [&](double bytes, double elements, std::uint32_t group, const char* suffix) {
+        if (bytes <= 0) return;
+        const std::uint32_t stream = overlap ? kCommStream : kComputeStream;
+        if (group != kNoGroup) {
+          last_reduction = g.add_task(collective_task(fmt::format("{}{}.bucket{}{}", prefix, op_name, n, suffix), op,
+                                                      bytes, group, stream, next_rendezvous));
+          if (last_compute != sim::kNoTask) g.add_dependency(last_compute, last_reduction);
+          reduced = true;
+        }
+        if (!offload) return;
+        // This rank's partition of the bucket goes to the host (whole when nothing reduces it).
+        const double ranks = group == kNoGroup ? 1.0 : group == 0 ? static_cast<double>(s.data_ranks())
+                                                                  : static_cast<double>(s.expert_reduce_ranks());
+        sim::TaskId after = group != kNoGroup ? last_reduction : last_compute;
+        const sim::TaskId c = copies.add(fmt::format("{}offload.bucket{}{}", prefix, n, suffix), elements / ranks, stream,
+                                         after, false, mb, mb == micro_batches - 1, copy_wait);
+        if (c != after) {
+          last_reduction = c;
+          reduced = true;
+        }
       };
-      if (expert_first) reduce_over(bucket_expert_bytes, mesh.edp, ".experts");
-      reduce_over(bucket_bytes, 0, "");
-      if (!expert_first) reduce_over(bucket_expert_bytes, mesh.edp, ".experts");
+      if (expert_first) reduce_over(bucket_expert_bytes, bucket_expert_elements, mesh.edp, ".experts");
+      reduce_over(bucket_bytes, bucket_elements, 0, "");
+      if (!expert_first) reduce_over(bucket_expert_bytes, bucket_expert_elements, mesh.edp, ".experts");
+      if (copy_wait != sim::kNoTask) last_compute = copy_wait;
       if (overlap && reduced && previous != sim::kNoTask) {
         const sim::TaskId w = g.add_task(wait_task(fmt::format("{}zero.wait_reduction{}", prefix, bucket - 2), Phase::Overhead));
         g.add_dependency(previous, w);
         last_compute = w;
       }
-      bucket_bytes = bucket_expert_bytes = 0;
+      bucket_bytes = bucket_expert_bytes = bucket_elements = bucket_expert_elements = 0;
     };
     auto add_to_bucket = [&](const Grad& gr) {
       if (bucket_bytes + bucket_expert_bytes <= 0) expert_first = gr.expert;
       (gr.expert ? bucket_expert_bytes : bucket_bytes) += gr.bytes;
+      (gr.expert ? bucket_expert_elements : bucket_elements) += gr.elements;
     };
     // Hook path: a ready gradient joins the IPG bucket (copied into it: contiguous_gradients).
     auto on_grad = [&](sim::TaskId producer) {
@@ -181,9 +284,12 @@ LoweredStep lower_zero12(const Scenario& s) {
     // The epilogue synchronizes the device: compute waits for every reduction.
     const sim::TaskId sync = g.add_task(wait_task(prefix + "zero.reduce_epilogue", Phase::Overhead));
     if (last_reduction != sim::kNoTask) g.add_dependency(last_reduction, sync);
+    last_sync = sync;
   }
   if (sim::Task opt; optimizer_step(s, static_cast<double>(s.data_ranks()), opt)) {
-    const sim::TaskId step = g.add_task(std::move(opt));
+    // Offloaded: DeepSpeedCPUAdam on the host, then the fp32 partition copied back (§E3).
+    const sim::TaskId step = offload ? offload_optimizer_step(g, partition_elements(s, ready, mesh.edp != kNoGroup), last_sync, 1)
+                                     : g.add_task(std::move(opt));
     // step() ends with one AllGather of the whole low-precision model, waited on (rule 60): one
     // per parameter group over its own partition group, the routed experts' groups last
     // (split_params_into_different_moe_groups_for_optimizer appends them).
@@ -253,6 +359,11 @@ LoweredStep lower_zero3(const Scenario& s) {
     return groups;
   }());
 
+  const bool offload = s.sharding.offload_optimizer();
+  const bool nvme = s.sharding.offload_optimizer_device == "nvme";
+  const OffloadCopies copies{s, g, dtype_bytes(s.precision.param_dtype)};
+  sim::TaskId last_sync = sim::kNoTask;
+
   sim::RendezvousId next_rendezvous = 0;
   const std::int64_t micro_batches = s.batch.grad_accum;
   for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
@@ -320,14 +431,32 @@ LoweredStep lower_zero3(const Scenario& s) {
     }
     // Backward with ready-order ReduceScatter buckets.
     std::size_t next_grad = 0, bucket = 0;
-    double bucket_bytes = 0;
+    double bucket_bytes = 0, bucket_elements = 0;
     bool bucket_experts = false;  // the open bucket holds routed experts' gradients (their own bucket)
     std::vector<sim::TaskId> reductions;
     sim::TaskId last_compute = sim::kNoTask;
+    // Offload: this rank's partition of the bucket crosses PCIe after its ReduceScatter
+    // (partition_grads on the reduction stream), then with nvme its fp32 gradient is written to
+    // the drives (swap_out_gradients).
+    auto offload_bucket = [&](std::size_t n, sim::TaskId after, double ranks) {
+      sim::TaskId wait = sim::kNoTask;
+      const std::string name = fmt::format("{}offload.bucket{}{}", prefix, n, bucket_experts ? ".experts" : "");
+      const double e = bucket_elements / ranks;
+      sim::TaskId c = copies.add(name, e, kCommStream, after, true, mb, mb == micro_batches - 1, wait);
+      if (wait != sim::kNoTask) last_compute = wait;
+      if (nvme && mb == micro_batches - 1) {
+        const sim::TaskId w = g.add_task(host_task(name + ".nvme_write_grad", hardware::OpCode::NvmeWrite, e * 4.0,
+                                                   kHostStream, Phase::Communication));
+        g.add_dependency(c, w);
+        c = w;
+      }
+      return c;
+    };
     auto flush = [&]() {
       if (bucket_bytes <= 0) return;
       if (bucket_experts && mesh.edp == kNoGroup) {  // whole on this rank: nothing to reduce
-        bucket_bytes = 0;
+        if (offload) reductions.push_back(offload_bucket(bucket++, last_compute, 1.0));
+        bucket_bytes = bucket_elements = 0;
         return;
       }
       // At most max_param_reduce_events = 2 outstanding plus the new one: wait for the oldest.
@@ -336,12 +465,15 @@ LoweredStep lower_zero3(const Scenario& s) {
         g.add_dependency(reductions[reductions.size() - 3], w);
         last_compute = w;
       }
+      const std::size_t n = bucket++;
       const sim::TaskId rs = g.add_task(collective_task(
-          fmt::format("{}reducescatter.bucket{}{}", prefix, bucket++, bucket_experts ? ".experts" : ""),
+          fmt::format("{}reducescatter.bucket{}{}", prefix, n, bucket_experts ? ".experts" : ""),
           CollectiveOp::ReduceScatter, bucket_bytes, bucket_experts ? mesh.edp : 0, kCommStream, next_rendezvous));
       g.add_dependency(last_compute, rs);
-      reductions.push_back(rs);
-      bucket_bytes = 0;
+      reductions.push_back(
+          offload ? offload_bucket(n, rs, static_cast<double>(bucket_experts ? s.expert_reduce_ranks() : s.data_ranks()))
+                  : rs);
+      bucket_bytes = bucket_elements = 0;
     };
     for (std::size_t pos = L; pos < trace.size(); ++pos) {
       const std::size_t l = trace[pos].layer;
@@ -363,6 +495,7 @@ LoweredStep lower_zero3(const Scenario& s) {
         if (grad) {
           if (flush_before[next_grad]) flush();
           bucket_bytes += ready[next_grad].bytes;
+          bucket_elements += ready[next_grad].elements;
           bucket_experts = ready[next_grad].expert;
           ++next_grad;
         }
@@ -373,8 +506,19 @@ LoweredStep lower_zero3(const Scenario& s) {
     flush();
     const sim::TaskId sync = g.add_task(wait_task(prefix + "zero3.reduce_epilogue", Phase::Overhead));
     if (!reductions.empty()) g.add_dependency(reductions.back(), sync);
+    last_sync = sync;
   }
-  if (sim::Task opt; optimizer_step(s, static_cast<double>(s.data_ranks()), opt)) g.add_task(std::move(opt));
+  if (sim::Task opt; optimizer_step(s, static_cast<double>(s.data_ranks()), opt)) {
+    if (offload) {
+      // Offloaded (§E4): per sub-group of kZero3SubGroupSize elements, CPU Adam then the fp32
+      // partition copied into the GPU's 16-bit one; no AllGather (rule 68).
+      const double e = partition_elements(s, ready, mesh.edp != kNoGroup);
+      const auto pieces = static_cast<std::int64_t>(std::max(1.0, std::ceil(e / kZero3SubGroupSize)));
+      offload_optimizer_step(g, e, last_sync, pieces, nvme);
+    } else {
+      g.add_task(std::move(opt));
+    }
+  }
   g.freeze("zero3");
   return out;
 }
@@ -421,6 +565,28 @@ const std::vector<ScenarioField>& zero_knob_fields() {
       {.object = "parallelism", .key = "stage3_param_persistence_threshold", .type = T::Number,
        .doc = "ZeRO-3: tensors smaller than this stay unsharded (persistent) on every rank", .unit = "elements",
        .check = Check::NonNegative, .knob = true, STEPSIM_FIELD_ACCESS(double, sharding.stage3_param_persistence_threshold)},
+      {.object = "parallelism", .key = "offload_optimizer", .type = T::Object,
+       .doc = "DeepSpeed's zero_optimization.offload_optimizer: the fp32 master weights, Adam states and fp32 gradient "
+              "partition live in host memory and DeepSpeedCPUAdam updates them; gradients cross PCIe after their "
+              "reduction, the updated partition comes back before the parameter AllGather (semantics-parallel.md "
+              "§E3, §E4); needs the profile's `host` facts",
+       .default_doc = "none (device \"none\")", .knob = true,
+       // Read and echoed as a nested object by the table (read_fields, echo_fields); not echoed
+       // when nothing is offloaded.
+       .echo = [](const Scenario& s) -> std::optional<FieldValue> {
+         if (!s.sharding.offload_optimizer()) return std::nullopt;
+         return FieldValue(true);
+       }},
+      {.object = "parallelism.offload_optimizer", .key = "device", .type = T::Choice,
+       .doc = "\"cpu\" (ZeRO-Offload) or \"nvme\" (ZeRO-Infinity: zero3 swaps the states to the node's NVMe between "
+              "steps; zero1/zero2 treat any device but \"none\" as cpu, stage_1_and_2.py); the optimizer runs on the "
+              "CPU either way",
+       .choices = [] { return std::vector<std::string>{"none", "cpu", "nvme"}; }, .applies_doc = "zero1, zero2, zero3",
+       STEPSIM_FIELD_ACCESS(std::string, sharding.offload_optimizer_device)},
+      {.object = "parallelism.offload_optimizer", .key = "pin_memory", .type = T::Boolean,
+       .doc = "pinned host buffers for the gradient partition (offload_config.py default false): a copy into pageable "
+              "memory is synchronous, so the GPU's stream waits for it",
+       .applies_doc = "zero1, zero2, zero3", STEPSIM_FIELD_ACCESS(bool, sharding.offload_optimizer_pin_memory)},
   };
   return knobs;
 }
