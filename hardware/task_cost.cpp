@@ -40,7 +40,8 @@ bool is_all_to_all(std::uint32_t op) { return op == static_cast<std::uint32_t>(O
 bool is_transfer_op(std::uint32_t op) { return is_collective(op) || is_p2p(op) || is_all_to_all(op); }
 
 bool is_host_op(std::uint32_t op) {
-  return op >= static_cast<std::uint32_t>(OpCode::HostToDevice) && op <= static_cast<std::uint32_t>(OpCode::NvmeWrite);
+  return op >= static_cast<std::uint32_t>(OpCode::HostToDevice) &&
+         op <= static_cast<std::uint32_t>(OpCode::CpuTorchOptimizer);
 }
 
 double StepCostModel::host_seconds(const sim::Task& task) const {
@@ -57,6 +58,9 @@ double StepCostModel::host_seconds(const sim::Task& task) const {
     case OpCode::CpuOptimizer:
       need(h.cpu_adam_params_per_s > 0, "CPU Adam rate");
       return task.bytes / 4.0 / (h.cpu_adam_params_per_s / ranks);
+    case OpCode::CpuTorchOptimizer:
+      need(h.cpu_adam_params_per_s > 0, "CPU Adam rate");
+      return task.bytes / 4.0 / (h.cpu_adam_params_per_s * kTorchCpuAdamFraction / ranks);
     case OpCode::NvmeRead: need(h.has_nvme(), "NVMe bandwidth"); return task.bytes / (h.nvme_read_bytes_per_s / ranks);
     case OpCode::NvmeWrite: need(h.has_nvme(), "NVMe bandwidth"); return task.bytes / (h.nvme_write_bytes_per_s / ranks);
     default: break;
@@ -171,7 +175,11 @@ sim::Work StepCostModel::work(const sim::Task& task) const {
     // its resource (its PCIe direction, its CPU share, its NVMe share) by max-min fairness.
     sim::Work w{sim::Time(), duration(task)};
     if (contention_.link_sharing && w.variable > sim::Time())
-      w.add_use(kHostResourceBase + 8 * task.rank + (task.op - static_cast<std::uint32_t>(OpCode::HostToDevice)), 1.0);
+      w.add_use(kHostResourceBase + 8 * task.rank +
+                    (task.op == static_cast<std::uint32_t>(OpCode::CpuTorchOptimizer)
+                         ? static_cast<std::uint32_t>(OpCode::CpuOptimizer) - static_cast<std::uint32_t>(OpCode::HostToDevice)
+                         : task.op - static_cast<std::uint32_t>(OpCode::HostToDevice)),
+                1.0);
     return w;
   }
   if (!is_transfer_op(task.op)) {

@@ -43,9 +43,17 @@ enum class OpCode : std::uint32_t {
   /// a read or write of task.bytes on the node's NVMe drives, shared by its ranks.
   NvmeRead = 23,
   NvmeWrite = 24,
+  /// PyTorch's own Adam on CPU tensors (FSDP's cpu_offload: the ordinary torch optimizer runs on
+  /// the offloaded shards, semantics-parallel.md §E8): as CpuOptimizer at
+  /// kTorchCpuAdamFraction of DeepSpeedCPUAdam's rate.
+  CpuTorchOptimizer = 25,
 };
 
-/// True for the offload codes (HostToDevice .. NvmeWrite).
+/// torch.optim.Adam's rate on CPU tensors over DeepSpeedCPUAdam's: 8.2 s / 56 s for the same
+/// 11.6B-parameter step (DeepSpeed PR #735; the cpu_adam.py docstring claims 5-7x).
+inline constexpr double kTorchCpuAdamFraction = 8.2 / 56.0;
+
+/// True for the offload codes (HostToDevice .. CpuTorchOptimizer).
 bool is_host_op(std::uint32_t op);
 
 /// Collective op of a collective OpCode. Precondition: code is a collective.

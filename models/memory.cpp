@@ -78,7 +78,17 @@ MemoryBreakdown static_memory(const Scenario& s) {
       if (s.precision.fp32_grad_accum && s.batch.grad_accum > 1) m.grad_accum_bytes += held(stage >= 2) * 4.0;
     }
   }
-  if (s.sharding.offload_optimizer()) {
+  if (s.sharding.cpu_offload) {
+    // FSDP's CPU offload (§E8/E9): the fp32 parameter shard, its fp32 gradient and the Adam
+    // states live on the host; the GPU holds only what is gathered (the timeline's buffers).
+    // fp32 parameter shard (4 B) + fp32 gradient (4 B) + the optimizer's own states (Adam's m and
+    // v, SGD's momentum; no separate master copy: the shard is fp32).
+    const double per_gpu = partition_elements * (8.0 + optimizer_state_bytes_per_param(s.optimizer, DType::FP32));
+    m.params_bytes = m.grads_bytes = m.optimizer_bytes = 0;
+    m.host_bytes = per_gpu * s.gpus_used_per_node();
+    m.host_capacity_bytes = s.hardware.host.memory_bytes;
+    m.host_fits = m.host_bytes <= m.host_capacity_bytes;
+  } else if (s.sharding.offload_optimizer()) {
     // The optimizer states and the gradient partition live on the host (estimate_zero2/3_
     // model_states_mem_needs: GPU 2Ψ under stage 2, 2Ψ/N under stage 3); stage 1 still holds
     // every gradient on the GPU until its reduction after backward.

@@ -312,10 +312,15 @@ std::string report_text(const Report& r) {
     if (o.nvme_time_s > 0)
       nvme = fmt::format("; NVMe read {:.2f} GB + write {:.2f} GB in {:.3f} ms", o.nvme_read_bytes / 1e9,
                          o.nvme_write_bytes / 1e9, o.nvme_time_s * 1e3);
-    line(fmt::format("offload          optimizer on {} (DeepSpeedCPUAdam {:.3f} ms); PCIe device-to-host {:.2f} GB in {:.3f} ms, "
-                     "host-to-device {:.2f} GB in {:.3f} ms{}; pin_memory {}",
-                     o.device, o.cpu_optimizer_time_s * 1e3, o.d2h_bytes / 1e9, o.d2h_time_s * 1e3, o.h2d_bytes / 1e9,
-                     o.h2d_time_s * 1e3, nvme, s.sharding.offload_optimizer_pin_memory ? "true" : "false (each gradient copy blocks the GPU's stream)"));
+    const bool fsdp = s.sharding.cpu_offload;
+    line(fmt::format("offload          {} on {} ({} {:.3f} ms); PCIe device-to-host {:.2f} GB in {:.3f} ms, "
+                     "host-to-device {:.2f} GB in {:.3f} ms{}; {}",
+                     fsdp ? "parameter shards, gradients and optimizer" : "optimizer", o.device,
+                     fsdp ? "torch Adam on the CPU" : "DeepSpeedCPUAdam", o.cpu_optimizer_time_s * 1e3, o.d2h_bytes / 1e9,
+                     o.d2h_time_s * 1e3, o.h2d_bytes / 1e9, o.h2d_time_s * 1e3, nvme,
+                     fsdp                                         ? "pinned host memory"
+                     : s.sharding.offload_optimizer_pin_memory ? "pin_memory true"
+                                                               : "pin_memory false (each gradient copy blocks the GPU's stream)"));
   }
   if (r.overlap_slowdown_s > 0 || r.link_sharing_stretch_s > 0)
     line(fmt::format("contention       overlap_model {}: +{:.3f} ms of compute kernel time; link sharing: +{:.3f} ms "

@@ -304,7 +304,7 @@ void offload_summary(const Scenario& s, const sim::TaskGraph& g, const sim::Time
   using hardware::OpCode;
   OffloadSummary& o = r.offload;
   o.present = true;
-  o.device = s.sharding.offload_optimizer_device;
+  o.device = s.sharding.cpu_offload ? "cpu" : s.sharding.offload_optimizer_device;
   const auto of = [&](std::initializer_list<OpCode> ops) {
     return sim::busy_intervals(g, tl, [ops](const sim::Task& t) {
       if (t.rank != 0 || t.kind != sim::TaskKind::Host) return false;
@@ -315,7 +315,7 @@ void offload_summary(const Scenario& s, const sim::TaskGraph& g, const sim::Time
   };
   o.d2h_time_s = sim::total_length(of({OpCode::DeviceToHost})).seconds();
   o.h2d_time_s = sim::total_length(of({OpCode::HostToDevice})).seconds();
-  o.cpu_optimizer_time_s = sim::total_length(of({OpCode::CpuOptimizer})).seconds();
+  o.cpu_optimizer_time_s = sim::total_length(of({OpCode::CpuOptimizer, OpCode::CpuTorchOptimizer})).seconds();
   o.nvme_time_s = sim::total_length(of({OpCode::NvmeRead, OpCode::NvmeWrite})).seconds();
   const auto host = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.rank == 0 && t.kind == sim::TaskKind::Host; });
   const auto gpu = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.rank == 0 && t.kind != sim::TaskKind::Host; });
@@ -419,7 +419,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   r.comm_time_s = sim::total_length(comm).seconds();
   r.exposed_comm_s = sim::uncovered_length(comm, compute).seconds();
   r.overlap_fraction = r.comm_time_s > 0 ? 1.0 - r.exposed_comm_s / r.comm_time_s : 1.0;
-  if (s.sharding.offload_optimizer()) offload_summary(s, g, tl, r);
+  if (s.sharding.offloads()) offload_summary(s, g, tl, r);
   // Exposure by mesh dimension, attributed in turn so that the parts add up: TP (what compute
   // leaves), CP (what compute and TP leave), EP (what those leave), PP (what those leave), then
   // DP (the rest; the expert-data-parallel reductions with it).

@@ -121,6 +121,14 @@ struct ShardingConfig {
   /// gradient partition; a copy to pageable memory blocks the host until it is done.
   bool offload_optimizer_pin_memory = false;
   bool offload_optimizer() const { return offload_optimizer_device != "none"; }
+  /// `parallelism.cpu_offload` (fsdp, hsdp): FSDP2's CPUOffloadPolicy() (pin_memory true) or
+  /// FSDP1's CPUOffload(offload_params=True) (always pinned), torchtitan's
+  /// training.enable_cpu_offload: the fp32 parameter shards, their gradients and the optimizer
+  /// states live in host memory and the ordinary torch optimizer steps them on the CPU
+  /// (semantics-parallel.md §E8, §E9).
+  bool cpu_offload = false;
+  /// Some state lives in host memory (offload_optimizer or cpu_offload).
+  bool offloads() const { return offload_optimizer() || cpu_offload; }
 };
 
 /// Mixed precision (FSDP MixedPrecisionPolicy / DeepSpeed bf16): parameters are all-gathered

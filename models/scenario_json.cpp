@@ -198,23 +198,23 @@ void check_pipeline(const JsonReader& par, Scenario& s) {
 // Optimizer offload (semantics-parallel.md §E): the host facts it is priced with, and what it
 // is modelled under.
 void check_offload(const JsonReader& par, Scenario& s) {
-  if (!s.sharding.offload_optimizer()) return;
-  const std::string& device = s.sharding.offload_optimizer_device;
+  if (!s.sharding.offloads()) return;
+  const std::string device = s.sharding.cpu_offload ? "cpu_offload" : s.sharding.offload_optimizer_device;
   const auto& host = s.hardware.host;
   const auto o = par.optional_object("offload_optimizer");
   const JsonReader& at = o ? *o : par;
-  const char* key = o ? "device" : "offload_optimizer";
+  const char* key = s.sharding.cpu_offload ? "cpu_offload" : o ? "device" : "offload_optimizer";
   if (!host.present())
     at.fail(key, fmt::format("\"{}\" needs the host facts of profile '{}' (PCIe bandwidth, host memory, CPU Adam rate), "
                              "and it has none; give them in the profile's \"host\" object (h2d_bytes_per_s, d2h_bytes_per_s, "
                              "memory_bytes, cpu_adam_params_per_s; e.g. --set hardware.host.h2d_bytes_per_s=25GB/s for "
                              "each, or a profile file as hardware/profiles/a100-sxm.json writes it)",
                              device, s.hardware.name));
-  if (s.optimizer == "none")
+  if (s.optimizer == "none" && !s.sharding.cpu_offload)
     at.fail(key, fmt::format("\"{}\" with optimizer \"none\": there is no optimizer state to offload", device));
   if (s.parallelism.pp > 1)
-    at.fail(key, fmt::format("\"{}\" is not modelled under pipeline parallelism yet (pp {}); expected \"none\"", device,
-                             s.parallelism.pp));
+    at.fail(key, fmt::format("\"{}\" is not modelled under pipeline parallelism yet (pp {}); expected {}", device,
+                             s.parallelism.pp, s.sharding.cpu_offload ? "false" : "\"none\""));
   if (device == "nvme" && s.zero_stage() == 3 && !host.has_nvme())
     at.fail(key, fmt::format("\"nvme\" needs NVMe drives on profile '{}' (host.nvme_read_bytes_per_s, "
                              "nvme_write_bytes_per_s, nvme_bytes), and it gives none; expected \"cpu\" or a profile with "

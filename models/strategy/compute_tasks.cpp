@@ -380,9 +380,10 @@ void add_expert_transfers(sim::TaskGraph& g, const Scenario& s, std::size_t laye
 const std::vector<std::string>& stream_names() {
   static const std::vector<std::string> names = {"compute", "communication", "replica communication", "TP communication",
                                                  "PP receive from previous stage", "PP receive from next stage",
-                                                 "CP communication", "host CPU"};
+                                                 "CP communication", "host CPU", "host copies"};
   static_assert(kComputeStream == 0 && kCommStream == 1 && kReplicaStream == 2 && kTpStream == 3 &&
-                kPpRecvPrevStream == 4 && kPpRecvNextStream == 5 && kCpStream == 6 && kHostStream == 7);
+                kPpRecvPrevStream == 4 && kPpRecvNextStream == 5 && kCpStream == 6 && kHostStream == 7 &&
+                kHostCopyStream == 8);
   return names;
 }
 

@@ -37,10 +37,13 @@ inline constexpr std::uint32_t kCpStream = 6;
 /// The rank's CPU thread under optimizer offload (DeepSpeedCPUAdam, NVMe swaps): host work in
 /// program order, beside the GPU's streams.
 inline constexpr std::uint32_t kHostStream = 7;
+/// Host-to-device copies of FSDP's CPU-offloaded shards (FSDP2 issues them on its all-gather
+/// copy-in stream, ahead of the AllGather that waits for them).
+inline constexpr std::uint32_t kHostCopyStream = 8;
 
 /// The names of the streams above, by index (traces, the HTML report): "compute",
 /// "communication", "replica communication", "TP communication", "PP receive from previous
-/// stage", "PP receive from next stage", "CP communication", "host CPU".
+/// stage", "PP receive from next stage", "CP communication", "host CPU", "host copies".
 const std::vector<std::string>& stream_names();
 /// stream_names()[stream], or "stream N" past them.
 std::string stream_name(std::uint32_t stream);

@@ -64,6 +64,10 @@ struct Unit {
   // Routed experts' gradients held whole on their rank (no expert shard group: ep = dp × cp, or
   // the shard group under hsdp), in none of the above: only hsdp's replicas reduce them.
   double whole_expert_grad_bytes = 0;
+  // Under cpu_offload: this rank's shard of the unit's parameters and of its trainable ones
+  // (elements), what crosses PCIe in fp32 before each AllGather and after the reduction.
+  double shard_elements = 0;
+  double grad_shard_elements = 0;
   bool reshard = true;     // reshard after forward
 };
 
@@ -97,6 +101,11 @@ std::vector<Unit> make_units(const Scenario& s) {
         // Float8Linear weights travel in FP8 under float8 all-gather (models/float8.hpp).
         const double gathered = static_cast<double>(p.numel) * all_gather_bytes_per_element(s, l, i);
         const double reduced = p.trainable ? static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype) : 0.0;
+        const double shard_numel =
+            static_cast<double>(p.numel) /
+            static_cast<double>(expert_partitioned(s, p) ? s.expert_shard_ranks() : s.shard_ranks());
+        u->shard_elements += shard_numel;
+        if (p.trainable) u->grad_shard_elements += shard_numel;
         // ep = the experts' shard group: each routed expert lives whole on one rank of it,
         // neither gathered nor reduce-scattered (no buffer either).
         if (expert_partitioned(s, p) && s.expert_reduce_ranks() == 1) {
@@ -167,7 +176,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
   sim::TaskGraph& g = out.graph;
   sim::RendezvousId next_rendezvous = 0;
   const std::int64_t micro_batches = s.batch.grad_accum;
-  sim::TaskId last_rs = sim::kNoTask, last_ar = sim::kNoTask;
+  sim::TaskId last_rs = sim::kNoTask, last_ar = sim::kNoTask, last_fin = sim::kNoTask;
   // Unsharded gradients by unit: they exist from the unit's first gradient to its
   // ReduceScatter, so across the micro-batches that skip the reduction they accumulate
   // unsharded and stay (rule 44 no_sync; rule 52 set_requires_gradient_sync(False)).
@@ -199,10 +208,18 @@ LoweredStep lower_fsdp(const Scenario& s) {
     };
     auto all_gather = [&](std::size_t u, bool backward) {
       const bool small_group = backward && k > 1;
-      return unit_collective(fmt::format("{}allgather.{}{}", prefix, units[u].name, backward ? ".bwd" : ""),
-                             CollectiveOp::AllGather, units[u].param_bytes, units[u].expert_param_bytes,
-                             small_group ? kReshardGroup : kShardGroup, units[u].param_bytes, 0.0)
-          .second;
+      // cpu_offload: the fp32 shard comes from host memory first (all_gather_inputs'
+      // .to(device, non_blocking=True), §E8), then is cast and gathered.
+      sim::TaskId h2d = sim::kNoTask;
+      if (z.cpu_offload && units[u].shard_elements > 0)
+        h2d = g.add_task(host_task(fmt::format("{}offload.h2d.{}{}", prefix, units[u].name, backward ? ".bwd" : ""),
+                                   hardware::OpCode::HostToDevice, 4.0 * units[u].shard_elements, kHostCopyStream,
+                                   Phase::Communication));
+      const auto [first, last] = unit_collective(fmt::format("{}allgather.{}{}", prefix, units[u].name, backward ? ".bwd" : ""),
+                                                 CollectiveOp::AllGather, units[u].param_bytes, units[u].expert_param_bytes,
+                                                 small_group ? kReshardGroup : kShardGroup, units[u].param_bytes, 0.0);
+      if (h2d != sim::kNoTask) g.add_dependency(h2d, first);
+      return last;
     };
     auto copy_out = [&](std::size_t u, sim::TaskId ag, bool backward) {
       sim::Task t = wait_task(fmt::format("{}fsdp.copy_out.{}{}", prefix, units[u].name, backward ? ".bwd" : ""),
@@ -333,6 +350,18 @@ LoweredStep lower_fsdp(const Scenario& s) {
           g.add_dependency(after, ar);
           after = last_ar = ar;
         }
+        reduced = after;
+      }
+      if (z.cpu_offload && units[u].grad_shard_elements > 0) {
+        // The reduced shard, cast to fp32 on the GPU, goes to its pinned host buffer (non-blocking:
+        // CPUOffloadPolicy pins by default, FSDP1 always), after the last reduction of it.
+        const bool replica = hsdp && replica_sync && reduced == last_ar && last_ar != sim::kNoTask;
+        const sim::TaskId d2h = g.add_task(host_task(fmt::format("{}offload.d2h.{}", prefix, units[u].name),
+                                                     hardware::OpCode::DeviceToHost, 4.0 * units[u].grad_shard_elements,
+                                                     replica ? kReplicaStream : kCommStream, Phase::Communication));
+        g.add_dependency(reduced, d2h);
+        if (replica) last_ar = d2h;
+        else last_rs = d2h;
       }
     }
     if (sync) {
@@ -340,9 +369,22 @@ LoweredStep lower_fsdp(const Scenario& s) {
       const sim::TaskId fin = g.add_task(wait_task(prefix + "fsdp.finalize_backward", Phase::Overhead));
       if (last_rs != sim::kNoTask) g.add_dependency(last_rs, fin);
       if (last_ar != sim::kNoTask) g.add_dependency(last_ar, fin);
+      last_fin = fin;
     }
   }
-  if (sim::Task opt; optimizer_step(s, static_cast<double>(shard), opt)) g.add_task(std::move(opt));
+  if (sim::Task opt; optimizer_step(s, static_cast<double>(shard), opt)) {
+    if (z.cpu_offload) {
+      // torch's optimizer on the CPU shards (§E8); the parameters stay there until the next
+      // forward's AllGathers copy them in.
+      double elements = 0;
+      for (const auto& u : units) elements += u.grad_shard_elements;
+      const sim::TaskId cpu = g.add_task(host_task("offload.cpu_adam", hardware::OpCode::CpuTorchOptimizer, 4.0 * elements,
+                                                   kHostStream, Phase::Optimizer));
+      if (last_fin != sim::kNoTask) g.add_dependency(last_fin, cpu);
+    } else {
+      g.add_task(std::move(opt));
+    }
+  }
   g.freeze(s.parallelism.strategy);
   return out;
 }
@@ -447,6 +489,13 @@ const std::vector<ScenarioField>& fsdp_knob_fields() {
                           "GPU, a case stepsim does not model; remove it (or set it false)");
        },
        .echo = [](const Scenario& s) { return fsdp1_echo(s, s.sharding.forward_prefetch); }},
+      {.object = "parallelism", .key = "cpu_offload", .type = T::Boolean,
+       .doc = "FSDP2's CPUOffloadPolicy() / FSDP1's CPUOffload(offload_params=True) (torchtitan's "
+              "training.enable_cpu_offload): the fp32 parameter shards, gradients and optimizer states live in host "
+              "memory (pinned); each AllGather first copies the shard host to device, each reduced gradient shard "
+              "goes device to host in fp32, and torch's Adam steps on the CPU (semantics-parallel.md §E8, §E9); "
+              "needs the profile's `host` facts",
+       .knob = true, STEPSIM_FIELD_ACCESS(bool, sharding.cpu_offload)},
       {.object = "parallelism", .key = "limit_all_gathers", .type = T::Boolean,
        .doc = "FSDP1's rate limiter: at most two AllGathers in flight", .knob = true,
        STEPSIM_FIELD_ACCESS(bool, sharding.limit_all_gathers),

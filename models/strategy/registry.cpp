@@ -54,13 +54,13 @@ const std::vector<StrategyEntry>& strategy_registry() {
        "ReduceScatter per unit, prefetch one unit ahead, reshard_after_forward",
        &lower_fsdp, F::FSDP, 3, false, kFsdpBuffers, kGatherOps, nullptr, nullptr,
        {"fsdp_version", "unit_layers", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
-        "limit_all_gathers", "sync_every_micro_batch"}},
+        "limit_all_gathers", "sync_every_micro_batch", "cpu_offload"}},
       {"hsdp",
        "PyTorch HSDP: FSDP inside a shard group (a node by default), AllReduce of the shard across "
        "replicas on its own stream",
        &lower_fsdp, F::FSDP, 3, true, kFsdpBuffers, kGatherOps, nullptr, nullptr,
        {"fsdp_version", "unit_layers", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
-        "limit_all_gathers", "shard_group_size", "defer_replica_all_reduce", "sync_every_micro_batch"}},
+        "limit_all_gathers", "shard_group_size", "defer_replica_all_reduce", "sync_every_micro_batch", "cpu_offload"}},
   };
   return table;
 }

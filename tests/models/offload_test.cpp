@@ -190,3 +190,55 @@ TEST_CASE("offload: PCIe, CPU and NVMe prices follow the host facts and their sh
   hardware::StepCostModel tpu(hardware::load_profile("tpu-v5p", "test", ""), {}, hardware::CollectiveAlgorithm::Auto);
   CHECK_THROWS_WITH(tpu.seconds(h2d), Contains("task 'h2d' needs the profile's PCIe bandwidth"));
 }
+
+namespace {
+
+// Llama-3-8B under FSDP2 on one node of 8 H100 with CPUOffloadPolicy.
+Scenario fsdp(const std::string& patch) {
+  auto doc = nlohmann::json::parse(R"({"model": "llama3-8b", "hardware": "h100-sxm",
+      "parallelism": {"strategy": "fsdp", "dp": 8, "cpu_offload": true}, "batch": {"micro_batch_size": 1, "seq_len": 4096}})");
+  doc.merge_patch(nlohmann::json::parse(patch));
+  return parse_scenario(doc, "test.json");
+}
+
+}  // namespace
+
+TEST_CASE("offload: FSDP's CPU offload copies each shard in before its AllGather and each gradient out (§E8)",
+          "[models][offload]") {
+  // Without resharding after forward every unit is gathered once per step.
+  const Scenario s = fsdp(R"({"parallelism": {"reshard_after_forward": false}})");
+  const Report r = run(s);
+  const double e = static_cast<double>(s.model.trainable_parameter_count()) / 8.0;
+  REQUIRE(r.offload.present);
+  CHECK(r.offload.h2d_bytes == Approx(4 * e).epsilon(1e-12));  // the fp32 shard, in its original dtype
+  CHECK(r.offload.d2h_bytes == Approx(4 * e).epsilon(1e-12));  // the reduced shard cast to fp32
+  // torch's Adam on the CPU shards: DeepSpeedCPUAdam's 1.4e9/s per node x 8.2/56 (PR #735), over 8 ranks.
+  CHECK(r.offload.cpu_optimizer_time_s == Approx(e / (1.4e9 * 8.2 / 56 / 8)).epsilon(1e-9));
+  CHECK(r.optimizer_time_s == 0);
+  // Resharded after forward (the default), the blocks are gathered again in backward: more copies in.
+  const Report again = run(fsdp("{}"));
+  CHECK(again.offload.h2d_bytes > 1.5 * r.offload.h2d_bytes);
+  CHECK(again.offload.d2h_bytes == r.offload.d2h_bytes);
+  // The GPU keeps no sharded state; the host holds fp32 shard, gradient and Adam's m and v.
+  const MemoryBreakdown m = static_memory(s);
+  CHECK(m.params_bytes + m.grads_bytes + m.optimizer_bytes == 0);
+  CHECK(m.host_bytes == Approx(8 * 16 * e).epsilon(1e-12));
+  // Offload trades memory for time: the same step without it is faster and holds more.
+  const Report none = run(fsdp(R"({"parallelism": {"reshard_after_forward": false, "cpu_offload": false}})"));
+  CHECK(none.step_time_s < r.step_time_s);
+  CHECK(none.memory.total_bytes > r.memory.total_bytes);
+}
+
+TEST_CASE("offload: HSDP copies each gradient shard out after the replicas' AllReduce", "[models][offload]") {
+  const Scenario s = fsdp(R"({"parallelism": {"strategy": "hsdp", "dp": 16, "shard_group_size": 8}})");
+  const Report r = run(s);
+  const double e = static_cast<double>(s.model.trainable_parameter_count()) / 8.0;  // shard over the group of 8
+  CHECK(r.offload.d2h_bytes == Approx(4 * e).epsilon(1e-12));
+  CHECK(r.memory.host_bytes == Approx(8 * 16 * e).epsilon(1e-12));
+}
+
+TEST_CASE("offload: FSDP's CPU offload is refused where it cannot be priced", "[models][offload]") {
+  CHECK_THROWS_WITH(fsdp(R"({"hardware": "tpu-v5p"})"), Contains("needs the host facts of profile 'tpu-v5p'"));
+  CHECK_THROWS_WITH(fsdp(R"({"parallelism": {"strategy": "ddp"}})"),
+                    Contains("'cpu_offload' does not apply to strategy 'ddp'"));
+}
