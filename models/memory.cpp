@@ -55,6 +55,7 @@ MemoryBreakdown static_memory(const Scenario& s) {
   const StrategyEntry& strategy = strategy_of(s);
   double trainable_grad_bytes = 0;
   double partition_elements = 0;  // trainable elements this rank's optimizer updates
+  double param_partition_bytes = 0;  // of params_bytes, the sharded ZeRO-3 partitions (not persistent ones)
   for (const auto& layer : s.model.layers) {
     for (const auto& p : layer.params) {
       // A routed expert under expert parallelism is sharded over its expert-data-parallel
@@ -70,6 +71,7 @@ MemoryBreakdown static_memory(const Scenario& s) {
       // What a rank holds of a state: its shard when the stage shards it, else its tensor.
       const auto held = [&](bool sharded) { return sharded ? numel / n : local; };
       m.params_bytes += held(stage >= 3 && !persistent) * b;
+      if (stage >= 3 && !persistent) param_partition_bytes += held(true) * b;
       if (!p.trainable) continue;
       trainable_grad_bytes += local * b;
       m.grads_bytes += held(stage >= 2) * b;
@@ -101,8 +103,22 @@ MemoryBreakdown static_memory(const Scenario& s) {
     m.host_bytes = (nvme ? buffer : states + buffer) * gpus;
     m.host_capacity_bytes = s.hardware.host.memory_bytes;
     m.host_fits = m.host_bytes <= m.host_capacity_bytes;
-    if (nvme) {
-      m.nvme_bytes = states * gpus;
+    if (nvme) m.nvme_bytes = states * gpus;
+    if (s.sharding.offload_param()) {
+      // ZeRO-Infinity (§E5/E6): the 16-bit partitions leave the GPU for the host, or for NVMe
+      // through buffer_count (5) pinned buffers of buffer_size (1e8) elements per GPU.
+      // Persistent small tensors stay gathered on every GPU (rule 66).
+      const double partitions = param_partition_bytes;
+      m.params_bytes -= partitions;
+      if (s.sharding.offload_param_device == "nvme") {
+        m.nvme_bytes += partitions * gpus;
+        m.host_bytes += 5 * 1e8 * dtype_bytes(s.precision.param_dtype) * gpus;
+      } else {
+        m.host_bytes += partitions * gpus;
+      }
+      m.host_fits = m.host_bytes <= m.host_capacity_bytes;
+    }
+    if (m.nvme_bytes > 0) {
       m.nvme_capacity_bytes = s.hardware.host.nvme_bytes;
       m.host_fits = m.host_fits && m.nvme_bytes <= m.nvme_capacity_bytes;
     }

@@ -246,10 +246,10 @@ std::string report_text(const Report& r) {
   line(fmt::format("  exposed comm   {}   ({:.1f} % of the step)", ms(r.exposed_comm_s),
                    r.step_time_s > 0 ? 100 * r.exposed_comm_s / r.step_time_s : 0.0));
   if (r.offload.present)
-    line(fmt::format("  exposed offload {}  ({:.1f} % of the step: PCIe copies, the CPU's optimizer step{} no GPU work "
-                     "overlaps)",
+    line(fmt::format("  exposed offload {}  ({:.1f} % of the step: PCIe copies, the CPU's optimizer step{} that no GPU "
+                     "work overlaps)",
                      ms(r.offload.exposed_time_s), r.step_time_s > 0 ? 100 * r.offload.exposed_time_s / r.step_time_s : 0.0,
-                     r.offload.nvme_time_s > 0 ? ", NVMe swaps" : ""));
+                     r.offload.nvme_time_s > 0 ? " and NVMe swaps" : ""));
   if (s.parallelism.pp > 1 || s.parallelism.cp > 1 || s.parallelism.ep > 1) {
     // The exposed time by mesh dimension, in the order it is attributed (run.cpp).
     std::string dims, values;
@@ -315,7 +315,10 @@ std::string report_text(const Report& r) {
     const bool fsdp = s.sharding.cpu_offload;
     line(fmt::format("offload          {} on {} ({} {:.3f} ms); PCIe device-to-host {:.2f} GB in {:.3f} ms, "
                      "host-to-device {:.2f} GB in {:.3f} ms{}; {}",
-                     fsdp ? "parameter shards, gradients and optimizer" : "optimizer", o.device,
+                     fsdp ? "parameter shards, gradients and optimizer"
+                     : s.sharding.offload_param() ? fmt::format("parameters on {}, optimizer", s.sharding.offload_param_device)
+                                                  : std::string("optimizer"),
+                     o.device,
                      fsdp ? "torch Adam on the CPU" : "DeepSpeedCPUAdam", o.cpu_optimizer_time_s * 1e3, o.d2h_bytes / 1e9,
                      o.d2h_time_s * 1e3, o.h2d_bytes / 1e9, o.h2d_time_s * 1e3, nvme,
                      fsdp                                         ? "pinned host memory"

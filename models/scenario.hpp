@@ -121,6 +121,13 @@ struct ShardingConfig {
   /// gradient partition; a copy to pageable memory blocks the host until it is done.
   bool offload_optimizer_pin_memory = false;
   bool offload_optimizer() const { return offload_optimizer_device != "none"; }
+  /// `parallelism.offload_param` (zero3 only, ZeRO-Infinity; semantics-parallel.md §E5, §E6):
+  /// where the 16-bit parameter partitions live, "none", "cpu" or "nvme"; each fetch copies the
+  /// partition host to device (after an NVMe read) before its AllGather. Modelled together with
+  /// offload_optimizer, as DeepSpeed's ZeRO-Infinity configurations run it.
+  std::string offload_param_device = "none";
+  bool offload_param_pin_memory = false;
+  bool offload_param() const { return offload_param_device != "none"; }
   /// `parallelism.cpu_offload` (fsdp, hsdp): FSDP2's CPUOffloadPolicy() (pin_memory true) or
   /// FSDP1's CPUOffload(offload_params=True) (always pinned), torchtitan's
   /// training.enable_cpu_offload: the fp32 parameter shards, their gradients and the optimizer
@@ -128,7 +135,7 @@ struct ShardingConfig {
   /// (semantics-parallel.md §E8, §E9).
   bool cpu_offload = false;
   /// Some state lives in host memory (offload_optimizer or cpu_offload).
-  bool offloads() const { return offload_optimizer() || cpu_offload; }
+  bool offloads() const { return offload_optimizer() || offload_param() || cpu_offload; }
 };
 
 /// Mixed precision (FSDP MixedPrecisionPolicy / DeepSpeed bf16): parameters are all-gathered

@@ -199,7 +199,9 @@ void check_pipeline(const JsonReader& par, Scenario& s) {
 // is modelled under.
 void check_offload(const JsonReader& par, Scenario& s) {
   if (!s.sharding.offloads()) return;
-  const std::string device = s.sharding.cpu_offload ? "cpu_offload" : s.sharding.offload_optimizer_device;
+  const std::string device = s.sharding.cpu_offload            ? "cpu_offload"
+                             : s.sharding.offload_optimizer() ? s.sharding.offload_optimizer_device
+                                                              : s.sharding.offload_param_device;
   const auto& host = s.hardware.host;
   const auto o = par.optional_object("offload_optimizer");
   const JsonReader& at = o ? *o : par;
@@ -215,6 +217,20 @@ void check_offload(const JsonReader& par, Scenario& s) {
   if (s.parallelism.pp > 1)
     at.fail(key, fmt::format("\"{}\" is not modelled under pipeline parallelism yet (pp {}); expected {}", device,
                              s.parallelism.pp, s.sharding.cpu_offload ? "false" : "\"none\""));
+  if (s.sharding.offload_param()) {
+    const auto op = par.optional_object("offload_param");
+    if (!s.sharding.offload_optimizer())
+      (op ? *op : par).fail(op ? "device" : "offload_param",
+                            fmt::format("\"{}\" without offload_optimizer is not modelled (ZeRO-Infinity configurations "
+                                        "offload both; the GPU optimizer would need the 16-bit partitions copied back "
+                                        "each step); set parallelism.offload_optimizer.device too",
+                                        s.sharding.offload_param_device));
+    if (s.sharding.offload_param_device == "nvme" && !host.has_nvme())
+      (op ? *op : par).fail(op ? "device" : "offload_param",
+                            fmt::format("\"nvme\" needs NVMe drives on profile '{}' (host.nvme_read_bytes_per_s, "
+                                        "nvme_write_bytes_per_s, nvme_bytes), and it gives none",
+                                        s.hardware.name));
+  }
   if (device == "nvme" && s.zero_stage() == 3 && !host.has_nvme())
     at.fail(key, fmt::format("\"nvme\" needs NVMe drives on profile '{}' (host.nvme_read_bytes_per_s, "
                              "nvme_write_bytes_per_s, nvme_bytes), and it gives none; expected \"cpu\" or a profile with "

@@ -48,7 +48,7 @@ const std::vector<StrategyEntry>& strategy_registry() {
        &lower_zero3, F::DeepSpeed, 3, false, "IPG buckets + gathered parameters at the peak", kBucketOps,
        &zero_buffer_bytes, &zero3_persistent_param,
        {"reduce_bucket_size", "overlap_comm", "stage3_prefetch_bucket_size", "stage3_max_live_parameters",
-        "stage3_max_reuse_distance", "stage3_param_persistence_threshold", "offload_optimizer"}},
+        "stage3_max_reuse_distance", "stage3_param_persistence_threshold", "offload_optimizer", "offload_param"}},
       {"fsdp",
        "PyTorch FSDP (FSDP2 fully_shard by default; FSDP1 switches): one AllGather and one "
        "ReduceScatter per unit, prefetch one unit ahead, reshard_after_forward",

@@ -144,8 +144,19 @@ double partition_elements(const Scenario& s, const std::vector<Grad>& grads, boo
 // pipeline_write default false) each piece first reads its fp32 master, exp_avg, exp_avg_sq and
 // swapped fp32 gradient (16 bytes per parameter) and after the step writes the three states
 // back (12 bytes), on the CPU's thread.
+// With the parameters offloaded too (offload_param, §E5) the fp32-to-16-bit copy stays on the
+// host: no copy to the GPU; with them on NVMe the new 16-bit partition is swapped out
+// (`param_bytes` per element, _partitioned_params_swap_out).
+struct OffloadStep {
+  bool nvme_states = false;
+  bool params_on_host = false;
+  bool params_on_nvme = false;
+  double param_bytes = 2;
+};
+
 sim::TaskId offload_optimizer_step(sim::TaskGraph& g, double elements, sim::TaskId after, std::int64_t sub_groups,
-                                   bool nvme = false) {
+                                   const OffloadStep& how = {}) {
+  const bool nvme = how.nvme_states;
   sim::TaskId last = sim::kNoTask;
   const double piece = elements / static_cast<double>(sub_groups);
   for (std::int64_t k = 0; k < sub_groups; ++k) {
@@ -160,6 +171,13 @@ sim::TaskId offload_optimizer_step(sim::TaskGraph& g, double elements, sim::Task
     if (after != sim::kNoTask) g.add_dependency(after, cpu);
     if (nvme) g.add_task(host_task("offload.nvme_write" + suffix, hardware::OpCode::NvmeWrite, piece * 12.0, kHostStream,
                                    Phase::Optimizer));
+    if (how.params_on_host) {
+      last = cpu;
+      if (how.params_on_nvme)
+        last = g.add_task(host_task("offload.nvme_write_params" + suffix, hardware::OpCode::NvmeWrite,
+                                    piece * how.param_bytes, kHostStream, Phase::Optimizer));
+      continue;
+    }
     const sim::TaskId h2d = g.add_task(host_task("offload.h2d_params" + suffix, hardware::OpCode::HostToDevice,
                                                  piece * 4.0, kComputeStream, Phase::Optimizer));
     g.add_dependency(cpu, h2d);
@@ -383,6 +401,21 @@ LoweredStep lower_zero3(const Scenario& s) {
           expert_bytes += gather_expert_bytes[trace[q].layer];
         }
       const std::size_t n = fetches++;
+      if (s.sharding.offload_param() && bytes > 0) {
+        // offload_param (§E5): this rank's 16-bit partitions come to the GPU first (the
+        // .to(device) of each ds_tensor in all_gather_coalesced, on the fetch stream), after an
+        // NVMe swap-in when they live there (§E6).
+        const double partition = (bytes - expert_bytes) / static_cast<double>(s.data_ranks()) +
+                                 expert_bytes / static_cast<double>(s.expert_reduce_ranks());
+        sim::TaskId read = sim::kNoTask;
+        if (s.sharding.offload_param_device == "nvme")
+          read = g.add_task(host_task(fmt::format("{}offload.nvme_read_params.fetch{}", prefix, n),
+                                      hardware::OpCode::NvmeRead, partition, kHostStream, Phase::Communication));
+        const sim::TaskId h2d = g.add_task(host_task(fmt::format("{}offload.h2d_params.fetch{}", prefix, n),
+                                                     hardware::OpCode::HostToDevice, partition, kCommStream,
+                                                     Phase::Communication));
+        if (read != sim::kNoTask) g.add_dependency(read, h2d);
+      }
       sim::Task t = collective_task(fmt::format("{}allgather.fetch{}", prefix, n), CollectiveOp::AllGather,
                                     bytes - expert_bytes, 0, kCommStream, next_rendezvous);
       t.alloc_bytes[kBufferCounter] = bytes;
@@ -514,7 +547,9 @@ LoweredStep lower_zero3(const Scenario& s) {
       // partition copied into the GPU's 16-bit one; no AllGather (rule 68).
       const double e = partition_elements(s, ready, mesh.edp != kNoGroup);
       const auto pieces = static_cast<std::int64_t>(std::max(1.0, std::ceil(e / kZero3SubGroupSize)));
-      offload_optimizer_step(g, e, last_sync, pieces, nvme);
+      offload_optimizer_step(g, e, last_sync, pieces,
+                             {nvme, s.sharding.offload_param(), s.sharding.offload_param_device == "nvme",
+                              dtype_bytes(s.precision.param_dtype)});
     } else {
       g.add_task(std::move(opt));
     }
@@ -587,6 +622,22 @@ const std::vector<ScenarioField>& zero_knob_fields() {
        .doc = "pinned host buffers for the gradient partition (offload_config.py default false): a copy into pageable "
               "memory is synchronous, so the GPU's stream waits for it",
        .applies_doc = "zero1, zero2, zero3", STEPSIM_FIELD_ACCESS(bool, sharding.offload_optimizer_pin_memory)},
+      {.object = "parallelism", .key = "offload_param", .type = T::Object,
+       .doc = "ZeRO-3's zero_optimization.offload_param (ZeRO-Infinity): the 16-bit parameter partitions live in host "
+              "memory or on NVMe; every fetch copies the partition to the GPU before its AllGather, and the optimizer's "
+              "fp32-to-16-bit copy stays on the host (semantics-parallel.md §E5, §E6); with offload_optimizer",
+       .default_doc = "none (device \"none\")", .knob = true,
+       .echo = [](const Scenario& s) -> std::optional<FieldValue> {
+         if (!s.sharding.offload_param()) return std::nullopt;
+         return FieldValue(true);
+       }},
+      {.object = "parallelism.offload_param", .key = "device", .type = T::Choice,
+       .doc = "\"cpu\" or \"nvme\" (swapped in through pinned buffers before the copy to the GPU)",
+       .choices = [] { return std::vector<std::string>{"none", "cpu", "nvme"}; }, .applies_doc = "zero3",
+       STEPSIM_FIELD_ACCESS(std::string, sharding.offload_param_device)},
+      {.object = "parallelism.offload_param", .key = "pin_memory", .type = T::Boolean,
+       .doc = "pinned host partitions (offload_config.py default false); the copies to the GPU are asynchronous either "
+              "way on the fetch stream", .applies_doc = "zero3", STEPSIM_FIELD_ACCESS(bool, sharding.offload_param_pin_memory)},
   };
   return knobs;
 }

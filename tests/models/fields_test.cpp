@@ -78,8 +78,8 @@ TEST_CASE("fields: the strategies' knobs and the knob tables agree", "[models][f
       CHECK(declared.count(k) == 1);
     }
   CHECK(nested_parents == objects);
-  CHECK(objects == std::set<std::string>{"offload_optimizer"});
-  CHECK(declared.size() == 21);
+  CHECK(objects == std::set<std::string>{"offload_optimizer", "offload_param"});
+  CHECK(declared.size() == 22);
 }
 
 TEST_CASE("fields: the reference's defaults are the ones parsing uses", "[models][fields]") {

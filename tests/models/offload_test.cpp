@@ -242,3 +242,32 @@ TEST_CASE("offload: FSDP's CPU offload is refused where it cannot be priced", "[
   CHECK_THROWS_WITH(fsdp(R"({"parallelism": {"strategy": "ddp"}})"),
                     Contains("'cpu_offload' does not apply to strategy 'ddp'"));
 }
+
+TEST_CASE("offload: ZeRO-Infinity's offload_param copies each fetched partition to the GPU first (§E5, §E6)",
+          "[models][offload]") {
+  const Scenario opt = make(R"({"parallelism": {"strategy": "zero3", "overlap_comm": null}})");
+  const Scenario both = make(R"({"parallelism": {"strategy": "zero3", "overlap_comm": null, "offload_param": {"device": "cpu"}}})");
+  const Report r = run(both);
+  const double e = partition(both);
+  double gathered = 0;  // every fetch's AllGather, as nccl-tests counts it
+  for (const auto& c : r.collectives)
+    if (c.op == "AllGather") gathered += c.bytes * static_cast<double>(c.count);
+  // Each fetch brings this rank's 1/64 of what it gathers; the gradient comes back once (2 B, as
+  // without offload_param); the fp32-to-16-bit copy after the step stays on the host.
+  CHECK(r.offload.h2d_bytes == Approx(2 * e + gathered / 64).epsilon(1e-9));
+  CHECK(r.offload.d2h_bytes == Approx(6 * e).epsilon(1e-12));
+  // The 16-bit partitions leave the GPU (persistent small tensors stay) for the host.
+  const MemoryBreakdown mo = static_memory(opt), mb = static_memory(both);
+  CHECK(mo.params_bytes - mb.params_bytes > 0.99 * 2 * static_cast<double>(both.model.trainable_parameter_count()) / 64);
+  CHECK(mb.host_bytes - mo.host_bytes == Approx(8 * (mo.params_bytes - mb.params_bytes)).epsilon(1e-12));
+  // On NVMe: each fetch reads the partition first, and the step writes the new one back.
+  const Report nvme = run(make(R"({"parallelism": {"strategy": "zero3", "overlap_comm": null,
+      "offload_param": {"device": "nvme"}}})"));
+  CHECK(nvme.offload.nvme_read_bytes == Approx(gathered / 64).epsilon(1e-9));
+  CHECK(nvme.offload.nvme_write_bytes == Approx(2 * e).epsilon(1e-12));
+  CHECK(nvme.step_time_s > r.step_time_s);
+  CHECK_THROWS_WITH(make(R"({"parallelism": {"strategy": "zero3", "overlap_comm": null, "offload_optimizer": null,
+      "offload_param": {"device": "cpu"}}})"), Contains("without offload_optimizer is not modelled"));
+  CHECK_THROWS_WITH(make(R"({"parallelism": {"offload_param": {"device": "cpu"}}})"),
+                    Contains("'offload_param' does not apply to strategy 'zero2'"));
+}
