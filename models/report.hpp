@@ -2,6 +2,7 @@
 // Report: what one simulated step tells the user, and the single entry point run().
 #pragma once
 
+#include "models/checkpoint.hpp"
 #include "models/error_band.hpp"
 #include "models/memory.hpp"
 #include "models/scenario.hpp"
@@ -136,6 +137,9 @@ struct Report {
   /// with other collectives (sim.link_sharing); summed over tasks.
   double link_sharing_stretch_s = 0;
   OffloadSummary offload;        ///< optimizer offload's PCIe, CPU and NVMe time
+  /// With a `checkpoint` object: one save and its share of each step (checkpoint.present).
+  bool checkpoint_present = false;
+  CheckpointCost checkpoint;
   double overlap_fraction = 0;   ///< 1 − exposed / comm (1 when no communication)
   double tokens_per_step = 0;    ///< global: dp × micro_batch_size × seq_len × grad_accum
   double tokens_per_s = 0;       ///< global throughput

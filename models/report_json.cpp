@@ -108,6 +108,22 @@ std::string report_json(const Report& r) {
   j["overhead_time_s"] = r.overhead_time_s;
   j["comm_time_s"] = r.comm_time_s;
   j["exposed_comm_s"] = r.exposed_comm_s;
+  if (r.checkpoint_present) {
+    const CheckpointCost& c = r.checkpoint;
+    j["checkpoint"] = {{"format", c.format},
+                       {"interval", c.interval},
+                       {"state_bytes", c.state_bytes},
+                       {"total_bytes", c.total_bytes},
+                       {"max_rank_bytes", c.max_rank_bytes},
+                       {"gather_bytes", c.gather_bytes},
+                       {"gather_s", c.gather_s},
+                       {"stage_s", c.stage_s},
+                       {"write_s", c.write_s},
+                       {"storage_write_bytes_per_s", c.storage_write_bytes_per_s},
+                       {"save_s", c.save_s},
+                       {"amortised_s", c.amortised_s},
+                       {"rank0_host_bytes", c.rank0_host_bytes}};
+  }
   if (r.offload.present) {
     const OffloadSummary& o = r.offload;
     j["offload"] = {{"device", o.device},

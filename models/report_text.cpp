@@ -306,6 +306,26 @@ std::string report_text(const Report& r) {
                      math(r.error_band.kind)));
   line(fmt::format("communication    {}   ({:.1f} % hidden behind compute)", ms(r.comm_time_s),
                    100 * r.overlap_fraction));
+  if (r.checkpoint_present) {
+    const CheckpointCost& c = r.checkpoint;
+    const std::string storage = c.storage_is_local_nvme
+                                    ? fmt::format("the nodes' NVMe, {:.1f} GB/s", c.storage_write_bytes_per_s / 1e9)
+                                    : fmt::format("{:.1f} GB/s", c.storage_write_bytes_per_s / 1e9);
+    std::string how = c.format == "full"
+                          ? fmt::format("{:.2f} GB gathered to rank 0 in {:.3f} ms, copied to its CPU memory in {:.3f} ms, "
+                                        "written by it in {:.3f} ms",
+                                        c.rank0_host_bytes / 1e9, c.gather_s * 1e3,
+                                        c.stage_s * 1e3, c.write_s * 1e3)
+                          : fmt::format("{:.2f} GB in all, {:.2f} GB from the busiest rank: staged to CPU in {:.3f} ms, "
+                                        "written in {:.3f} ms",
+                                        c.total_bytes / 1e9, c.max_rank_bytes / 1e9, c.stage_s * 1e3, c.write_s * 1e3);
+    line(fmt::format("checkpoint       {} every {} steps: {:.3f} s per save ({}; storage {}), +{:.3f} ms per step "
+                     "amortised",
+                     c.format, c.interval, c.save_s, how, storage, c.amortised_s * 1e3));
+    if (c.format == "full")
+      line(fmt::format("                 rank 0's host memory holds the whole state, {:.2f} GB of its node's {:.2f} GB",
+                       c.rank0_host_bytes / 1e9, c.host_capacity_bytes / 1e9));
+  }
   if (r.offload.present) {
     const OffloadSummary& o = r.offload;
     std::string nvme;

@@ -623,6 +623,15 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     r.critical_path_tail.push_back({g.task(path[i]).name, tl[path[i]].start.seconds(), tl[path[i]].end.seconds()});
 
   if (!r.memory.fits) r.warnings.push_back(does_not_fit_message(s, r.memory));
+  if (s.checkpoint.enabled) {
+    r.checkpoint_present = true;
+    r.checkpoint = checkpoint_cost(s);
+    if (r.checkpoint.rank0_host_bytes > r.checkpoint.host_capacity_bytes)
+      r.warnings.push_back(fmt::format("a full state dict gathers {:.1f} GB into rank 0's host memory, more than the {:.1f} "
+                                       "GB of profile '{}' (host.memory_bytes): save it sharded (DCP) instead",
+                                       r.checkpoint.rank0_host_bytes / 1e9, r.checkpoint.host_capacity_bytes / 1e9,
+                                       s.hardware.name));
+  }
   if (!r.memory.host_fits)
     r.warnings.push_back(fmt::format("the offloaded optimizer states need {:.1f} GB of host memory per node ({} GPUs' "
                                      "partitions), more than the {:.1f} GB of profile '{}' (host.memory_bytes)",

@@ -221,6 +221,22 @@ struct BatchConfig {
   std::int64_t grad_accum = 1;        ///< micro-batches per optimizer step
 };
 
+/// `checkpoint` (issue 17 item 3; models/checkpoint.hpp): saving the training state every
+/// `interval` steps, priced once and amortised over the interval. Absent: no checkpoints.
+struct CheckpointConfig {
+  bool enabled = false;          ///< the scenario has a `checkpoint` object
+  std::int64_t interval = 500;   ///< steps between saves (torchtitan's checkpoint.interval default)
+  /// "sharded": each rank writes what it holds (torch.distributed.checkpoint, DeepSpeed's
+  /// per-rank files; semantics-parallel.md §F1, §F5); "full": the whole state gathered to rank 0's
+  /// CPU memory and written by it (FSDP's FULL_STATE_DICT with rank0_only and offload_to_cpu,
+  /// get_state_dict(full_state_dict, cpu_offload); §F2, §F3).
+  std::string format = "sharded";
+  /// Write bandwidth of the storage every writer shares, bytes/s; 0 = the nodes' own NVMe
+  /// (nodes × the profile's host.nvme_write_bytes_per_s).
+  double storage_write_bytes_per_s = 0;
+  bool model_only = false;       ///< the model's weights only, no optimizer state (torchtitan last_save_model_only)
+};
+
 /// Per-rank variation (`sim.jitter`, `sim.slow_ranks`); only with sim.rank_mode "per_rank".
 struct RankVariationConfig {
   std::string jitter_distribution = "none";  ///< "none", "normal" or "lognormal"
@@ -283,6 +299,7 @@ struct Scenario {
   PrecisionConfig precision;
   ActivationConfig activations;
   FrameworkConfig framework;
+  CheckpointConfig checkpoint;
   /// "adam" (AdamW: m and v), "sgd" (SGD with momentum and weight decay: one momentum buffer;
   /// compute_tasks.hpp sgd_task) or "none" (no step, no state).
   std::string optimizer = "adam";

@@ -267,6 +267,14 @@ std::vector<ScenarioField> core_fields() {
       {.object = "", .key = "precision", .type = T::Object, .doc = "mixed precision and float8"},
       {.object = "", .key = "activations", .type = T::Object, .doc = "attention kernel and activation recomputation"},
       {.object = "", .key = "framework", .type = T::Object, .doc = "how the training code runs on the host and GPU"},
+      {.object = "", .key = "checkpoint", .type = T::Object,
+       .doc = "save the training state every `interval` steps; the report prices one save and adds it to the step "
+              "amortised over the interval (models/checkpoint.hpp)",
+       .default_doc = "none (no checkpoints)",
+       .echo = [](const Scenario& s) -> Value {
+         if (!s.checkpoint.enabled) return std::nullopt;
+         return true;
+       }},
       {.object = "", .key = "optimizer", .type = T::Choice,
        .doc = "`adam` (AdamW: an HBM-bound step after the last gradient collective), `sgd` (SGD with momentum and weight "
               "decay, as torchvision's recipes and PyTorch's DDP benchmark: one momentum buffer) or `none`",
@@ -538,6 +546,29 @@ std::vector<ScenarioField> core_fields() {
          if (s.activations.recompute != ActivationConfig::Recompute::SelectiveLayer) return std::nullopt;
          return s.activations.ac_freq;
        }},
+
+      // ---- checkpoint ----
+      {.object = "checkpoint", .key = "interval", .type = T::Integer,
+       .doc = "steps between saves (torchtitan's checkpoint.interval)", .unit = "steps", .min = 1,
+       .max = std::int64_t{1} << 40, STEPSIM_FIELD_ACCESS(std::int64_t, checkpoint.interval)},
+      {.object = "checkpoint", .key = "format", .type = T::Choice,
+       .doc = "`sharded`: every rank writes what it holds (torch.distributed.checkpoint, DeepSpeed's per-rank files); "
+              "`full`: FSDP's FULL_STATE_DICT with rank0_only and offload_to_cpu, the whole state gathered into rank 0's "
+              "CPU memory and written by it (ddp, fsdp and hsdp; DeepSpeed consolidates offline with zero_to_fp32.py)",
+       .choices = [] { return std::vector<std::string>{"sharded", "full"}; },
+       STEPSIM_FIELD_ACCESS(std::string, checkpoint.format)},
+      {.object = "checkpoint", .key = "storage_write_bytes_per_s", .type = T::Number,
+       .doc = "write bandwidth of the storage every writer shares (a parallel file system, object store); absent: the "
+              "nodes' own NVMe, nodes × the profile's host.nvme_write_bytes_per_s",
+       .unit = "bytes/s", .default_doc = "the nodes' NVMe", .check = Check::Positive,
+       .dimension = Dimension::BytesPerSecond, STEPSIM_FIELD_ACCESS(double, checkpoint.storage_write_bytes_per_s),
+       .echo = [](const Scenario& s) -> Value {
+         if (!(s.checkpoint.storage_write_bytes_per_s > 0)) return std::nullopt;
+         return s.checkpoint.storage_write_bytes_per_s;
+       }},
+      {.object = "checkpoint", .key = "model_only", .type = T::Boolean,
+       .doc = "save the model's weights only, no optimizer state (torchtitan's last_save_model_only, for the final "
+              "save)", STEPSIM_FIELD_ACCESS(bool, checkpoint.model_only)},
 
       // ---- framework ----
       {.object = "framework", .key = "host_op_s", .type = T::Number,

@@ -238,6 +238,28 @@ void check_offload(const JsonReader& par, Scenario& s) {
                              s.hardware.name));
 }
 
+// Checkpoints (models/checkpoint.hpp): the storage they are written to and the formats each
+// framework has.
+void check_checkpoint(const JsonReader& ck, const Scenario& s) {
+  if (!s.checkpoint.enabled) return;
+  const auto& host = s.hardware.host;
+  if (!host.present())
+    ck.fail("interval", fmt::format("checkpoints need the host facts of profile '{}' (each rank stages its state to CPU "
+                                    "memory over PCIe), and it has none; give them in the profile's \"host\" object",
+                                    s.hardware.name));
+  if (!(s.checkpoint.storage_write_bytes_per_s > 0) && !host.has_nvme())
+    ck.fail("storage_write_bytes_per_s",
+            fmt::format("a storage write bandwidth is needed: profile '{}' has no NVMe to write checkpoints to by "
+                        "default; give the storage's (e.g. \"10GB/s\")",
+                        s.hardware.name));
+  if (s.checkpoint.format == "full" && strategy_of(s).family == StrategyFamily::DeepSpeed)
+    ck.fail("format", fmt::format("\"full\" under strategy '{}': DeepSpeed writes one file per rank (engine.save_checkpoint) "
+                                  "and consolidates offline with zero_to_fp32.py; expected \"sharded\"",
+                                  s.parallelism.strategy));
+  if (s.parallelism.pp > 1)
+    ck.fail("interval", fmt::format("checkpoints are not modelled under pipeline parallelism yet (pp {})", s.parallelism.pp));
+}
+
 // Context parallelism (models/context_parallel.hpp): what it is modelled for, the sequence it
 // splits, and the KV exchange's default by framework.
 void check_context_parallel(const JsonReader& par, const JsonReader& batch, Scenario& s) {
@@ -475,6 +497,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   check_context_parallel(*par, batch, s);
   read_object(root, "framework", s);
   check_size(s);
+  s.checkpoint.enabled = root.has("checkpoint");
+  check_checkpoint(read_object(root, "checkpoint", s), s);
 
   // Default nominal model: the profile's (hardware::default_collective_model); an overlay is
   // fitted over alpha-beta, so with one the default is alpha-beta (a GEMM-only one is neutral).

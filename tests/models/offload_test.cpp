@@ -271,3 +271,74 @@ TEST_CASE("offload: ZeRO-Infinity's offload_param copies each fetched partition 
   CHECK_THROWS_WITH(make(R"({"parallelism": {"offload_param": {"device": "cpu"}}})"),
                     Contains("'offload_param' does not apply to strategy 'zero2'"));
 }
+
+// ---- checkpoints (issue 17 item 3; semantics-parallel.md §F) ----
+
+TEST_CASE("checkpoint: DeepSpeed's sharded files (§F5) and their time", "[models][checkpoint]") {
+  const Scenario s = make(R"({"parallelism": {"offload_optimizer": null},
+      "checkpoint": {"interval": 100, "storage_write_bytes_per_s": "20GB/s"}})");
+  const Report r = run(s);
+  REQUIRE(r.checkpoint_present);
+  const CheckpointCost& c = r.checkpoint;
+  const double psi = static_cast<double>(s.model.trainable_parameter_count());
+  // bf16 weights (2 B) + fp32 master, m, v (12 B); DP rank 0 also writes the module's state.
+  CHECK(c.state_bytes == Approx(14 * psi).epsilon(1e-12));
+  CHECK(c.total_bytes == Approx(14 * psi).epsilon(1e-12));
+  CHECK(c.max_rank_bytes == Approx(2 * psi + 12 * psi / 64).epsilon(1e-12));
+  // Staged over PCIe (12.5 GB/s per GPU while the pair behind a switch copies), written at 20 GB/s.
+  CHECK(c.stage_s == Approx(c.max_rank_bytes / 12.5e9).epsilon(1e-12));
+  CHECK(c.write_s == Approx(14 * psi / 20e9).epsilon(1e-12));
+  CHECK(c.amortised_s == Approx((c.stage_s + c.write_s) / 100).epsilon(1e-12));
+  // The step itself is what it was.
+  const Report none = run(make(R"({"parallelism": {"offload_optimizer": null}})"));
+  CHECK(none.step_time_s == r.step_time_s);
+  CHECK_FALSE(none.checkpoint_present);
+}
+
+TEST_CASE("checkpoint: DCP writes each FSDP shard once and spreads DDP's replicas (§F1)", "[models][checkpoint]") {
+  const Scenario f = fsdp(R"({"parallelism": {"cpu_offload": false}, "checkpoint": {}})");
+  const double psi = static_cast<double>(f.model.trainable_parameter_count());
+  const CheckpointCost cf = run(f).checkpoint;
+  CHECK(cf.max_rank_bytes == Approx(14 * psi / 8).epsilon(1e-12));
+  CHECK(cf.total_bytes == Approx(14 * psi).epsilon(1e-12));
+  CHECK(cf.interval == 500);  // torchtitan's default
+  // The default storage: the node's own NVMe (5 GB/s write on h100-sxm).
+  CHECK(cf.storage_write_bytes_per_s == 5e9);
+  // DDP holds everything everywhere; dedup_save_plans spreads the one copy over the 8 ranks.
+  const CheckpointCost cd =
+      run(fsdp(R"({"parallelism": {"strategy": "ddp", "cpu_offload": null}, "checkpoint": {}})")).checkpoint;
+  CHECK(cd.max_rank_bytes == Approx(cf.max_rank_bytes).epsilon(1e-12));
+  CHECK(cd.total_bytes == Approx(cf.total_bytes).epsilon(1e-12));
+  // model_only: the weights alone.
+  const CheckpointCost cm = run(fsdp(R"({"parallelism": {"cpu_offload": false}, "checkpoint": {"model_only": true}})")).checkpoint;
+  CHECK(cm.state_bytes == Approx(2 * psi).epsilon(1e-12));
+}
+
+TEST_CASE("checkpoint: a full state dict gathers everything into rank 0's host memory (§F2, §F3)", "[models][checkpoint]") {
+  const Scenario s = fsdp(R"({"parallelism": {"cpu_offload": false}, "checkpoint": {"format": "full"}})");
+  const Report r = run(s);
+  const CheckpointCost& c = r.checkpoint;
+  const double psi = static_cast<double>(s.model.trainable_parameter_count());
+  CHECK(c.rank0_host_bytes == Approx(14 * psi).epsilon(1e-12));
+  CHECK(c.gather_bytes == Approx(14 * psi).epsilon(1e-12));
+  CHECK(c.gather_s > 14 * psi * 7 / 8 / 450e9);  // at most NVLink's 450 GB/s per GPU
+  CHECK(c.stage_s == Approx(14 * psi / 52.8e9).epsilon(1e-12));  // rank 0 alone, device to host
+  CHECK(c.write_s == Approx(14 * psi / 5e9).epsilon(1e-12));    // one writer
+  // Slower than sharded: one writer instead of eight, and the gather.
+  CHECK(c.save_s > run(fsdp(R"({"parallelism": {"cpu_offload": false}, "checkpoint": {}})")).checkpoint.save_s);
+  // The seeds' warning: rank 0's CPU memory must hold it all.
+  const Report small = run(fsdp(R"({"parallelism": {"cpu_offload": false}, "checkpoint": {"format": "full"},
+      "hardware": {"base": "h100-sxm", "host": {"memory_bytes": "100GB"}}})"));
+  bool warned = false;
+  for (const auto& w : small.warnings) warned = warned || w.find("into rank 0's host memory") != std::string::npos;
+  CHECK(warned);
+}
+
+TEST_CASE("checkpoint: refused where it is not defined or cannot be priced", "[models][checkpoint]") {
+  CHECK_THROWS_WITH(make(R"({"checkpoint": {"format": "full"}})"), Contains("zero_to_fp32.py"));
+  CHECK_THROWS_WITH(fsdp(R"({"hardware": "h100-hbm2e-500w", "parallelism": {"cpu_offload": false}, "checkpoint": {}})"),
+                    Contains("a storage write bandwidth is needed"));
+  CHECK_THROWS_WITH(fsdp(R"({"hardware": "tpu-v5p", "parallelism": {"cpu_offload": false}, "checkpoint": {}})"),
+                    Contains("checkpoints need the host facts"));
+  CHECK_THROWS_WITH(fsdp(R"({"parallelism": {"cpu_offload": false}, "checkpoint": {"interval": 0}})"), Contains("interval"));
+}
