@@ -43,6 +43,7 @@ void add_batch_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);  // compare SCENARIO MEASURED|TRACE...
 void add_kineto_command(CLI::App& app, Action& action);   // kineto TRACE...
 void add_accuracy_command(CLI::App& app, Action& action);  // accuracy vtrain CSV
+void add_plan_command(CLI::App& app, Action& action);      // plan --model --hardware --gpus --global-batch-tokens
 
 /// Writes text to stdout as is.
 void print(const std::string& s);

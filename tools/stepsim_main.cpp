@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   tools::add_compare_command(app, action);
   tools::add_kineto_command(app, action);
   tools::add_accuracy_command(app, action);
+  tools::add_plan_command(app, action);
   tools::describe_output_flags(app);
 
   // A closed standard output would let the next file opened take descriptor 1 and receive the

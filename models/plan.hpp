@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stepsim plan` (issue 17 item 4): the fastest configuration of a model on a cluster that
+// fits, searched over every strategy, mesh, micro-batch, recomputation policy and offload,
+// pruned by bounds before simulating, the survivors simulated through the sweep machinery.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stepsim::models {
+
+/// What to plan for.
+struct PlanQuery {
+  std::string model;              ///< catalog name or model file (as a scenario's `model`)
+  std::string hardware;           ///< profile name or file
+  std::int64_t gpus = 0;          ///< GPUs in all, ≥ 1
+  std::int64_t gpus_per_node = 0; ///< 0 = the profile's
+  double global_batch_tokens = 0; ///< tokens per optimizer step, > 0
+  std::int64_t seq_len = 4096;    ///< tokens per sequence
+  std::int64_t top = 5;           ///< plans to keep, ≥ 1
+  unsigned threads = 0;           ///< simulation threads (0 = all cores)
+};
+
+/// One configuration of the search: the scenario overrides that make it and its simulated figures.
+struct Plan {
+  std::string strategy;
+  std::int64_t dp = 1, tp = 1, pp = 1;
+  std::int64_t shard_group_size = 0;   ///< hsdp only
+  std::int64_t micro_batch_size = 1, grad_accum = 1;
+  std::string recompute = "none";
+  std::string offload = "none";        ///< "none", or "cpu" (offload_optimizer / cpu_offload)
+  std::vector<std::string> overrides;  ///< "path=value", applied to the base scenario
+  double memory_lower_bound_bytes = 0; ///< model states + a lower bound of the activations
+  double time_lower_bound_s = 0;       ///< model FLOPs at the sustained peak (+ the CPU's step when offloading)
+  // Simulated (when `simulated`):
+  bool simulated = false;
+  bool fits = false;                   ///< GPU memory and host memory
+  std::string error;                   ///< the scenario was refused (the rule it broke)
+  double step_time_s = 0, tokens_per_s = 0, mfu = 0;
+  double memory_bytes = 0, capacity_bytes = 0;
+  double exposed_comm_s = 0, exposed_offload_s = 0;
+  /// "zero3 tp2 mbs2 ga4 full offload cpu": how reports name it.
+  std::string label() const;
+  /// The mesh and strategy family it belongs to (for --explain): "zero3", "fsdp + tp", ...
+  std::string family() const;
+};
+
+/// Why a family (strategy with or without TP/PP, with or without offload) did not win.
+struct PlanFamily {
+  std::string name;
+  std::int64_t configurations = 0;
+  std::int64_t over_memory_bound = 0;  ///< dropped by the memory bound, unsimulated
+  std::int64_t simulated = 0;
+  std::int64_t did_not_fit = 0;        ///< simulated, over GPU or host memory
+  std::int64_t refused = 0;            ///< invalid for the model or the mesh (a rule)
+  double best_step_time_s = 0;         ///< its fastest fitting plan (0: none)
+  std::string best_label;
+  double least_miss_bytes = 0;         ///< the smallest amount by which its configurations missed memory
+  std::string reason;                  ///< one line: why it lost (or "best")
+};
+
+/// The search's answer.
+struct PlanResult {
+  PlanQuery query;
+  std::string model_name, hardware_name;
+  double parameters = 0;               ///< the whole model's
+  std::int64_t configurations = 0;     ///< searched in all (the space)
+  std::int64_t pruned_by_memory = 0;   ///< over the memory bound, not simulated
+  std::int64_t pruned_by_time = 0;     ///< time bound above the K-th best found: not simulated
+  std::int64_t simulated = 0;
+  std::int64_t refused = 0;            ///< the scenario's rules refused them (e.g. tp not dividing heads)
+  std::vector<Plan> plans;             ///< the best `top` that fit, fastest first
+  /// The closest miss among the configurations that did not fit (bytes over the usable HBM, or
+  /// over the host's memory); 0 when none was dropped.
+  double best_miss_bytes = 0;
+  std::string best_miss_label;
+  std::vector<PlanFamily> families;
+  std::string why;                     ///< a paragraph: why the best wins and what the runner-up trades
+  double elapsed_s = 0;                ///< wall time of the search (not in the JSON: not deterministic)
+};
+
+/// Searches every configuration of `q` (see plan.cpp's header comment for the space and the
+/// bounds) and returns the best `q.top` that fit, ranked by tokens per second.
+/// @throws InputError naming the flag when the query is invalid (GPUs, batch, a model or
+///         profile that does not load), or when no configuration can make the global batch.
+PlanResult plan(const PlanQuery& q);
+
+/// `stepsim plan --format json`: {"schema": "stepsim.plan/1", "query", "search", "plans": [...],
+/// "families": [...], "why"}; best plan first. Deterministic: the same query, the same bytes.
+std::string plan_json(const PlanResult& r);
+/// The terminal table, the paragraph and (with `explain`) each family's line.
+std::string plan_text(const PlanResult& r, bool explain);
+
+}  // namespace stepsim::models

@@ -1,0 +1,594 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stepsim plan` (issue 17 item 4). The space: every strategy of the registry (hsdp with each
+// shard group that divides dp), tp over the divisors of a node, pp over powers of two (ddp,
+// zero1, fsdp and hsdp: DeepSpeed's PipelineEngine refuses ZeRO-2/3), every power-of-two
+// micro-batch that makes the global batch with a whole grad_accum, the recomputation policies
+// none / selective_op / full, and offload (zero1-3: offload_optimizer cpu, pinned; fsdp / hsdp:
+// cpu_offload) without PP. Context and expert parallelism and the bucket sizes stay at their
+// defaults.
+//
+// Bounds, before any simulation (both are true lower bounds of what run() reports):
+//  - memory: the model states each GPU keeps under the strategy's ZeRO stage (zero_model_states
+//    of one TP and PP rank's parameters, the offloaded parts removed) plus the activations of one
+//    micro-batch of the PP stage's layers (activation_bytes of a reference scenario per tp and
+//    policy); over the usable HBM, the configuration cannot fit;
+//  - time: the model FLOPs one GPU runs per step at the profile's sustained peak (no kernel runs
+//    faster), plus the CPU's optimizer step when offloading (it runs after backward).
+// The survivors are simulated fastest bound first, in batches through the sweep machinery
+// (run_sweep_points: threads; each configuration a tied set of overrides), until the next bound
+// is above the K-th best step time found: what is left cannot enter the top K.
+#include "models/plan.hpp"
+
+#include "models/memory.hpp"
+#include "models/report.hpp"
+#include "models/scenario.hpp"
+#include "models/strategy/compute_tasks.hpp"
+#include "models/strategy/strategy.hpp"
+#include "models/sweep.hpp"
+#include "sim/support/error.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <thread>
+
+namespace stepsim::models {
+
+namespace {
+
+using json = nlohmann::json;
+using ordered = nlohmann::ordered_json;
+
+// What one tp and recomputation policy cost per token on one GPU, from a reference scenario.
+struct Reference {
+  bool valid = false;
+  std::string error;
+  double params = 0;               // trainable parameters of one TP rank
+  double flops_per_token = 0;      // model FLOPs per token on one GPU
+  double activation_per_token = 0; // bytes kept for backward per token (one micro-batch)
+};
+
+json base_doc(const PlanQuery& q, std::int64_t gpn) {
+  json d;
+  d["name"] = "plan";
+  d["model"] = q.model;
+  d["hardware"] = q.hardware;
+  d["parallelism"] = {{"strategy", "ddp"}, {"dp", q.gpus}};
+  d["cluster"] = {{"gpus_per_node", gpn}, {"nodes", std::max<std::int64_t>(1, q.gpus / gpn)}};
+  d["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", 1}};
+  return d;
+}
+
+std::string miss_text(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
+
+}  // namespace
+
+std::string Plan::label() const {
+  std::string s = strategy;
+  if (strategy == "hsdp") s += fmt::format(" shard{}", shard_group_size);
+  s += fmt::format(" dp{}", dp);
+  if (tp > 1) s += fmt::format(" tp{}", tp);
+  if (pp > 1) s += fmt::format(" pp{}", pp);
+  s += fmt::format(" mbs{} ga{}", micro_batch_size, grad_accum);
+  if (recompute != "none") s += " " + recompute;
+  if (offload != "none") s += " offload " + offload;
+  return s;
+}
+
+std::string Plan::family() const {
+  std::string s = strategy;
+  if (tp > 1) s += " + tp";
+  if (pp > 1) s += " + pp";
+  if (offload != "none") s += " + offload";
+  return s;
+}
+
+PlanResult plan(const PlanQuery& q) {
+  const auto started = std::chrono::steady_clock::now();
+  if (q.gpus < 1 || q.gpus > (std::int64_t{1} << 20))
+    throw InputError("--gpus", "", fmt::format("expected 1 to 1048576 GPUs, got {}", q.gpus));
+  if (!(q.global_batch_tokens >= 1) || q.global_batch_tokens > 1e15)
+    throw InputError("--global-batch-tokens", "", fmt::format("expected 1 to 1e15 tokens, got {:g}", q.global_batch_tokens));
+  if (q.seq_len < 1 || q.seq_len > (std::int64_t{1} << 24))
+    throw InputError("--seq-len", "", fmt::format("expected 1 to 16777216 tokens, got {}", q.seq_len));
+  if (q.top < 1 || q.top > 1000) throw InputError("--top", "", fmt::format("expected 1 to 1000 plans, got {}", q.top));
+
+  PlanResult r;
+  r.query = q;
+  // The base scenario: DDP over every GPU (it loads the model and the profile once, and names
+  // what is wrong with them).
+  std::int64_t gpn = q.gpus_per_node;
+  if (gpn == 0) {
+    json probe = base_doc(q, 1);
+    probe["cluster"].erase("gpus_per_node");
+    probe["cluster"].erase("nodes");
+    probe["parallelism"]["dp"] = 1;
+    gpn = load_scenario_doc(probe, "plan", {}).hardware.gpus_per_node;
+  }
+  gpn = std::min<std::int64_t>(gpn, q.gpus);
+  if (q.gpus % gpn != 0)
+    throw InputError("--gpus", "", fmt::format("{} GPUs are no whole number of nodes of {}; expected a multiple of {}",
+                                               q.gpus, gpn, gpn));
+  const json base = base_doc(q, gpn);
+  const Scenario s0 = load_scenario_doc(base, "plan", {});
+  r.model_name = s0.model.name;
+  r.hardware_name = s0.hardware.name;
+  r.parameters = static_cast<double>(s0.model_parameters);
+  const double usable = s0.hardware.usable_hbm_bytes();
+  // No GEMM runs faster than the best efficiency the profile's compute model allows (the
+  // curve's maximum or the flat efficiency), at the sustained clock: a true bound of run()'s.
+  const double peak = s0.hardware.sustained_flops_per_s() *
+                      std::max(s0.hardware.gemm_curve.present() ? s0.hardware.gemm_curve.max_efficiency : 0.0,
+                               s0.hardware.gemm_efficiency);
+  const bool host = s0.hardware.host.present();
+  const double L = static_cast<double>(q.seq_len);
+
+  // Reference scenarios: one per tp and policy (one GPU's share of the model and its cost per token).
+  const std::vector<std::string> policies = {"none", "selective_op", "full"};
+  std::vector<std::int64_t> tps;
+  for (std::int64_t tp = 1; tp <= gpn; tp *= 2)
+    if (gpn % tp == 0 && q.gpus % tp == 0) tps.push_back(tp);
+  std::map<std::pair<std::int64_t, std::string>, Reference> refs;
+  for (const std::int64_t tp : tps)
+    for (const auto& policy : policies) {
+      Reference ref;
+      json d = base;
+      d["parallelism"] = {{"strategy", "ddp"}, {"dp", 1}, {"tp", tp}};
+      d["cluster"] = {{"gpus_per_node", gpn}, {"nodes", 1}};
+      d["activations"] = {{"recompute", policy}};
+      try {
+        const Scenario s = load_scenario_doc(d, "plan", {});
+        const double tokens = static_cast<double>(s.tokens_per_micro_batch());
+        ref.params = static_cast<double>(s.model.trainable_parameter_count());
+        ref.flops_per_token = model_flops_per_gpu_step(s) / tokens;
+        ref.activation_per_token = activation_bytes(s) / tokens;
+        ref.valid = true;
+      } catch (const InputError& e) {
+        ref.error = e.detail();
+      }
+      refs[{tp, policy}] = ref;
+    }
+
+  // The GPU's own work per micro-batch, by tp, policy and micro-batch size: forward and backward
+  // (recomputation included) of one micro-batch on one TP group alone, as run() prices them,
+  // with no communication beside them and memory that never runs out. A stage of a pipeline runs
+  // at least 1/pp of it per micro-batch, and no strategy's step runs less than that on its
+  // compute stream: a lower bound of the step, and a tight one.
+  std::map<std::tuple<std::int64_t, std::string, std::int64_t>, double> compute_of;
+  const auto micro_batch_compute = [&](std::int64_t tp, const std::string& policy, std::int64_t mbs) {
+    const auto key = std::tuple{tp, policy, mbs};
+    if (const auto it = compute_of.find(key); it != compute_of.end()) return it->second;
+    json d = base;
+    d["hardware"] = {{"base", q.hardware}, {"memory", {{"hbm_bytes", 1e15}, {"reserved_bytes", 0}}}};
+    d["parallelism"] = {{"strategy", "ddp"}, {"dp", 1}, {"tp", tp}};
+    d["cluster"] = {{"gpus_per_node", gpn}, {"nodes", 1}};
+    d["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", mbs}};
+    d["activations"] = {{"recompute", policy}};
+    d["sim"] = {{"overlap_model", "off"}};
+    double t = 0;
+    try {
+      const Report rep = run(load_scenario_doc(d, "plan", {}));
+      t = rep.forward_time_s + rep.backward_time_s;
+    } catch (const InputError&) {
+      t = 0;  // the configuration is refused later, by its own simulation
+    }
+    compute_of[key] = t;
+    return t;
+  };
+
+  // ---- the space ----
+  std::vector<Plan> all;
+  std::map<std::string, PlanFamily> families;
+  double least_miss = std::numeric_limits<double>::infinity();
+  std::string least_miss_label;
+  const std::int64_t layers = static_cast<std::int64_t>(s0.model.layers.size());
+  for (const std::int64_t tp : tps)
+    for (std::int64_t pp = 1; pp <= 64 && pp <= layers; pp *= 2) {
+      if (q.gpus % (tp * pp) != 0) continue;
+      const std::int64_t dp = q.gpus / (tp * pp);
+      for (const auto& entry : strategy_registry()) {
+        const std::string name = entry.name;
+        if (pp > 1 && entry.family == StrategyFamily::DeepSpeed && entry.zero_stage >= 2) continue;  // refused by DeepSpeed
+        std::vector<std::int64_t> shards = {0};
+        if (entry.hybrid) {
+          // Shard groups of whole nodes (the DP ranks a node holds, doubled), or below one node
+          // every divisor: HSDP shards inside a node or over a few, and replicates across.
+          shards.clear();
+          const std::int64_t node = std::max<std::int64_t>(1, gpn / tp);
+          for (std::int64_t g = 2; g < dp; ++g)
+            if (dp % g == 0 && (g <= node || g % node == 0) && (g < node || (g & (g - 1)) == 0 || g == node))
+              shards.push_back(g);
+        }
+        for (const std::int64_t shard : shards)
+          for (std::int64_t mbs = 1; mbs <= 64; mbs *= 2) {
+            const double per_rank = q.global_batch_tokens / static_cast<double>(dp);
+            const double ga = per_rank / (static_cast<double>(mbs) * L);
+            if (ga < 1 || ga != std::floor(ga) || ga > 1e6) continue;
+            for (const auto& policy : policies)
+              for (const std::string offload : {"none", "cpu"}) {
+                if (offload == "cpu" && (!host || entry.zero_stage == 0 || pp > 1)) continue;
+                Plan p;
+                p.strategy = name;
+                p.dp = dp;
+                p.tp = tp;
+                p.pp = pp;
+                p.shard_group_size = shard;
+                p.micro_batch_size = mbs;
+                p.grad_accum = static_cast<std::int64_t>(ga);
+                p.recompute = policy;
+                p.offload = offload;
+                PlanFamily& fam = families[p.family()];
+                fam.name = p.family();
+                ++fam.configurations;
+                ++r.configurations;
+                const Reference& ref = refs.at({tp, policy});
+                if (!ref.valid) {
+                  ++r.refused;
+                  ++fam.refused;
+                  if (fam.reason.empty()) fam.reason = "refused: " + ref.error;
+                  continue;
+                }
+                // Memory bound.
+                const double local = ref.params / static_cast<double>(pp);
+                const std::int64_t shard_ranks = entry.zero_stage == 0 ? 1 : entry.hybrid ? shard : dp;
+                ModelStates st = zero_model_states(local, shard_ranks, entry.zero_stage,
+                                                   optimizer_state_bytes_per_param(s0.optimizer, DType::BF16), 2.0);
+                const bool fsdp_family = entry.family == StrategyFamily::FSDP;
+                if (offload == "cpu") {
+                  st.optimizer_bytes = 0;
+                  if (entry.zero_stage >= 2) st.grads_bytes = 0;
+                  if (fsdp_family) st.params_bytes = 0;
+                }
+                p.memory_lower_bound_bytes =
+                    st.total_bytes() + ref.activation_per_token * static_cast<double>(mbs) * L / static_cast<double>(pp);
+                // Time bound.
+                // Full recomputation runs every forward twice: 4/3 of the model FLOPs. The GPU's own
+                // work per micro-batch, when it prices, is the tighter bound.
+                p.time_lower_bound_s = std::max(ref.flops_per_token * per_rank / static_cast<double>(pp) / peak *
+                                                    (policy == "full" ? 4.0 / 3.0 : 1.0),
+                                                micro_batch_compute(tp, policy, mbs) * ga / static_cast<double>(pp));
+                if (offload == "cpu") {
+                  const double rate = s0.hardware.host.cpu_adam_params_per_s / static_cast<double>(gpn) *
+                                      (fsdp_family ? 8.2 / 56.0 : 1.0);
+                  p.time_lower_bound_s += local / static_cast<double>(shard_ranks) / rate;
+                }
+                if (p.memory_lower_bound_bytes > usable) {
+                  ++r.pruned_by_memory;
+                  ++fam.over_memory_bound;
+                  const double miss = p.memory_lower_bound_bytes - usable;
+                  if (fam.least_miss_bytes == 0 || miss < fam.least_miss_bytes) fam.least_miss_bytes = miss;
+                  if (miss < least_miss) {
+                    least_miss = miss;
+                    least_miss_label = p.label();
+                  }
+                  continue;
+                }
+                json par = {{"strategy", name}, {"dp", dp}};
+                if (tp > 1) par["tp"] = tp;
+                if (pp > 1) par["pp"] = pp;
+                if (shard > 0) par["shard_group_size"] = shard;
+                if (offload == "cpu") {
+                  if (fsdp_family) par["cpu_offload"] = true;
+                  else par["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
+                }
+                const json batch = {{"seq_len", q.seq_len}, {"micro_batch_size", mbs}, {"grad_accum", p.grad_accum}};
+                p.overrides = {par.dump(), batch.dump(), policy};
+                all.push_back(std::move(p));
+              }
+          }
+      }
+    }
+  if (r.configurations == 0)
+    throw InputError("--global-batch-tokens", "",
+                     fmt::format("no configuration makes a global batch of {:g} tokens on {} GPUs at seq_len {}: it must be "
+                                 "a whole number of sequences per data-parallel rank (dp × micro_batch_size × seq_len × "
+                                 "grad_accum)",
+                                 q.global_batch_tokens, q.gpus, q.seq_len));
+
+  // ---- simulate, fastest bound first ----
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Plan& a, const Plan& b) { return a.time_lower_bound_s < b.time_lower_bound_s; });
+  std::vector<Plan> fitting;
+  const auto kth = [&]() {
+    if (static_cast<std::int64_t>(fitting.size()) < q.top) return std::numeric_limits<double>::infinity();
+    return fitting[static_cast<std::size_t>(q.top - 1)].step_time_s;
+  };
+  const std::vector<std::string> paths = {"parallelism", "batch", "activations.recompute"};
+  SweepOptions options;
+  options.threads = q.threads;
+  // A fixed batch, whatever the thread count: the same query simulates the same configurations.
+  constexpr std::size_t batch_size = 16;
+  // Runs `plans` (each with its grad_accum replaced by `ga_of(plan)`) through the sweep
+  // machinery; returns each one's outcome.
+  const auto simulate = [&](const std::vector<const Plan*>& plans, const std::function<std::int64_t(const Plan&)>& ga_of) {
+    if (plans.empty()) return std::vector<PointOutcome>{};
+    std::vector<SweepAxis> axes(paths.size());
+    for (std::size_t a = 0; a < paths.size(); ++a) {
+      axes[a].path = paths[a];
+      axes[a].tied_to = a == 0 ? -1 : 0;
+    }
+    for (const Plan* p : plans) {
+      json batch = json::parse(p->overrides[1]);
+      batch["grad_accum"] = ga_of(*p);
+      axes[0].values.push_back(p->overrides[0]);
+      axes[1].values.push_back(batch.dump());
+      axes[2].values.push_back(p->overrides[2]);
+    }
+    return run_sweep_points(base, "plan", axes, options);
+  };
+  struct Figures {
+    bool gpu_fits = false, host_fits = true;
+    double step = 0, tokens = 0, mfu = 0, memory = 0, capacity = 0, host = 0, host_capacity = 0, comm = 0, offload = 0;
+  };
+  const auto figures = [](const PointOutcome& o) {
+    Figures f;
+    for (const auto& [key, v] : o.metrics) {
+      const double x = v.number.value_or(0);
+      if (key == "step_time_s") f.step = x;
+      else if (key == "tokens_per_s") f.tokens = x;
+      else if (key == "mfu") f.mfu = x;
+      else if (key == "memory.total_bytes") f.memory = x;
+      else if (key == "memory.capacity_bytes") f.capacity = x;
+      else if (key == "memory.fits") f.gpu_fits = x != 0;
+      else if (key == "memory.host_fits") f.host_fits = x != 0;
+      else if (key == "memory.host_bytes") f.host = x;
+      else if (key == "memory.host_capacity_bytes") f.host_capacity = x;
+      else if (key == "exposed_comm_s") f.comm = x;
+      else if (key == "offload.exposed_time_s") f.offload = x;
+    }
+    return f;
+  };
+  // The search simulates each configuration at two short accumulations, g and g + 1 with g =
+  // max(2, pp) (from there every further micro-batch adds the same time: DDP's no_sync and the
+  // ZeRO stages repeat one micro-step, a 1F1B pipeline one slot), and extends the step linearly
+  // to its grad_accum; the best found are simulated whole at the end.
+  const auto short_ga = [](const Plan& p) { return std::min(p.grad_accum, std::max<std::int64_t>(2, p.pp)); };
+  std::size_t next = 0;
+  while (next < all.size() && all[next].time_lower_bound_s < kth()) {
+    const std::size_t end = std::min(all.size(), next + batch_size);
+    std::vector<const Plan*> batch;
+    for (std::size_t i = next; i < end; ++i) batch.push_back(&all[i]);
+    const std::vector<PointOutcome> first = simulate(batch, short_ga);
+    // The second run only where the accumulation is longer than the first's.
+    std::vector<const Plan*> longer;
+    for (const Plan* p : batch)
+      if (p->grad_accum > short_ga(*p)) longer.push_back(p);
+    const std::vector<PointOutcome> second_runs =
+        simulate(longer, [&](const Plan& p) { return short_ga(p) + 1; });
+    std::vector<PointOutcome> second = first;
+    for (std::size_t k = 0, l = 0; k < batch.size(); ++k)
+      if (batch[k]->grad_accum > short_ga(*batch[k])) second[k] = second_runs[l++];
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      Plan& p = all[next + k];
+      const PointOutcome& o = first[k];
+      PlanFamily& fam = families[p.family()];
+      ++r.simulated;
+      ++fam.simulated;
+      p.simulated = true;
+      const std::string error = !o.error.empty() ? o.error : second[k].error;
+      if (!error.empty()) {
+        p.error = error;
+        ++r.refused;
+        ++fam.refused;
+        if (fam.reason.empty()) fam.reason = "refused: " + error;
+        continue;
+      }
+      const Figures a = figures(o), b = figures(second[k]);
+      const double g = static_cast<double>(short_ga(p)), more = static_cast<double>(p.grad_accum) - g;
+      const double dg = std::max(1.0, static_cast<double>(std::min(p.grad_accum, short_ga(p) + 1)) - g);
+      const auto extend = [&](double x, double y) { return x + more * (y - x) / dg; };
+      p.step_time_s = extend(a.step, b.step);
+      p.tokens_per_s = q.global_batch_tokens / p.step_time_s;
+      p.mfu = a.mfu * (static_cast<double>(p.grad_accum) / g) * (a.step / p.step_time_s);
+      p.memory_bytes = std::max(a.memory, b.memory);
+      p.capacity_bytes = a.capacity;
+      p.exposed_comm_s = extend(a.comm, b.comm);
+      p.exposed_offload_s = extend(a.offload, b.offload);
+      const bool gpu_fits = a.gpu_fits && b.gpu_fits, host_fits = a.host_fits && b.host_fits;
+      p.fits = gpu_fits && host_fits;
+      if (!p.fits) {
+        ++fam.did_not_fit;
+        const double miss = !gpu_fits ? p.memory_bytes - p.capacity_bytes : std::max(a.host, b.host) - a.host_capacity;
+        if (fam.least_miss_bytes == 0 || miss < fam.least_miss_bytes) fam.least_miss_bytes = miss;
+        if (miss < least_miss) {
+          least_miss = miss;
+          least_miss_label = p.label();
+        }
+        continue;
+      }
+      if (fam.best_step_time_s == 0 || p.step_time_s < fam.best_step_time_s) {  // extended; exact below when it is simulated whole
+        fam.best_step_time_s = p.step_time_s;
+        fam.best_label = p.label();
+      }
+      fitting.push_back(p);
+    }
+    std::stable_sort(fitting.begin(), fitting.end(),
+                     [](const Plan& a, const Plan& b) { return a.step_time_s < b.step_time_s; });
+    next = end;
+  }
+  // The best found, simulated whole: the figures reported.
+  if (static_cast<std::int64_t>(fitting.size()) > 2 * q.top) fitting.resize(static_cast<std::size_t>(2 * q.top));
+  {
+    std::vector<const Plan*> best;
+    for (const Plan& p : fitting) best.push_back(&p);
+    const std::vector<PointOutcome> whole = simulate(best, [](const Plan& p) { return p.grad_accum; });
+    for (std::size_t k = 0; k < fitting.size(); ++k) {
+      const Figures f = figures(whole[k]);
+      Plan& p = fitting[k];
+      p.step_time_s = f.step;
+      p.tokens_per_s = f.tokens;
+      p.mfu = f.mfu;
+      p.memory_bytes = f.memory;
+      p.exposed_comm_s = f.comm;
+      p.exposed_offload_s = f.offload;
+      p.fits = whole[k].error.empty() && f.gpu_fits && f.host_fits;
+    }
+    fitting.erase(std::remove_if(fitting.begin(), fitting.end(), [](const Plan& p) { return !p.fits; }), fitting.end());
+    std::stable_sort(fitting.begin(), fitting.end(),
+                     [](const Plan& a, const Plan& b) { return a.step_time_s < b.step_time_s; });
+    for (const Plan& p : fitting) {
+      PlanFamily& fam = families[p.family()];
+      if (fam.best_label == p.label() || p.step_time_s < fam.best_step_time_s) {
+        fam.best_step_time_s = p.step_time_s;
+        fam.best_label = p.label();
+      }
+    }
+  }
+  r.pruned_by_time = static_cast<std::int64_t>(all.size() - next);
+  if (static_cast<std::int64_t>(fitting.size()) > q.top) fitting.resize(static_cast<std::size_t>(q.top));
+  r.plans = fitting;
+  if (std::isfinite(least_miss)) {
+    r.best_miss_bytes = least_miss;
+    r.best_miss_label = least_miss_label;
+  }
+
+  // ---- why each family lost, and why the best wins ----
+  const Plan* best = r.plans.empty() ? nullptr : &r.plans.front();
+  for (auto& [name, fam] : families) {
+    if (fam.best_step_time_s > 0) {
+      fam.reason = best && fam.best_label == best->label()
+                       ? "the best plan"
+                       : fmt::format("its best, {}, is {:.1f} % slower than the winner", fam.best_label,
+                                     100 * (fam.best_step_time_s / best->step_time_s - 1));
+    } else if (fam.over_memory_bound + fam.did_not_fit == fam.configurations - fam.refused &&
+               fam.configurations > fam.refused) {
+      fam.reason = fmt::format("no configuration fits: the closest misses by {}", miss_text(fam.least_miss_bytes));
+    } else if (fam.refused == fam.configurations) {
+      // keeps the first refusal's reason
+    } else {
+      fam.reason = "not simulated: its time bound is above the best plans found";
+    }
+    r.families.push_back(fam);
+  }
+  if (best) {
+    std::string why = fmt::format(
+        "{} is fastest: {:.0f} tokens/s ({:.1f} % MFU), {:.1f} of {:.1f} GB per GPU, {:.1f} ms of communication exposed",
+        best->label(), best->tokens_per_s, 100 * best->mfu, best->memory_bytes / 1e9, best->capacity_bytes / 1e9,
+        best->exposed_comm_s * 1e3);
+    if (best->exposed_offload_s > 0) why += fmt::format(" and {:.1f} ms of offload", best->exposed_offload_s * 1e3);
+    why += ".";
+    if (r.plans.size() > 1) {
+      const Plan& b = r.plans[1];
+      std::vector<std::string> trades;
+      if (b.memory_bytes < best->memory_bytes - 1e9)
+        trades.push_back(fmt::format("needs {:.1f} GB less memory", (best->memory_bytes - b.memory_bytes) / 1e9));
+      if (b.exposed_comm_s > best->exposed_comm_s + 1e-4)
+        trades.push_back(fmt::format("exposes {:.1f} ms more communication", (b.exposed_comm_s - best->exposed_comm_s) * 1e3));
+      if (b.recompute != best->recompute) trades.push_back(fmt::format("recomputes {} instead of {}", b.recompute, best->recompute));
+      if (b.exposed_offload_s > best->exposed_offload_s + 1e-4)
+        trades.push_back(fmt::format("pays {:.1f} ms more of offload", (b.exposed_offload_s - best->exposed_offload_s) * 1e3));
+      std::string list;
+      for (std::size_t i = 0; i < trades.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == trades.size() ? " and " : ", ") + trades[i];
+      why += fmt::format(" The runner-up, {}, is {:.1f} % slower{}.", b.label(), 100 * (b.step_time_s / best->step_time_s - 1),
+                         list.empty() ? "" : ": it " + list);
+    }
+    // The seeds' FAQ: plain DDP's model state, when no DDP plan fits.
+    const auto ddp = families.find("ddp");
+    if (ddp != families.end() && ddp->second.best_step_time_s == 0) {
+      const double state = r.parameters * (2 + 2 + optimizer_state_bytes_per_param(s0.optimizer, DType::BF16));
+      why += fmt::format(" DDP is out: every GPU would hold the whole model state, {:.0f} GB ({:.3g} B parameters × {:g} B), "
+                         "against {:.1f} GB usable.",
+                         state / 1e9, r.parameters / 1e9, state / r.parameters, usable / 1e9);
+    }
+    r.why = why;
+  } else {
+    r.why = r.best_miss_label.empty()
+                ? "no configuration could be simulated"
+                : fmt::format("nothing fits: the closest, {}, misses by {}", r.best_miss_label, miss_text(r.best_miss_bytes));
+  }
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return r;
+}
+
+std::string plan_json(const PlanResult& r) {
+  ordered j;
+  j["schema"] = "stepsim.plan/1";
+  j["query"] = {{"model", r.query.model},
+                {"hardware", r.query.hardware},
+                {"gpus", r.query.gpus},
+                {"global_batch_tokens", r.query.global_batch_tokens},
+                {"seq_len", r.query.seq_len},
+                {"top", r.query.top}};
+  j["search"] = {{"configurations", r.configurations},
+                 {"pruned_by_memory", r.pruned_by_memory},
+                 {"pruned_by_time", r.pruned_by_time},
+                 {"simulated", r.simulated},
+                 {"refused", r.refused},
+                 {"best_miss_bytes", r.best_miss_bytes},
+                 {"best_miss", r.best_miss_label}};
+  ordered plans = ordered::array();
+  for (const Plan& p : r.plans)
+    plans.push_back({{"label", p.label()},
+                     {"strategy", p.strategy},
+                     {"dp", p.dp},
+                     {"tp", p.tp},
+                     {"pp", p.pp},
+                     {"shard_group_size", p.shard_group_size},
+                     {"micro_batch_size", p.micro_batch_size},
+                     {"grad_accum", p.grad_accum},
+                     {"recompute", p.recompute},
+                     {"offload", p.offload},
+                     {"step_time_s", p.step_time_s},
+                     {"tokens_per_s", p.tokens_per_s},
+                     {"mfu", p.mfu},
+                     {"memory_bytes", p.memory_bytes},
+                     {"capacity_bytes", p.capacity_bytes},
+                     {"exposed_comm_s", p.exposed_comm_s},
+                     {"exposed_offload_s", p.exposed_offload_s},
+                     {"overrides", p.overrides}});
+  j["plans"] = plans;
+  ordered fams = ordered::array();
+  for (const PlanFamily& f : r.families)
+    fams.push_back({{"family", f.name},
+                    {"configurations", f.configurations},
+                    {"over_memory_bound", f.over_memory_bound},
+                    {"simulated", f.simulated},
+                    {"did_not_fit", f.did_not_fit},
+                    {"refused", f.refused},
+                    {"best_step_time_s", f.best_step_time_s},
+                    {"best", f.best_label},
+                    {"reason", f.reason}});
+  j["families"] = fams;
+  j["why"] = r.why;
+  return j.dump(2) + "\n";
+}
+
+std::string plan_text(const PlanResult& r, bool explain) {
+  std::string t = fmt::format("stepsim plan: {} ({:.3g} B parameters) on {} x {}, global batch {:.4g} M tokens, seq_len {}\n",
+                              r.model_name, r.parameters / 1e9, r.query.gpus, r.hardware_name,
+                              r.query.global_batch_tokens / 1e6, r.query.seq_len);
+  t += fmt::format("searched {} configurations: {} over the memory bound, {} beyond the time bound, {} simulated ({} "
+                   "refused by the scenario's rules)\n\n",
+                   r.configurations, r.pruned_by_memory, r.pruned_by_time, r.simulated, r.refused);
+  if (!r.plans.empty()) {
+    t += fmt::format("  {:>2}  {:<44} {:>11} {:>12} {:>6} {:>15} {:>13} {:>13}\n", "#", "plan", "step time", "tokens/s",
+                     "MFU", "memory/GPU", "exposed comm", "offload");
+    for (std::size_t i = 0; i < r.plans.size(); ++i) {
+      const Plan& p = r.plans[i];
+      t += fmt::format("  {:>2}  {:<44} {:>8.1f} ms {:>12.0f} {:>5.1f}% {:>6.1f} of {:>4.0f} GB {:>10.1f} ms {:>10.1f} ms\n",
+                       i + 1, p.label(), p.step_time_s * 1e3, p.tokens_per_s, 100 * p.mfu, p.memory_bytes / 1e9,
+                       p.capacity_bytes / 1e9, p.exposed_comm_s * 1e3, p.exposed_offload_s * 1e3);
+    }
+    t += "\n";
+  }
+  t += "why: " + r.why + "\n";
+  if (!r.best_miss_label.empty())
+    t += fmt::format("closest that did not fit: {}, over by {}\n", r.best_miss_label, miss_text(r.best_miss_bytes));
+  if (explain) {
+    t += "\nfamilies:\n";
+    for (const PlanFamily& f : r.families)
+      t += fmt::format("  {:<22} {:>6} configurations, {:>6} over the memory bound, {:>4} simulated: {}\n", f.name,
+                       f.configurations, f.over_memory_bound, f.simulated, f.reason);
+  }
+  return t;
+}
+
+}  // namespace stepsim::models

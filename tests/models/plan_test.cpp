@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stepsim plan` (issue 17 items 4-5): the seeds' FAQ as tests (seed 002's last section: "a 30B
+// model, 8 x A100 80 GB — how would you train it?"; "ZeRO-Offload is for when communication is
+// not the bottleneck"), the bounds it prunes by, and the search's consistency.
+#include "models/plan.hpp"
+#include "sim/support/error.hpp"
+#include "tests/support/catch.hpp"
+
+#include <set>
+
+using namespace stepsim;
+using namespace stepsim::models;
+using Catch::Matchers::Contains;
+
+namespace {
+
+PlanQuery query(const std::string& model, const std::string& hardware, std::int64_t gpus, double tokens) {
+  PlanQuery q;
+  q.model = model;
+  q.hardware = hardware;
+  q.gpus = gpus;
+  q.global_batch_tokens = tokens;
+  q.seq_len = 4096;
+  q.top = 3;
+  return q;
+}
+
+}  // namespace
+
+TEST_CASE("plan: a 30B-class model on 8 x A100 80 GB shards everything and recomputes or offloads (seed FAQ)",
+          "[models][plan][figure]") {
+  const PlanResult r = plan(query("qwen2.5-32b", "a100-sxm", 8, 1 << 20));
+  REQUIRE_FALSE(r.plans.empty());
+  for (const Plan& p : r.plans) {
+    CAPTURE(p.label());
+    // Parameters, gradients and optimizer state sharded (ZeRO-3 / FSDP FULL_SHARD), and the
+    // activations recomputed or the states offloaded: nothing else fits.
+    CHECK((p.strategy == "zero3" || p.strategy == "fsdp" || p.strategy == "hsdp"));
+    CHECK((p.recompute != "none" || p.offload != "none"));
+    CHECK(p.memory_bytes <= p.capacity_bytes);
+    // The bounds the search pruned by hold against the simulation.
+    CHECK(p.memory_lower_bound_bytes <= p.memory_bytes * (1 + 1e-9));
+    CHECK(p.time_lower_bound_s <= p.step_time_s * (1 + 1e-9));
+  }
+  // "Not DDP: 480 GB of state" — 16 B per parameter on every GPU (here 32.8B parameters: 524 GB).
+  CHECK_THAT(r.why, Contains("DDP is out") && Contains("524 GB") && Contains("16 B"));
+  bool ddp_out = false;
+  for (const auto& f : r.families)
+    if (f.name == "ddp") ddp_out = f.reason.find("no configuration fits") != std::string::npos;
+  CHECK(ddp_out);
+  CHECK(r.configurations > 1000);
+  CHECK(r.pruned_by_memory > 0);
+}
+
+TEST_CASE("plan: a model too large for GPU memory without offload chooses offload, and shows its PCIe time",
+          "[models][plan][figure]") {
+  // Qwen2.5-72B on 8 x A100 80 GB: ZeRO-3 alone needs 16 B x 72.7B / 8 = 145 GB per GPU.
+  PlanQuery q = query("qwen2.5-72b", "a100-sxm", 8, 1 << 18);
+  q.top = 2;
+  const PlanResult r = plan(q);
+  REQUIRE_FALSE(r.plans.empty());
+  for (const Plan& p : r.plans) {
+    CHECK(p.offload == "cpu");
+    CHECK(p.exposed_offload_s > 0);
+  }
+  CHECK_THAT(plan_text(r, false), Contains("offload cpu"));
+}
+
+TEST_CASE("plan: the bounds only prune what cannot win, and the answer does not depend on threads", "[models][plan]") {
+  PlanQuery q = query("llama3.2-1b", "h100-sxm", 8, 1 << 19);
+  q.top = 1;
+  q.threads = 1;
+  const PlanResult one = plan(q);
+  q.top = 40;
+  const PlanResult many = plan(q);
+  REQUIRE_FALSE(one.plans.empty());
+  REQUIRE(many.plans.size() >= 2);
+  // Simulating more never finds a faster plan than the pruned search's best.
+  CHECK(many.plans.front().label() == one.plans.front().label());
+  CHECK(many.plans.front().step_time_s == one.plans.front().step_time_s);
+  for (std::size_t i = 1; i < many.plans.size(); ++i) CHECK(many.plans[i].step_time_s >= many.plans[i - 1].step_time_s);
+  CHECK(many.simulated > one.simulated);
+  // Same query, same bytes, whatever the thread count.
+  q.top = 3;
+  q.threads = 1;
+  const std::string a = plan_json(plan(q));
+  q.threads = 2;
+  CHECK(plan_json(plan(q)) == a);
+}
+
+TEST_CASE("plan: refuses queries it cannot answer, naming the flag", "[models][plan]") {
+  CHECK_THROWS_WITH(plan(query("llama3.2-1b", "h100-sxm", 12, 1 << 19)), Contains("no whole number of nodes of 8"));
+  CHECK_THROWS_WITH(plan(query("llama3.2-1b", "h100-sxm", 8, 1000)),
+                    Contains("no configuration makes a global batch of 1000 tokens"));
+  CHECK_THROWS_WITH(plan(query("llama3.2-1b", "h100-sxm", 0, 1 << 19)), Contains("--gpus"));
+  CHECK_THROWS_WITH(plan(query("no-such-model", "h100-sxm", 8, 1 << 19)), Contains("no-such-model"));
+}

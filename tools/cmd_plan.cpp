@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// `stepsim plan`: the fastest configuration of a model on a cluster that fits (models/plan.hpp).
+#include "tools/commands.hpp"
+
+#include "models/batch.hpp"
+#include "models/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+
+namespace stepsim::tools {
+
+namespace {
+
+struct PlanArgs {
+  models::PlanQuery query;
+  std::string global_batch_tokens;
+  std::string format = "text";
+  bool explain = false;
+  bool timing = false;
+};
+
+int cmd_plan(PlanArgs a) {
+  a.query.global_batch_tokens = models::parse_count(a.global_batch_tokens, "--global-batch-tokens");
+  const models::PlanResult r = models::plan(a.query);
+  print(a.format == "json" ? models::plan_json(r) : models::plan_text(r, a.explain));
+  if (a.timing)
+    std::fputs(fmt::format("plan: {} configurations in {:.3f} s ({:.0f} per second), {} simulated\n", r.configurations,
+                       r.elapsed_s, static_cast<double>(r.configurations) / r.elapsed_s, r.simulated)
+                   .c_str(),
+               stderr);
+  return 0;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, Action& action) {
+  auto a = std::make_shared<PlanArgs>();
+  auto* cmd = app.add_subcommand("plan", "the fastest configuration that fits: every strategy, tp, pp, micro-batch, "
+                                         "recomputation and offload, pruned by bounds, the rest simulated");
+  cmd->add_option("--model", a->query.model, "model: catalog name or file")->required();
+  cmd->add_option("--hardware", a->query.hardware, "hardware profile: name or file")->required();
+  cmd->add_option("--gpus", a->query.gpus, "GPUs in all")->required();
+  cmd->add_option("--gpus-per-node", a->query.gpus_per_node, "GPUs per node (default: the profile's)");
+  cmd->add_option("--global-batch-tokens", a->global_batch_tokens, "tokens per optimizer step, e.g. 4M or 4194304")
+      ->required();
+  cmd->add_option("--seq-len", a->query.seq_len, "tokens per sequence (default 4096)");
+  cmd->add_option("--top", a->query.top, "plans to print (default 5)");
+  cmd->add_option("-j,--threads", a->query.threads, "simulation threads (default: all cores)");
+  cmd->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_flag("--explain", a->explain, "why each strategy family lost");
+  cmd->add_flag("--timing", a->timing, "print the search's speed on stderr");
+  cmd->callback([a, &action] { action = [a] { return cmd_plan(*a); }; });
+}
+
+}  // namespace stepsim::tools
