@@ -276,9 +276,18 @@ HardwareProfile parse_profile(const nlohmann::json& doc, const std::string& sour
     h.nvme_read_bytes_per_s = host->number_or("nvme_read_bytes_per_s", 0.0, Check::NonNegative, Dimension::BytesPerSecond);
     h.nvme_write_bytes_per_s = host->number_or("nvme_write_bytes_per_s", 0.0, Check::NonNegative, Dimension::BytesPerSecond);
     h.nvme_bytes = host->number_or("nvme_bytes", 0.0, Check::NonNegative, Dimension::Bytes);
-    if ((h.nvme_read_bytes_per_s > 0) != (h.nvme_write_bytes_per_s > 0) || (h.has_nvme() && !(h.nvme_bytes > 0)))
-      host->fail(h.nvme_read_bytes_per_s > 0 ? "nvme_write_bytes_per_s" : "nvme_read_bytes_per_s",
-                 "expected NVMe read and write bandwidth and nvme_bytes together (all > 0), or none of them");
+    // NVMe: all three facts or none.
+    const std::pair<const char*, double> nvme[] = {{"nvme_read_bytes_per_s", h.nvme_read_bytes_per_s},
+                                                   {"nvme_write_bytes_per_s", h.nvme_write_bytes_per_s},
+                                                   {"nvme_bytes", h.nvme_bytes}};
+    int given = 0;
+    for (const auto& [key, v] : nvme) given += v > 0 ? 1 : 0;
+    if (given > 0 && given < 3)
+      for (const auto& [key, v] : nvme)
+        if (!(v > 0))
+          host->fail(key, fmt::format("{} is {}: expected NVMe read bandwidth, write bandwidth and nvme_bytes together "
+                                      "(all > 0), or none of them",
+                                      key, host->has(key) ? fmt::format("{:g}", v) : std::string("missing")));
     for (const auto& [key, v] : {std::pair{"h2d_bytes_per_s", h.h2d_bytes_per_s}, std::pair{"d2h_bytes_per_s", h.d2h_bytes_per_s}})
       if (v < 1e6 || v > 1e13)
         host->fail(key, fmt::format("expected a host link's bandwidth in [1e6, 1e13] bytes/s, got {:g}", v));
@@ -500,6 +509,16 @@ HardwareProfile parse_profile_over_base(const nlohmann::json& doc, const std::st
       base["inter_node"].erase(key);
   nlohmann::json merged = base;
   merged.merge_patch(patch);
+  // A patch that shrinks the node without naming the PCIe switches keeps the base's switches
+  // at most node-wide (the base's 2 GPUs per switch on a 1-GPU node: 1).
+  if (patch.contains("node") && patch["node"].is_object() && patch["node"].contains("gpus_per_node") &&
+      patch["node"]["gpus_per_node"].is_number_integer() &&
+      !(patch.contains("host") && patch["host"].is_object() && patch["host"].contains("gpus_per_pcie_switch")) &&
+      merged.contains("host") && merged["host"].is_object() && merged["host"].contains("gpus_per_pcie_switch") &&
+      merged["host"]["gpus_per_pcie_switch"].is_number_integer()) {
+    const auto gpn = patch["node"]["gpus_per_node"].get<std::int64_t>();
+    if (gpn >= 1 && merged["host"]["gpus_per_pcie_switch"].get<std::int64_t>() > gpn) merged["host"]["gpus_per_pcie_switch"] = gpn;
+  }
   HardwareProfile p = parse_profile(merged, source, pointer);
   p.base = whole.name;
   for (const char* meta : {"name", "description", "sources"}) patch.erase(meta);  // not numbers

@@ -10,9 +10,11 @@
 namespace stepsim::models {
 
 /// One save of `scenario`'s training state (Scenario::checkpoint). Bytes in decimal units,
-/// times in seconds. The state is the model's tensors as held (ModelSpec dtypes) plus the
-/// optimizer's states with their fp32 master copy (optimizer_state_bytes_per_param), the same
-/// accounting as the memory model; `model_only` drops the optimizer's.
+/// times in seconds. The state as each framework saves it: FSDP (DCP) the fp32 parameter shards
+/// and the optimizer's own states (Adam: 4 + 8 B per parameter; the model alone in float32, as
+/// torchtitan exports it); DeepSpeed and DDP the module in its dtype and the optimizer's states
+/// with their fp32 master copy (2 + 12 B). `model_only` drops the optimizer's. Under offload the
+/// states already in host memory are not staged.
 ///
 /// sharded (semantics-parallel.md §F1, §F5): each rank writes what it holds. Replicated tensors
 /// are written once, spread over the ranks that hold them (torch.distributed.checkpoint's
@@ -22,17 +24,18 @@ namespace stepsim::models {
 /// (zero_pp_rank_N_..._optim_states.pt); ZeRO-3 and FSDP: every rank its shards. Time: each rank
 /// stages its bytes to host memory over PCIe (all GPUs at once, the switch shared), then all
 /// ranks write through the storage's bandwidth together: largest rank's bytes / shared D2H +
-/// total bytes / storage bandwidth (a blocking save; fsync included in the bandwidth).
+/// total bytes / storage bandwidth (a blocking save; fsync included in the bandwidth); on the
+/// nodes' own NVMe (no storage given) at least the busiest node's bytes / its drives' bandwidth.
 ///
 /// full (§F2, §F3; ddp, fsdp, hsdp): every tensor is all-gathered over the shard group (priced as
 /// one AllGather of the whole state, a lower bound on FSDP's unit-by-unit gathers), rank 0 alone
 /// copies it to CPU memory, then writes it alone: AllGather + state / D2H of one GPU + state /
-/// storage bandwidth. Rank 0's host memory then holds the whole state: the seeds' warning.
+/// storage bandwidth (one node's NVMe when no storage is given). Rank 0's host memory then holds the whole state: the seeds' warning.
 struct CheckpointCost {
   std::string format;               ///< "sharded" | "full"
   std::int64_t interval = 0;        ///< steps between saves
-  double state_bytes = 0;           ///< one copy of the whole training state
-  double total_bytes = 0;           ///< written by all ranks together (≥ state_bytes under TP/EP splits)
+  double state_bytes = 0;           ///< one copy of the whole training state (every TP and EP rank's share)
+  double total_bytes = 0;           ///< written by all ranks together (every byte once: state_bytes)
   double max_rank_bytes = 0;        ///< the most one rank writes (the slowest writer)
   double gather_bytes = 0;          ///< full: the AllGather buffer (the whole state), 0 sharded
   double gather_s = 0;              ///< its time
@@ -41,7 +44,7 @@ struct CheckpointCost {
   double storage_write_bytes_per_s = 0;  ///< the bandwidth used
   bool storage_is_local_nvme = false;    ///< it is the nodes' NVMe (no storage bandwidth given)
   double save_s = 0;                ///< gather + stage + write: one blocking save
-  double amortised_s = 0;           ///< save_s / interval: added to every step
+  double amortised_s = 0;           ///< save_s / interval: what the saves add to every step (run's step_time_s excludes it)
   double rank0_host_bytes = 0;      ///< full: what rank 0's host memory holds after the gather
   double host_capacity_bytes = 0;   ///< the profile's host.memory_bytes (the node's)
 };

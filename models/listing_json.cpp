@@ -23,6 +23,23 @@ nlohmann::ordered_json tagged_sources(const std::vector<std::string>& sources) {
   return out;
 }
 
+// The profile's host facts (offload, checkpoints), null when it has none.
+nlohmann::ordered_json host_json(const hardware::HostFacts& h) {
+  using J = nlohmann::ordered_json;
+  if (!h.present()) return nullptr;
+  return {{"pcie_generation", h.pcie_generation},
+          {"pcie_lanes", h.pcie_lanes},
+          {"h2d_bytes_per_s", h.h2d_bytes_per_s},
+          {"d2h_bytes_per_s", h.d2h_bytes_per_s},
+          {"gpus_per_pcie_switch", h.gpus_per_pcie_switch},
+          {"memory_bytes", h.memory_bytes},
+          {"cpu_cores", h.cpu_cores},
+          {"cpu_adam_params_per_s", h.cpu_adam_params_per_s},
+          {"nvme_read_bytes_per_s", h.has_nvme() ? J(h.nvme_read_bytes_per_s) : J(nullptr)},
+          {"nvme_write_bytes_per_s", h.has_nvme() ? J(h.nvme_write_bytes_per_s) : J(nullptr)},
+          {"nvme_bytes", h.has_nvme() ? J(h.nvme_bytes) : J(nullptr)}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json list_json(const std::string& what) {
@@ -49,6 +66,7 @@ nlohmann::ordered_json list_json(const std::string& what) {
                        {"fabric_bandwidth_efficiency", p.fabric_bandwidth_efficiency},
                        {"torus_dims", p.torus_dims},
                        {"collective_model", hardware::collective_model_name(hardware::default_collective_model(p))},
+                       {"host", host_json(p.host)},
                        {"sources", tagged_sources(p.sources)}});
     }
   } else if (what == "networks") {

@@ -75,6 +75,8 @@ struct PlanResult {
   /// over the host's memory); 0 when none was dropped.
   double best_miss_bytes = 0;
   std::string best_miss_label;
+  std::string best_miss_kind;          ///< "of GPU memory by its lower bound", "of host memory, simulated", ...
+  std::int64_t gpus_per_node = 0;      ///< as used (the query's or the profile's)
   std::vector<PlanFamily> families;
   std::string why;                     ///< a paragraph: why the best wins and what the runner-up trades
   double elapsed_s = 0;                ///< wall time of the search (not in the JSON: not deterministic)

@@ -19,6 +19,7 @@
 // is above the K-th best step time found: what is left cannot enter the top K.
 #include "models/plan.hpp"
 
+#include "hardware/hardware_profile.hpp"
 #include "models/memory.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
@@ -45,6 +46,9 @@ namespace {
 
 using json = nlohmann::json;
 using ordered = nlohmann::ordered_json;
+
+// The longest gradient accumulation the search simulates (whole, for the best plans).
+constexpr double kMaxPlanGradAccum = 1024;
 
 // What one tp and recomputation policy cost per token on one GPU, from a reference scenario.
 struct Reference {
@@ -78,7 +82,7 @@ std::string Plan::label() const {
   if (pp > 1) s += fmt::format(" pp{}", pp);
   s += fmt::format(" mbs{} ga{}", micro_batch_size, grad_accum);
   if (recompute != "none") s += " " + recompute;
-  if (offload != "none") s += " offload " + offload;
+  if (offload != "none") s += strategy == "fsdp" || strategy == "hsdp" ? " cpu_offload" : " offload_optimizer cpu pinned";
   return s;
 }
 
@@ -99,6 +103,9 @@ PlanResult plan(const PlanQuery& q) {
   if (q.seq_len < 1 || q.seq_len > (std::int64_t{1} << 24))
     throw InputError("--seq-len", "", fmt::format("expected 1 to 16777216 tokens, got {}", q.seq_len));
   if (q.top < 1 || q.top > 1000) throw InputError("--top", "", fmt::format("expected 1 to 1000 plans, got {}", q.top));
+  if (q.gpus_per_node != 0)
+    if (const std::string why = hardware::gpus_per_node_problem(q.gpus_per_node); !why.empty())
+      throw InputError("--gpus-per-node", "", why + " (0 or absent: the profile's)");
 
   PlanResult r;
   r.query = q;
@@ -119,6 +126,7 @@ PlanResult plan(const PlanQuery& q) {
   const json base = base_doc(q, gpn);
   const Scenario s0 = load_scenario_doc(base, "plan", {});
   r.model_name = s0.model.name;
+  r.gpus_per_node = gpn;
   r.hardware_name = s0.hardware.name;
   r.parameters = static_cast<double>(s0.model_parameters);
   const double usable = s0.hardware.usable_hbm_bytes();
@@ -187,7 +195,16 @@ PlanResult plan(const PlanQuery& q) {
   std::vector<Plan> all;
   std::map<std::string, PlanFamily> families;
   double least_miss = std::numeric_limits<double>::infinity();
-  std::string least_miss_label;
+  std::string least_miss_label, least_miss_kind;
+  const auto note_miss = [&](PlanFamily& fam, double miss, const Plan& p, const char* kind) {
+    if (fam.least_miss_bytes == 0 || miss < fam.least_miss_bytes) fam.least_miss_bytes = miss;
+    if (miss < least_miss) {
+      least_miss = miss;
+      least_miss_label = p.label();
+      least_miss_kind = kind;
+    }
+  };
+  const double host_capacity = s0.hardware.host.memory_bytes;
   const std::int64_t layers = static_cast<std::int64_t>(s0.model.layers.size());
   for (const std::int64_t tp : tps)
     for (std::int64_t pp = 1; pp <= 64 && pp <= layers; pp *= 2) {
@@ -210,7 +227,9 @@ PlanResult plan(const PlanQuery& q) {
           for (std::int64_t mbs = 1; mbs <= 64; mbs *= 2) {
             const double per_rank = q.global_batch_tokens / static_cast<double>(dp);
             const double ga = per_rank / (static_cast<double>(mbs) * L);
-            if (ga < 1 || ga != std::floor(ga) || ga > 1e6) continue;
+            // Longer accumulations are not searched: a step of more than kMaxPlanGradAccum
+            // micro-batches is better served by a larger micro-batch or fewer GPUs.
+            if (ga < 1 || ga != std::floor(ga) || ga > kMaxPlanGradAccum) continue;
             for (const auto& policy : policies)
               for (const std::string offload : {"none", "cpu"}) {
                 if (offload == "cpu" && (!host || entry.zero_stage == 0 || pp > 1)) continue;
@@ -259,15 +278,18 @@ PlanResult plan(const PlanQuery& q) {
                                       (fsdp_family ? 8.2 / 56.0 : 1.0);
                   p.time_lower_bound_s += local / static_cast<double>(shard_ranks) / rate;
                 }
-                if (p.memory_lower_bound_bytes > usable) {
+                // Host memory under offload: each GPU's fp32 master, Adam states and fp32 gradient
+                // partition (16 B per element; the memory model adds buffers on top).
+                const double host_bound = offload == "cpu" ? 16.0 * local / static_cast<double>(shard_ranks) *
+                                                                 static_cast<double>(gpn)
+                                                           : 0.0;
+                if (p.memory_lower_bound_bytes > usable || host_bound > host_capacity) {
                   ++r.pruned_by_memory;
                   ++fam.over_memory_bound;
-                  const double miss = p.memory_lower_bound_bytes - usable;
-                  if (fam.least_miss_bytes == 0 || miss < fam.least_miss_bytes) fam.least_miss_bytes = miss;
-                  if (miss < least_miss) {
-                    least_miss = miss;
-                    least_miss_label = p.label();
-                  }
+                  if (p.memory_lower_bound_bytes > usable)
+                    note_miss(fam, p.memory_lower_bound_bytes - usable, p, "of GPU memory by its lower bound");
+                  else
+                    note_miss(fam, host_bound - host_capacity, p, "of host memory by its lower bound");
                   continue;
                 }
                 json par = {{"strategy", name}, {"dp", dp}};
@@ -289,8 +311,11 @@ PlanResult plan(const PlanQuery& q) {
     throw InputError("--global-batch-tokens", "",
                      fmt::format("no configuration makes a global batch of {:g} tokens on {} GPUs at seq_len {}: it must be "
                                  "a whole number of sequences per data-parallel rank (dp × micro_batch_size × seq_len × "
-                                 "grad_accum)",
-                                 q.global_batch_tokens, q.gpus, q.seq_len));
+                                 "grad_accum, at most {:g}){}",
+                                 q.global_batch_tokens, q.gpus, q.seq_len, kMaxPlanGradAccum,
+                                 q.global_batch_tokens == std::floor(q.global_batch_tokens / 1e6) * 1e6
+                                     ? " (a decimal M is 1,000,000: 4Mi is 4,194,304)"
+                                     : ""));
 
   // ---- simulate, fastest bound first ----
   std::stable_sort(all.begin(), all.end(),
@@ -395,12 +420,8 @@ PlanResult plan(const PlanQuery& q) {
       p.fits = gpu_fits && host_fits;
       if (!p.fits) {
         ++fam.did_not_fit;
-        const double miss = !gpu_fits ? p.memory_bytes - p.capacity_bytes : std::max(a.host, b.host) - a.host_capacity;
-        if (fam.least_miss_bytes == 0 || miss < fam.least_miss_bytes) fam.least_miss_bytes = miss;
-        if (miss < least_miss) {
-          least_miss = miss;
-          least_miss_label = p.label();
-        }
+        if (!gpu_fits) note_miss(fam, p.memory_bytes - p.capacity_bytes, p, "of GPU memory, simulated");
+        else note_miss(fam, std::max(a.host, b.host) - a.host_capacity, p, "of host memory, simulated");
         continue;
       }
       if (fam.best_step_time_s == 0 || p.step_time_s < fam.best_step_time_s) {  // extended; exact below when it is simulated whole
@@ -410,7 +431,9 @@ PlanResult plan(const PlanQuery& q) {
       fitting.push_back(p);
     }
     std::stable_sort(fitting.begin(), fitting.end(),
-                     [](const Plan& a, const Plan& b) { return a.step_time_s < b.step_time_s; });
+                     [](const Plan& a, const Plan& b) {
+                       return a.step_time_s != b.step_time_s ? a.step_time_s < b.step_time_s : a.memory_bytes < b.memory_bytes;
+                     });
     next = end;
   }
   // The best found, simulated whole: the figures reported.
@@ -432,7 +455,9 @@ PlanResult plan(const PlanQuery& q) {
     }
     fitting.erase(std::remove_if(fitting.begin(), fitting.end(), [](const Plan& p) { return !p.fits; }), fitting.end());
     std::stable_sort(fitting.begin(), fitting.end(),
-                     [](const Plan& a, const Plan& b) { return a.step_time_s < b.step_time_s; });
+                     [](const Plan& a, const Plan& b) {
+                       return a.step_time_s != b.step_time_s ? a.step_time_s < b.step_time_s : a.memory_bytes < b.memory_bytes;
+                     });
     for (const Plan& p : fitting) {
       PlanFamily& fam = families[p.family()];
       if (fam.best_label == p.label() || p.step_time_s < fam.best_step_time_s) {
@@ -447,6 +472,7 @@ PlanResult plan(const PlanQuery& q) {
   if (std::isfinite(least_miss)) {
     r.best_miss_bytes = least_miss;
     r.best_miss_label = least_miss_label;
+    r.best_miss_kind = least_miss_kind;
   }
 
   // ---- why each family lost, and why the best wins ----
@@ -481,7 +507,21 @@ PlanResult plan(const PlanQuery& q) {
         trades.push_back(fmt::format("needs {:.1f} GB less memory", (best->memory_bytes - b.memory_bytes) / 1e9));
       if (b.exposed_comm_s > best->exposed_comm_s + 1e-4)
         trades.push_back(fmt::format("exposes {:.1f} ms more communication", (b.exposed_comm_s - best->exposed_comm_s) * 1e3));
-      if (b.recompute != best->recompute) trades.push_back(fmt::format("recomputes {} instead of {}", b.recompute, best->recompute));
+      // How its configuration differs.
+      std::vector<std::string> knobs;
+      if (b.strategy != best->strategy || b.shard_group_size != best->shard_group_size)
+        knobs.push_back(fmt::format("strategy {} instead of {}", b.strategy, best->strategy));
+      if (b.tp != best->tp) knobs.push_back(fmt::format("tp {} instead of {}", b.tp, best->tp));
+      if (b.pp != best->pp) knobs.push_back(fmt::format("pp {} instead of {}", b.pp, best->pp));
+      if (b.micro_batch_size != best->micro_batch_size)
+        knobs.push_back(fmt::format("micro_batch_size {} instead of {}", b.micro_batch_size, best->micro_batch_size));
+      if (b.recompute != best->recompute) knobs.push_back(fmt::format("recompute {} instead of {}", b.recompute, best->recompute));
+      if (b.offload != best->offload) knobs.push_back(b.offload == "none" ? "no offload" : "offload to the CPU");
+      if (!knobs.empty()) {
+        std::string k;
+        for (std::size_t i = 0; i < knobs.size(); ++i) k += (i == 0 ? "" : ", ") + knobs[i];
+        trades.insert(trades.begin(), "runs " + k);
+      }
       if (b.exposed_offload_s > best->exposed_offload_s + 1e-4)
         trades.push_back(fmt::format("pays {:.1f} ms more of offload", (b.exposed_offload_s - best->exposed_offload_s) * 1e3));
       std::string list;
@@ -502,7 +542,8 @@ PlanResult plan(const PlanQuery& q) {
   } else {
     r.why = r.best_miss_label.empty()
                 ? "no configuration could be simulated"
-                : fmt::format("nothing fits: the closest, {}, misses by {}", r.best_miss_label, miss_text(r.best_miss_bytes));
+                : fmt::format("nothing fits: the closest, {}, misses by {} {}", r.best_miss_label, miss_text(r.best_miss_bytes),
+                              r.best_miss_kind);
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return r;
@@ -514,6 +555,7 @@ std::string plan_json(const PlanResult& r) {
   j["query"] = {{"model", r.query.model},
                 {"hardware", r.query.hardware},
                 {"gpus", r.query.gpus},
+                {"gpus_per_node", r.gpus_per_node},
                 {"global_batch_tokens", r.query.global_batch_tokens},
                 {"seq_len", r.query.seq_len},
                 {"top", r.query.top}};
@@ -523,7 +565,8 @@ std::string plan_json(const PlanResult& r) {
                  {"simulated", r.simulated},
                  {"refused", r.refused},
                  {"best_miss_bytes", r.best_miss_bytes},
-                 {"best_miss", r.best_miss_label}};
+                 {"best_miss", r.best_miss_label},
+                 {"best_miss_kind", r.best_miss_kind}};
   ordered plans = ordered::array();
   for (const Plan& p : r.plans)
     plans.push_back({{"label", p.label()},
@@ -543,7 +586,10 @@ std::string plan_json(const PlanResult& r) {
                      {"capacity_bytes", p.capacity_bytes},
                      {"exposed_comm_s", p.exposed_comm_s},
                      {"exposed_offload_s", p.exposed_offload_s},
-                     {"overrides", p.overrides}});
+                     {"set", {fmt::format("cluster={{\"gpus_per_node\":{},\"nodes\":{}}}", r.gpus_per_node,
+                                          std::max<std::int64_t>(1, r.query.gpus / r.gpus_per_node)),
+                              "parallelism=" + p.overrides[0], "batch=" + p.overrides[1],
+                              "activations.recompute=" + p.overrides[2]}}});
   j["plans"] = plans;
   ordered fams = ordered::array();
   for (const PlanFamily& f : r.families)
@@ -553,8 +599,8 @@ std::string plan_json(const PlanResult& r) {
                     {"simulated", f.simulated},
                     {"did_not_fit", f.did_not_fit},
                     {"refused", f.refused},
-                    {"best_step_time_s", f.best_step_time_s},
-                    {"best", f.best_label},
+                    {"best_step_time_s", f.best_step_time_s > 0 ? ordered(f.best_step_time_s) : ordered(nullptr)},
+                    {"best", f.best_label.empty() ? ordered(nullptr) : ordered(f.best_label)},
                     {"reason", f.reason}});
   j["families"] = fams;
   j["why"] = r.why;
@@ -569,11 +615,11 @@ std::string plan_text(const PlanResult& r, bool explain) {
                    "refused by the scenario's rules)\n\n",
                    r.configurations, r.pruned_by_memory, r.pruned_by_time, r.simulated, r.refused);
   if (!r.plans.empty()) {
-    t += fmt::format("  {:>2}  {:<44} {:>11} {:>12} {:>6} {:>15} {:>13} {:>13}\n", "#", "plan", "step time", "tokens/s",
+    t += fmt::format("  {:>2}  {:<64} {:>11} {:>12} {:>6} {:>16} {:>13} {:>13}\n", "#", "plan", "step time", "tokens/s",
                      "MFU", "memory/GPU", "exposed comm", "offload");
     for (std::size_t i = 0; i < r.plans.size(); ++i) {
       const Plan& p = r.plans[i];
-      t += fmt::format("  {:>2}  {:<44} {:>8.1f} ms {:>12.0f} {:>5.1f}% {:>6.1f} of {:>4.0f} GB {:>10.1f} ms {:>10.1f} ms\n",
+      t += fmt::format("  {:>2}  {:<64} {:>8.1f} ms {:>12.0f} {:>5.1f}% {:>6.1f} of {:>5.1f} GB {:>10.1f} ms {:>10.1f} ms\n",
                        i + 1, p.label(), p.step_time_s * 1e3, p.tokens_per_s, 100 * p.mfu, p.memory_bytes / 1e9,
                        p.capacity_bytes / 1e9, p.exposed_comm_s * 1e3, p.exposed_offload_s * 1e3);
     }
@@ -581,7 +627,8 @@ std::string plan_text(const PlanResult& r, bool explain) {
   }
   t += "why: " + r.why + "\n";
   if (!r.best_miss_label.empty())
-    t += fmt::format("closest that did not fit: {}, over by {}\n", r.best_miss_label, miss_text(r.best_miss_bytes));
+    t += fmt::format("closest that did not fit: {}, over by {} {}\n", r.best_miss_label, miss_text(r.best_miss_bytes),
+                     r.best_miss_kind);
   if (explain) {
     t += "\nfamilies:\n";
     for (const PlanFamily& f : r.families)

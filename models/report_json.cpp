@@ -122,11 +122,16 @@ std::string report_json(const Report& r) {
                        {"storage_write_bytes_per_s", c.storage_write_bytes_per_s},
                        {"save_s", c.save_s},
                        {"amortised_s", c.amortised_s},
+                       {"step_time_with_checkpoints_s", r.step_time_s + c.amortised_s},
                        {"rank0_host_bytes", c.rank0_host_bytes}};
   }
   if (r.offload.present) {
     const OffloadSummary& o = r.offload;
+    const auto& z = r.scenario.sharding;
     j["offload"] = {{"device", o.device},
+                    {"param_device", z.offload_param_device},
+                    {"pin_memory", z.cpu_offload || (z.offload_optimizer() && z.offload_optimizer_pin_memory)},
+                    {"cpu_optimizer", z.cpu_offload ? "torch.optim.Adam" : "DeepSpeedCPUAdam"},
                     {"d2h_bytes", o.d2h_bytes},
                     {"d2h_time_s", o.d2h_time_s},
                     {"h2d_bytes", o.h2d_bytes},

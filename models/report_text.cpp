@@ -320,8 +320,9 @@ std::string report_text(const Report& r) {
                                         "written in {:.3f} ms",
                                         c.total_bytes / 1e9, c.max_rank_bytes / 1e9, c.stage_s * 1e3, c.write_s * 1e3);
     line(fmt::format("checkpoint       {} every {} steps: {:.3f} s per save ({}; storage {}), +{:.3f} ms per step "
-                     "amortised",
-                     c.format, c.interval, c.save_s, how, storage, c.amortised_s * 1e3));
+                     "amortised: {:.3f} ms a step with checkpoints",
+                     c.format, c.interval, c.save_s, how, storage, c.amortised_s * 1e3,
+                     (r.step_time_s + c.amortised_s) * 1e3));
     if (c.format == "full")
       line(fmt::format("                 rank 0's host memory holds the whole state, {:.2f} GB of its node's {:.2f} GB",
                        c.rank0_host_bytes / 1e9, c.host_capacity_bytes / 1e9));
@@ -436,7 +437,7 @@ std::string report_text(const Report& r) {
   line(fmt::format("  usable         {} = {} HBM − {} reserved (CUDA context, workspaces, NCCL buffers)",
                    gb(m.capacity_bytes), gb(m.hbm_bytes), gb(m.reserved_bytes)));
   if (r.offload.present) {
-    line(fmt::format("  host memory    {} per node of {}: {} (the offloaded states of its {} GPUs)", gb(m.host_bytes),
+    line(fmt::format("  host memory    {} per node of {}: {} (offloaded states and buffers of its {} GPUs)", gb(m.host_bytes),
                      gb(m.host_capacity_bytes), m.host_bytes <= m.host_capacity_bytes ? "fits" : "DOES NOT FIT",
                      s.gpus_used_per_node()));
     if (m.nvme_bytes > 0)

@@ -304,7 +304,8 @@ void offload_summary(const Scenario& s, const sim::TaskGraph& g, const sim::Time
   using hardware::OpCode;
   OffloadSummary& o = r.offload;
   o.present = true;
-  o.device = s.sharding.cpu_offload ? "cpu" : s.sharding.offload_optimizer_device;
+  // Stages 1/2 treat any device but none as cpu (stage_1_and_2.py): what runs is cpu.
+  o.device = s.sharding.cpu_offload || s.zero_stage() < 3 ? "cpu" : s.sharding.offload_optimizer_device;
   const auto of = [&](std::initializer_list<OpCode> ops) {
     return sim::busy_intervals(g, tl, [ops](const sim::Task& t) {
       if (t.rank != 0 || t.kind != sim::TaskKind::Host) return false;
@@ -632,11 +633,15 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
                                        r.checkpoint.rank0_host_bytes / 1e9, r.checkpoint.host_capacity_bytes / 1e9,
                                        s.hardware.name));
   }
-  if (!r.memory.host_fits)
-    r.warnings.push_back(fmt::format("the offloaded optimizer states need {:.1f} GB of host memory per node ({} GPUs' "
-                                     "partitions), more than the {:.1f} GB of profile '{}' (host.memory_bytes)",
+  if (r.memory.host_bytes > r.memory.host_capacity_bytes)
+    r.warnings.push_back(fmt::format("the offloaded states need {:.1f} GB of host memory per node ({} GPUs' partitions "
+                                     "and buffers), more than the {:.1f} GB of profile '{}' (host.memory_bytes)",
                                      r.memory.host_bytes / 1e9, s.gpus_used_per_node(), r.memory.host_capacity_bytes / 1e9,
                                      s.hardware.name));
+  if (r.memory.nvme_bytes > r.memory.nvme_capacity_bytes)
+    r.warnings.push_back(fmt::format("the states swapped to NVMe need {:.1f} GB per node, more than the {:.1f} GB of "
+                                     "drives of profile '{}' (host.nvme_bytes)",
+                                     r.memory.nvme_bytes / 1e9, r.memory.nvme_capacity_bytes / 1e9, s.hardware.name));
   if (s.sharding.offload_optimizer_device == "nvme" && s.zero_stage() < 3)
     r.warnings.push_back(fmt::format("offload_optimizer device \"nvme\" under {}: DeepSpeed's stage 1/2 optimizer treats any "
                                      "device but \"none\" as cpu (stage_1_and_2.py), so the states stay in host memory; "

@@ -268,8 +268,9 @@ std::vector<ScenarioField> core_fields() {
       {.object = "", .key = "activations", .type = T::Object, .doc = "attention kernel and activation recomputation"},
       {.object = "", .key = "framework", .type = T::Object, .doc = "how the training code runs on the host and GPU"},
       {.object = "", .key = "checkpoint", .type = T::Object,
-       .doc = "save the training state every `interval` steps; the report prices one save and adds it to the step "
-              "amortised over the interval (models/checkpoint.hpp)",
+       .doc = "save the training state every `interval` steps; the report prices one save and what it adds to each step "
+              "amortised over the interval (JSON checkpoint.step_time_with_checkpoints_s; step_time_s stays the step "
+              "alone; models/checkpoint.hpp)",
        .default_doc = "none (no checkpoints)",
        .echo = [](const Scenario& s) -> Value {
          if (!s.checkpoint.enabled) return std::nullopt;

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 namespace stepsim::models {
 
@@ -198,6 +199,12 @@ void check_pipeline(const JsonReader& par, Scenario& s) {
 // Optimizer offload (semantics-parallel.md §E): the host facts it is priced with, and what it
 // is modelled under.
 void check_offload(const JsonReader& par, Scenario& s) {
+  for (const auto& [key, on, pinned] : {std::tuple{"offload_optimizer", s.sharding.offload_optimizer(), s.sharding.offload_optimizer_pin_memory},
+                                        std::tuple{"offload_param", s.sharding.offload_param(), s.sharding.offload_param_pin_memory}})
+    if (!on && pinned)
+      if (const auto o = par.optional_object(key))
+        o->fail("pin_memory", "true with device \"none\": nothing is offloaded, so nothing is pinned; set a device or "
+                              "remove pin_memory");
   if (!s.sharding.offloads()) return;
   const std::string device = s.sharding.cpu_offload            ? "cpu_offload"
                              : s.sharding.offload_optimizer() ? s.sharding.offload_optimizer_device

@@ -102,6 +102,20 @@ std::string profiles_text(const nlohmann::ordered_json& items, const std::vector
                                           e.at("fabric_bandwidth_efficiency").get<double>())
                             : std::string(" (line rate, no fabric terms)"),
                         e.at("collective_model").get<std::string>());
+    if (const auto& h = e.at("host"); !h.is_null())
+      text += fmt::format("  host: PCIe Gen{} x{}, {:g} / {:g} GB/s host-to-device / device-to-host per GPU, {} GPUs per switch; "
+                          "{:g} GB memory, {} cores, CPU Adam {:.3g} parameters/s per node; NVMe {}\n",
+                          h.at("pcie_generation").get<int>(), h.at("pcie_lanes").get<int>(),
+                          h.at("h2d_bytes_per_s").get<double>() / 1e9, h.at("d2h_bytes_per_s").get<double>() / 1e9,
+                          h.at("gpus_per_pcie_switch").get<int>(), h.at("memory_bytes").get<double>() / 1e9,
+                          h.at("cpu_cores").get<int>(), h.at("cpu_adam_params_per_s").get<double>(),
+                          h.at("nvme_bytes").is_null()
+                              ? std::string("none given")
+                              : fmt::format("{:g} TB, {:g} / {:g} GB/s read / write", h.at("nvme_bytes").get<double>() / 1e12,
+                                            h.at("nvme_read_bytes_per_s").get<double>() / 1e9,
+                                            h.at("nvme_write_bytes_per_s").get<double>() / 1e9));
+    else
+      text += "  host: none given (offload and checkpoints need the profile's \"host\" object)\n";
     text += fmt::format("  sources ({}: datasheet/measured/derived/fitted/assumed):\n", kinds_of(e));
     for (const auto& src : e.at("sources")) text += fmt::format("  - {}\n", src.at("text").get<std::string>());
   }

@@ -44,7 +44,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--hardware", a->query.hardware, "hardware profile: name or file")->required();
   cmd->add_option("--gpus", a->query.gpus, "GPUs in all")->required();
   cmd->add_option("--gpus-per-node", a->query.gpus_per_node, "GPUs per node (default: the profile's)");
-  cmd->add_option("--global-batch-tokens", a->global_batch_tokens, "tokens per optimizer step, e.g. 4M or 4194304")
+  cmd->add_option("--global-batch-tokens", a->global_batch_tokens, "tokens per optimizer step, e.g. 4Mi (= 4194304; 4M is 4,000,000)")
       ->required();
   cmd->add_option("--seq-len", a->query.seq_len, "tokens per sequence (default 4096)");
   cmd->add_option("--top", a->query.top, "plans to print (default 5)");

@@ -63,7 +63,7 @@ TEST_CASE("plan: a model too large for GPU memory without offload chooses offloa
     CHECK(p.offload == "cpu");
     CHECK(p.exposed_offload_s > 0);
   }
-  CHECK_THAT(plan_text(r, false), Contains("offload cpu"));
+  CHECK_THAT(plan_text(r, false), Contains("offload_optimizer cpu pinned"));
 }
 
 TEST_CASE("plan: the bounds only prune what cannot win, and the answer does not depend on threads", "[models][plan]") {
