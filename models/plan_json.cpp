@@ -20,6 +20,7 @@
 #include "models/plan.hpp"
 
 #include "hardware/hardware_profile.hpp"
+#include "hardware/task_cost.hpp"
 #include "models/memory.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
@@ -46,6 +47,11 @@ namespace {
 
 using json = nlohmann::json;
 using ordered = nlohmann::ordered_json;
+
+// Ranking of fitting plans: the faster first, on a tie the one holding less memory.
+bool faster_first(const Plan& a, const Plan& b) {
+  return a.step_time_s != b.step_time_s ? a.step_time_s < b.step_time_s : a.memory_bytes < b.memory_bytes;
+}
 
 // The longest gradient accumulation the search simulates (whole, for the best plans).
 constexpr double kMaxPlanGradAccum = 1024;
@@ -275,7 +281,7 @@ PlanResult plan(const PlanQuery& q) {
                                                 micro_batch_compute(tp, policy, mbs) * ga / static_cast<double>(pp));
                 if (offload == "cpu") {
                   const double rate = s0.hardware.host.cpu_adam_params_per_s / static_cast<double>(gpn) *
-                                      (fsdp_family ? 8.2 / 56.0 : 1.0);
+                                      (fsdp_family ? hardware::kTorchCpuAdamFraction : 1.0);
                   p.time_lower_bound_s += local / static_cast<double>(shard_ranks) / rate;
                 }
                 // Host memory under offload: each GPU's fp32 master, Adam states and fp32 gradient
@@ -431,9 +437,7 @@ PlanResult plan(const PlanQuery& q) {
       fitting.push_back(p);
     }
     std::stable_sort(fitting.begin(), fitting.end(),
-                     [](const Plan& a, const Plan& b) {
-                       return a.step_time_s != b.step_time_s ? a.step_time_s < b.step_time_s : a.memory_bytes < b.memory_bytes;
-                     });
+                     faster_first);
     next = end;
   }
   // The best found, simulated whole: the figures reported.
@@ -455,9 +459,7 @@ PlanResult plan(const PlanQuery& q) {
     }
     fitting.erase(std::remove_if(fitting.begin(), fitting.end(), [](const Plan& p) { return !p.fits; }), fitting.end());
     std::stable_sort(fitting.begin(), fitting.end(),
-                     [](const Plan& a, const Plan& b) {
-                       return a.step_time_s != b.step_time_s ? a.step_time_s < b.step_time_s : a.memory_bytes < b.memory_bytes;
-                     });
+                     faster_first);
     for (const Plan& p : fitting) {
       PlanFamily& fam = families[p.family()];
       if (fam.best_label == p.label() || p.step_time_s < fam.best_step_time_s) {
