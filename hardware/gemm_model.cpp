@@ -82,40 +82,51 @@ double gemm_list_time_s(const HardwareProfile& hw, const GemmCurve& curve, const
   return t;
 }
 
-KernelWorkSplit kernel_work_split(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
-                                  double flops, double bytes, double host_op_s) {
-  KernelWorkSplit out;
-  double gemm = 0, attention = 0, launches = work.streaming_kernels + work.host_only_ops;
-  double gpu = 0;  // GEMMs then attention, summed in this order (kernel_work_time_s's arithmetic)
+KernelWorkTotals kernel_work_totals(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work) {
+  KernelWorkTotals out;
+  out.launches = work.streaming_kernels + work.host_only_ops;
+  out.math = work.math;
+  out.kernels = !work.gemms.empty() || !work.attention.empty();
   for (const auto& w : work.gemms) {
     const double t = w.count * one_gemm_s(hw, curve, w.shape);
-    gemm += t;
-    gpu += t;
-    if (!w.shape.on_chip) launches += w.count;  // a fused on-chip matmul is no op of its own on the host
+    out.gemm_s += t;
+    out.matmul_s += t;
+    if (!w.shape.on_chip) out.launches += w.count;  // a fused on-chip matmul is no op of its own on the host
   }
   for (const auto& a : work.attention) {
     const double t = a.passes * a.forward_flops() /
                      (hw.clock_fraction() * attention_flops_per_s(hw.attention.at(a.kernel), a.causal, a.head_dim, a.span()));
-    attention += t;
-    gpu += t;
-    launches += 1;
+    out.attention_s += t;
+    out.matmul_s += t;
+    out.launches += 1;
   }
-  if (work.gemms.empty() && work.attention.empty() && flops > 0) {
-    gemm = gpu = flops / share / (hw.sustained_flops_per_s(work.math) * hw.gemm_efficiency);
+  return out;
+}
+
+KernelWorkSplit kernel_work_split(const HardwareProfile& hw, const KernelWorkTotals& totals, double share, double flops,
+                                  double bytes, double host_op_s) {
+  KernelWorkSplit out;
+  double gemm = totals.gemm_s, gpu = totals.matmul_s, launches = totals.launches;
+  if (!totals.kernels && flops > 0) {
+    gemm = gpu = flops / share / (hw.sustained_flops_per_s(totals.math) * hw.gemm_efficiency);
     launches += 1;
   }
   out.gemm_s = share * gemm;
-  out.attention_s = share * attention;
+  out.attention_s = share * totals.attention_s;
   out.matmul_s = share * gpu;
   out.streaming_s = bytes / (hw.hbm_bandwidth_bytes_per_s * hw.hbm_efficiency);
   out.launch_s = share * launches * host_op_s;
   return out;
 }
 
+KernelWorkSplit kernel_work_split(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
+                                  double flops, double bytes, double host_op_s) {
+  return kernel_work_split(hw, kernel_work_totals(hw, curve, work), share, flops, bytes, host_op_s);
+}
+
 double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
                           double flops, double bytes, double host_op_s) {
-  const KernelWorkSplit s = kernel_work_split(hw, curve, work, share, flops, bytes, host_op_s);
-  return std::max(s.matmul_s + s.streaming_s, s.launch_s);
+  return kernel_work_split(hw, curve, work, share, flops, bytes, host_op_s).time_s();
 }
 
 double gemm_list_flops(const GemmList& list) {

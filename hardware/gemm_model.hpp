@@ -150,9 +150,27 @@ double kernel_work_time_s(const HardwareProfile& hw, const GemmCurve& curve, con
 struct KernelWorkSplit {
   double gemm_s = 0, attention_s = 0, streaming_s = 0, launch_s = 0;
   double matmul_s = 0;
+  /// kernel_work_time_s: max(matmul_s + streaming_s, launch_s).
+  double time_s() const { return matmul_s + streaming_s < launch_s ? launch_s : matmul_s + streaming_s; }
 };
 KernelWorkSplit kernel_work_split(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work, double share,
                                   double flops, double bytes, double host_op_s);
+
+/// What of kernel_work_split does not depend on the share, the FLOPs or the bytes of a task: the
+/// whole work's GEMM and attention time and its launches, summed in kernel_work_split's order
+/// (so that a split from the totals is bit-identical to one from the work). A cost model prices
+/// every task of one work from them (StepCostModel::set_kernel_work) instead of re-pricing each
+/// GEMM shape per task.
+struct KernelWorkTotals {
+  double gemm_s = 0, attention_s = 0, matmul_s = 0;
+  double launches = 0;          ///< streaming kernels, host-only ops, off-chip GEMMs, attention kernels
+  bool kernels = false;         ///< the work lists GEMMs or attention (else: `flops` at the flat efficiency)
+  GemmMath math = GemmMath::Tensor16;
+};
+KernelWorkTotals kernel_work_totals(const HardwareProfile& hw, const GemmCurve& curve, const KernelWork& work);
+/// kernel_work_split from the work's totals.
+KernelWorkSplit kernel_work_split(const HardwareProfile& hw, const KernelWorkTotals& totals, double share, double flops,
+                                  double bytes, double host_op_s);
 
 /// FLOPs of a shape: 2·m·n·k·batch.
 double gemm_flops(const GemmShape& g);

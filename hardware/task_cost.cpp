@@ -118,7 +118,7 @@ double StepCostModel::seconds(const sim::Task& task) const {
     case OpCode::Fixed: return task.fixed_s;
     case OpCode::Layer: {
       if (!kernel_list_applies(task)) return sequence_time_s(hw_, task.flops, task.bytes);
-      return kernel_work_time_s(hw_, gemm_curve(), work_[task.work], task.work_share, task.flops, task.bytes, host_op_s_);
+      return kernel_work_split(hw_, totals_[task.work], task.work_share, task.flops, task.bytes, host_op_s_).time_s();
     }
     default: break;
   }
@@ -145,7 +145,7 @@ KernelWorkSplit StepCostModel::split(const sim::Task& task) const {
         flat();
         return out;
       }
-      return kernel_work_split(hw_, gemm_curve(), work_[task.work], task.work_share, task.flops, task.bytes, host_op_s_);
+      return kernel_work_split(hw_, totals_[task.work], task.work_share, task.flops, task.bytes, host_op_s_);
     default: break;
   }
   throw InternalError("task '" + task.name + "' has unknown op code " + std::to_string(task.op));

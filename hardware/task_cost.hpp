@@ -100,9 +100,13 @@ class StepCostModel final : public sim::TaskCostModel {
   /// a task takes kernel_work_time_s(work[task.work], task.work_share, task.flops, task.bytes,
   /// host_op_s); otherwise (or without work) flops / (peak · gemm_efficiency) + bytes / (hbm_bw ·
   /// hbm_efficiency), exactly as before shapes existed.
+  /// Each work's kernels are priced once here (kernel_work_totals); tasks take their share.
   void set_kernel_work(std::vector<KernelWork> work, double host_op_s) {
     work_ = std::move(work);
     host_op_s_ = host_op_s;
+    totals_.clear();
+    totals_.reserve(work_.size());
+    for (const KernelWork& w : work_) totals_.push_back(kernel_work_totals(hw_, curve_, w));
   }
   /// The GEMM curve in use (absent: flat gemm_efficiency).
   const GemmCurve& gemm_curve() const { return curve_; }
@@ -150,6 +154,7 @@ class StepCostModel final : public sim::TaskCostModel {
   CollectiveModel model_ = CollectiveModel::AlphaBeta;
   Contention contention_;
   std::vector<KernelWork> work_;
+  std::vector<KernelWorkTotals> totals_;  ///< kernel_work_totals of each work_, in order
   double host_op_s_ = 0;
   int host_ranks_ = 1;
   /// Seconds of an offload task (is_host_op). @throws InputError when the profile lacks the

@@ -22,6 +22,9 @@
 #include "hardware/hardware_profile.hpp"
 #include "hardware/task_cost.hpp"
 #include "models/memory.hpp"
+#include "models/pipeline.hpp"
+#include "models/recompute.hpp"
+#include "models/simulate.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
 #include "models/strategy/compute_tasks.hpp"
@@ -162,7 +165,10 @@ PlanResult plan(const PlanQuery& q) {
         const double tokens = static_cast<double>(s.tokens_per_micro_batch());
         ref.params = static_cast<double>(s.model.trainable_parameter_count());
         ref.flops_per_token = model_flops_per_gpu_step(s) / tokens;
-        ref.activation_per_token = activation_bytes(s) / tokens;
+        // What every layer keeps for backward, alive together when the last forward starts (the
+        // transient of a layer's recomputation comes on top, after some are freed: not counted).
+        for (std::size_t l = 0; l < s.model.layers.size(); ++l)
+          ref.activation_per_token += kept_activation_bytes_per_token(s, l);
         ref.valid = true;
       } catch (const InputError& e) {
         ref.error = e.detail();
@@ -170,31 +176,76 @@ PlanResult plan(const PlanQuery& q) {
       refs[{tp, policy}] = ref;
     }
 
-  // The GPU's own work per micro-batch, by tp, policy and micro-batch size: forward and backward
-  // (recomputation included) of one micro-batch on one TP group alone, as run() prices them,
-  // with no communication beside them and memory that never runs out. A stage of a pipeline runs
-  // at least 1/pp of it per micro-batch, and no strategy's step runs less than that on its
-  // compute stream: a lower bound of the step, and a tight one.
-  std::map<std::tuple<std::int64_t, std::string, std::int64_t>, double> compute_of;
-  const auto micro_batch_compute = [&](std::int64_t tp, const std::string& policy, std::int64_t mbs) {
+  // The GPU's own work per micro-batch, by tp, policy and micro-batch size: the forward and
+  // backward (recomputation included) of one micro-batch through each layer on one TP group
+  // alone, as run() prices them, with no communication beside them, no gradient bucket copies
+  // (ZeRO-1 at dp 1 arms none) and memory that never runs out; layer by layer, so that a
+  // pipeline's stages can be summed. Empty when the configuration is refused (its own
+  // simulation says why later).
+  std::map<std::tuple<std::int64_t, std::string, std::int64_t>, std::vector<double>> compute_of;
+  const auto layer_compute = [&](std::int64_t tp, const std::string& policy, std::int64_t mbs) -> const std::vector<double>& {
     const auto key = std::tuple{tp, policy, mbs};
     if (const auto it = compute_of.find(key); it != compute_of.end()) return it->second;
     json d = base;
     d["hardware"] = {{"base", q.hardware}, {"memory", {{"hbm_bytes", 1e15}, {"reserved_bytes", 0}}}};
-    d["parallelism"] = {{"strategy", "ddp"}, {"dp", 1}, {"tp", tp}};
+    d["parallelism"] = {{"strategy", "zero1"}, {"dp", 1}, {"tp", tp}};
     d["cluster"] = {{"gpus_per_node", gpn}, {"nodes", 1}};
     d["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", mbs}};
     d["activations"] = {{"recompute", policy}};
     d["sim"] = {{"overlap_model", "off"}};
-    double t = 0;
+    std::vector<double> per_layer;
     try {
-      const Report rep = run(load_scenario_doc(d, "plan", {}));
-      t = rep.forward_time_s + rep.backward_time_s;
+      per_layer = layer_compute_s(load_scenario_doc(d, "plan", {}));
     } catch (const InputError&) {
-      t = 0;  // the configuration is refused later, by its own simulation
+      per_layer.clear();
     }
-    compute_of[key] = t;
-    return t;
+    return compute_of[key] = std::move(per_layer);
+  };
+  // The stages of `pp` (one model chunk each) as the strategy's framework splits them, or why
+  // the model cannot be split so (the scenario's own rule: it is refused unsimulated).
+  struct StageSplit {
+    std::string problem;
+    std::vector<std::vector<std::size_t>> stages;
+  };
+  std::map<std::pair<std::int64_t, bool>, StageSplit> splits;
+  const auto stage_split = [&](std::int64_t pp, const StrategyEntry& entry) -> const StageSplit& {
+    const bool titan = entry.family == StrategyFamily::FSDP;
+    auto it = splits.find({pp, titan});
+    if (it == splits.end()) {
+      Scenario st = s0;
+      st.parallelism.strategy = entry.name;
+      st.parallelism.pp = pp;
+      st.parallelism.virtual_stages = 1;
+      StageSplit split;
+      if (pp > 1) split.problem = pipeline_problem(st);
+      if (pp == 1) {
+        split.stages.emplace_back(s0.model.layers.size());
+        std::iota(split.stages.front().begin(), split.stages.front().end(), std::size_t{0});
+      } else if (split.problem.empty()) {
+        split.stages = pipeline_stage_layers(st);
+      }
+      it = splits.emplace(std::pair{pp, titan}, std::move(split)).first;
+    }
+    return it->second;
+  };
+  // A lower bound of a step of `ga` micro-batches whose compute is `per_layer` per micro-batch,
+  // on `pp` pipeline stages (one model chunk each) split as the strategy's framework splits
+  // them. PP rank k cannot start its first forward before the micro-batch went through the
+  // stages before it, runs ga forwards and backwards of its own layers, and its last backward
+  // is followed by the backwards of the stages before it: T(0) + … + T(k−1) + ga·T(k) for
+  // every k, T(s) the compute of stage s for one micro-batch (without PP: ga·T(0)). The
+  // pipeline's bubble, (pp − 1) stages' worth of it, is what makes this tighter than ga/pp of
+  // the model's compute.
+  const auto compute_bound = [&](const std::vector<double>& per_layer, const StageSplit& split, double ga) {
+    double before = 0, bound = 0;
+    for (const auto& stage : split.stages) {
+      double t = 0;
+      for (const std::size_t l : stage)
+        if (l < per_layer.size()) t += per_layer[l];
+      bound = std::max(bound, before + ga * t);
+      before += t;
+    }
+    return bound;
   };
 
   // ---- the space ----
@@ -254,10 +305,11 @@ PlanResult plan(const PlanQuery& q) {
                 ++fam.configurations;
                 ++r.configurations;
                 const Reference& ref = refs.at({tp, policy});
-                if (!ref.valid) {
+                const StageSplit& split = stage_split(pp, entry);
+                if (!ref.valid || !split.problem.empty()) {
                   ++r.refused;
                   ++fam.refused;
-                  if (fam.reason.empty()) fam.reason = "refused: " + ref.error;
+                  if (fam.reason.empty()) fam.reason = "refused: " + (ref.valid ? split.problem : ref.error);
                   continue;
                 }
                 // Memory bound.
@@ -278,7 +330,7 @@ PlanResult plan(const PlanQuery& q) {
                 // work per micro-batch, when it prices, is the tighter bound.
                 p.time_lower_bound_s = std::max(ref.flops_per_token * per_rank / static_cast<double>(pp) / peak *
                                                     (policy == "full" ? 4.0 / 3.0 : 1.0),
-                                                micro_batch_compute(tp, policy, mbs) * ga / static_cast<double>(pp));
+                                                compute_bound(layer_compute(tp, policy, mbs), split, ga));
                 if (offload == "cpu") {
                   const double rate = s0.hardware.host.cpu_adam_params_per_s / static_cast<double>(gpn) *
                                       (fsdp_family ? hardware::kTorchCpuAdamFraction : 1.0);
@@ -490,6 +542,10 @@ PlanResult plan(const PlanQuery& q) {
       fam.reason = fmt::format("no configuration fits: the closest misses by {}", miss_text(fam.least_miss_bytes));
     } else if (fam.refused == fam.configurations) {
       // keeps the first refusal's reason
+    } else if (fam.did_not_fit > 0) {
+      fam.reason = fmt::format("{} of its {} simulated did not fit (the closest misses by {}); the rest are refused or "
+                               "beyond the time bound of the best plans found",
+                               fam.did_not_fit, fam.simulated, miss_text(fam.least_miss_bytes));
     } else {
       fam.reason = "not simulated: its time bound is above the best plans found";
     }

@@ -328,20 +328,20 @@ std::string report_text(const Report& r) {
                        c.rank0_host_bytes / 1e9, c.host_capacity_bytes / 1e9));
   }
   if (r.offload.present) {
-    const OffloadSummary& o = r.offload;
+    const OffloadSummary& off = r.offload;
     std::string nvme;
-    if (o.nvme_time_s > 0)
-      nvme = fmt::format("; NVMe read {:.2f} GB + write {:.2f} GB in {:.3f} ms", o.nvme_read_bytes / 1e9,
-                         o.nvme_write_bytes / 1e9, o.nvme_time_s * 1e3);
+    if (off.nvme_time_s > 0)
+      nvme = fmt::format("; NVMe read {:.2f} GB + write {:.2f} GB in {:.3f} ms", off.nvme_read_bytes / 1e9,
+                         off.nvme_write_bytes / 1e9, off.nvme_time_s * 1e3);
     const bool fsdp = s.sharding.cpu_offload;
     line(fmt::format("offload          {} on {} ({} {:.3f} ms); PCIe device-to-host {:.2f} GB in {:.3f} ms, "
                      "host-to-device {:.2f} GB in {:.3f} ms{}; {}",
                      fsdp ? "parameter shards, gradients and optimizer"
                      : s.sharding.offload_param() ? fmt::format("parameters on {}, optimizer", s.sharding.offload_param_device)
                                                   : std::string("optimizer"),
-                     o.device,
-                     fsdp ? "torch Adam on the CPU" : "DeepSpeedCPUAdam", o.cpu_optimizer_time_s * 1e3, o.d2h_bytes / 1e9,
-                     o.d2h_time_s * 1e3, o.h2d_bytes / 1e9, o.h2d_time_s * 1e3, nvme,
+                     off.device,
+                     fsdp ? "torch Adam on the CPU" : "DeepSpeedCPUAdam", off.cpu_optimizer_time_s * 1e3, off.d2h_bytes / 1e9,
+                     off.d2h_time_s * 1e3, off.h2d_bytes / 1e9, off.h2d_time_s * 1e3, nvme,
                      fsdp                                         ? "pinned host memory"
                      : s.sharding.offload_optimizer_pin_memory ? "pin_memory true"
                                                                : "pin_memory false (each gradient copy blocks the GPU's stream)"));

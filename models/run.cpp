@@ -718,6 +718,22 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
 
 }  // namespace
 
+std::vector<double> layer_compute_s(const Scenario& s) {
+  const LoweredStep step = lower_step(s);
+  const hardware::StepCostModel cost = step_cost_model(s, step);
+  check_compute_durations(s, step.graph, cost);
+  std::vector<double> out(s.model.layers.size(), 0.0);
+  for (sim::TaskId id = 0; id < step.graph.size(); ++id) {
+    const sim::Task& t = step.graph.task(id);
+    const auto phase = static_cast<Phase>(t.phase);
+    if (t.rank != 0 || t.kind != sim::TaskKind::Compute || t.layer < 0 || static_cast<std::size_t>(t.layer) >= out.size() ||
+        (phase != Phase::Forward && phase != Phase::Backward))
+      continue;
+    out[static_cast<std::size_t>(t.layer)] += cost.seconds(t);
+  }
+  return out;
+}
+
 hardware::StepCostModel step_cost_model(const Scenario& s, const LoweredStep& step) {
   hardware::StepCostModel cost(s.hardware, step.groups, s.algorithm, s.calibration, s.collective_model,
                                contention_of(s));

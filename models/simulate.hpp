@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 namespace stepsim::models {
 
@@ -58,5 +59,13 @@ inline constexpr double kMaxPerRankTasks = 1.5e8;
 /// keeps every rank's records for a trace (seven times as much).
 inline constexpr double kPerRankBytesPerTask = 30;
 inline constexpr double kPerRankTraceBytesPerTask = 7 * kPerRankBytesPerTask;
+
+/// Rank 0's forward and backward compute of one step of `s`, per model layer (seconds; index =
+/// layer of s.model.layers): the step's Forward and Backward phase tasks on the GPU (recomputation
+/// included, host tasks and work no layer owns left out), each priced by step_cost_model() alone,
+/// as run() plays it with no contention beside it. A lower bound of what run() reports for those
+/// tasks (stepsim plan's time bound).
+/// @throws InputError as run(s) (a scenario that does not lower or prices beyond sim::Time).
+std::vector<double> layer_compute_s(const Scenario& s);
 
 }  // namespace stepsim::models
