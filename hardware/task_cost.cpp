@@ -101,6 +101,22 @@ CollectiveCost StepCostModel::collective(const sim::Task& task) const {
   return calibrated_collective_cost(hw_, calibration_.get(), op, task.bytes, groups_[task.group], algorithm_);
 }
 
+StepCostModel::CollectiveTiming StepCostModel::collective_timing(const sim::Task& task) const {
+  if (const auto it = collective_cache_.find(CollectiveKey{task.op, task.group, task.bytes}); it != collective_cache_.end())
+    return it->second;
+  const CollectiveCost c = collective(task);
+  return CollectiveTiming{c.latency_s, c.bandwidth_s, c.intra_share, c.inter_share};
+}
+
+void StepCostModel::cache_collectives(const sim::TaskGraph& graph) {
+  for (sim::TaskId id = 0; id < graph.size(); ++id) {
+    const sim::Task& t = graph.task(id);
+    if (!is_transfer_op(t.op)) continue;
+    const CollectiveKey key{t.op, t.group, t.bytes};
+    if (!collective_cache_.count(key)) collective_cache_.emplace(key, collective_timing(t));
+  }
+}
+
 bool StepCostModel::kernel_list_applies(const sim::Task& task) const {
   if (task.work == sim::kNoWork) return false;
   STEPSIM_ASSERT(task.work < work_.size(), "task '{}' names unknown work {}", task.name, task.work);
@@ -111,7 +127,10 @@ bool StepCostModel::kernel_list_applies(const sim::Task& task) const {
 }
 
 double StepCostModel::seconds(const sim::Task& task) const {
-  if (is_transfer_op(task.op)) return collective(task).time_s();
+  if (is_transfer_op(task.op)) {
+    const CollectiveTiming c = collective_timing(task);
+    return c.latency_s + c.bandwidth_s;
+  }
   if (is_host_op(task.op)) return host_seconds(task);
   switch (static_cast<OpCode>(task.op)) {
     case OpCode::Kernel: return kernel_time_s(hw_, task.flops, task.bytes);
@@ -190,8 +209,8 @@ sim::Work StepCostModel::work(const sim::Task& task) const {
     }
     return w;
   }
-  const CollectiveCost c = collective(task);
-  const sim::Time total = to_time(hw_.name, task, c.time_s());
+  const CollectiveTiming c = collective_timing(task);
+  const sim::Time total = to_time(hw_.name, task, c.latency_s + c.bandwidth_s);
   sim::Work w;
   w.fixed = std::min(total, to_time(hw_.name, task, c.latency_s));
   w.variable = total - w.fixed;  // so that fixed + variable == duration(task) exactly

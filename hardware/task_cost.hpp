@@ -9,9 +9,11 @@
 #include "hardware/hardware_profile.hpp"
 #include "hardware/nccl_model.hpp"
 #include "sim/engine.hpp"
+#include "sim/task_graph.hpp"
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 namespace stepsim::hardware {
@@ -141,8 +143,30 @@ class StepCostModel final : public sim::TaskCostModel {
   const CalibrationOverlay* calibration() const { return calibration_.get(); }
   /// The nominal collective model in use.
   CollectiveModel collective_model() const { return model_; }
+  /// Prices every collective and point-to-point task of `graph` once, by (op, group, bytes):
+  /// duration() and work() read those times instead of re-running the collective model per
+  /// task (a step repeats the same few collectives per layer and micro-batch). The table is
+  /// read-only afterwards; a task outside it is priced as before. Same durations either way.
+  /// @throws InputError as collective().
+  void cache_collectives(const sim::TaskGraph& graph);
 
  private:
+  /// The terms of collective(task) that duration() and work() read.
+  struct CollectiveTiming {
+    double latency_s = 0, bandwidth_s = 0, intra_share = 0, inter_share = 0;
+  };
+  struct CollectiveKey {
+    std::uint32_t op = 0, group = 0;
+    double bytes = 0;
+    bool operator==(const CollectiveKey&) const = default;
+  };
+  struct CollectiveKeyHash {
+    std::size_t operator()(const CollectiveKey& k) const noexcept {
+      return std::hash<double>{}(k.bytes) ^ (static_cast<std::size_t>(k.op) << 32 | k.group) * 0x9e3779b97f4a7c15ull;
+    }
+  };
+  CollectiveTiming collective_timing(const sim::Task& task) const;
+  std::unordered_map<CollectiveKey, CollectiveTiming, CollectiveKeyHash> collective_cache_;
   /// True when a Layer task is priced from its kernel list (kernel_work_time_s) rather than
   /// the flat roofline of its flops and bytes.
   bool kernel_list_applies(const sim::Task& task) const;

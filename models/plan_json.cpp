@@ -65,7 +65,8 @@ struct Reference {
   std::string error;
   double params = 0;               // trainable parameters of one TP rank
   double flops_per_token = 0;      // model FLOPs per token on one GPU
-  double activation_per_token = 0; // bytes kept for backward per token (one micro-batch)
+  std::vector<double> layer_params;           // trainable parameters of each layer (one TP rank's)
+  std::vector<double> layer_kept_per_token;   // bytes each layer keeps for backward per token
 };
 
 json base_doc(const PlanQuery& q, std::int64_t gpn) {
@@ -167,8 +168,13 @@ PlanResult plan(const PlanQuery& q) {
         ref.flops_per_token = model_flops_per_gpu_step(s) / tokens;
         // What every layer keeps for backward, alive together when the last forward starts (the
         // transient of a layer's recomputation comes on top, after some are freed: not counted).
-        for (std::size_t l = 0; l < s.model.layers.size(); ++l)
-          ref.activation_per_token += kept_activation_bytes_per_token(s, l);
+        for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
+          ref.layer_kept_per_token.push_back(kept_activation_bytes_per_token(s, l));
+          double n = 0;
+          for (const ParamTensor& t : s.model.layers[l].params)
+            if (t.trainable) n += static_cast<double>(t.numel);
+          ref.layer_params.push_back(n);
+        }
         ref.valid = true;
       } catch (const InputError& e) {
         ref.error = e.detail();
@@ -312,29 +318,31 @@ PlanResult plan(const PlanQuery& q) {
                   if (fam.reason.empty()) fam.reason = "refused: " + (ref.valid ? split.problem : ref.error);
                   continue;
                 }
-                // Memory bound.
+                // Memory bound: the stage that needs the most, of its model states under the
+                // strategy's ZeRO stage (the offloaded parts removed) and what its layers keep for
+                // backward of the micro-batches its schedule holds at once (1F1B: min(pp − k, ga)
+                // on PP rank k, pipeline_micro_batches_in_flight; all of them alive when the last
+                // of its forwards starts).
                 const double local = ref.params / static_cast<double>(pp);
                 const std::int64_t shard_ranks = entry.zero_stage == 0 ? 1 : entry.hybrid ? shard : dp;
-                ModelStates st = zero_model_states(local, shard_ranks, entry.zero_stage,
-                                                   optimizer_state_bytes_per_param(s0.optimizer, DType::BF16), 2.0);
                 const bool fsdp_family = entry.family == StrategyFamily::FSDP;
-                if (offload == "cpu") {
-                  st.optimizer_bytes = 0;
-                  if (entry.zero_stage >= 2) st.grads_bytes = 0;
-                  if (fsdp_family) st.params_bytes = 0;
-                }
-                p.memory_lower_bound_bytes =
-                    st.total_bytes() + ref.activation_per_token * static_cast<double>(mbs) * L / static_cast<double>(pp);
-                // Time bound.
-                // Full recomputation runs every forward twice: 4/3 of the model FLOPs. The GPU's own
-                // work per micro-batch, when it prices, is the tighter bound.
-                p.time_lower_bound_s = std::max(ref.flops_per_token * per_rank / static_cast<double>(pp) / peak *
-                                                    (policy == "full" ? 4.0 / 3.0 : 1.0),
-                                                compute_bound(layer_compute(tp, policy, mbs), split, ga));
-                if (offload == "cpu") {
-                  const double rate = s0.hardware.host.cpu_adam_params_per_s / static_cast<double>(gpn) *
-                                      (fsdp_family ? hardware::kTorchCpuAdamFraction : 1.0);
-                  p.time_lower_bound_s += local / static_cast<double>(shard_ranks) / rate;
+                for (std::size_t k = 0; k < split.stages.size(); ++k) {
+                  double params = 0, kept = 0;
+                  for (const std::size_t l : split.stages[k]) {
+                    if (l >= ref.layer_params.size()) continue;
+                    params += ref.layer_params[l];
+                    kept += ref.layer_kept_per_token[l];
+                  }
+                  ModelStates st = zero_model_states(params, shard_ranks, entry.zero_stage,
+                                                     optimizer_state_bytes_per_param(s0.optimizer, DType::BF16), 2.0);
+                  if (offload == "cpu") {
+                    st.optimizer_bytes = 0;
+                    if (entry.zero_stage >= 2) st.grads_bytes = 0;
+                    if (fsdp_family) st.params_bytes = 0;
+                  }
+                  const double in_flight = static_cast<double>(std::min<std::int64_t>(pp - static_cast<std::int64_t>(k), p.grad_accum));
+                  p.memory_lower_bound_bytes = std::max(p.memory_lower_bound_bytes,
+                                                        st.total_bytes() + kept * static_cast<double>(mbs) * L * in_flight);
                 }
                 // Host memory under offload: each GPU's fp32 master, Adam states and fp32 gradient
                 // partition (16 B per element; the memory model adds buffers on top).
@@ -349,6 +357,17 @@ PlanResult plan(const PlanQuery& q) {
                   else
                     note_miss(fam, host_bound - host_capacity, p, "of host memory by its lower bound");
                   continue;
+                }
+                // Time bound (of what fits under the memory bounds only: it prices the layers).
+                // Full recomputation runs every forward twice: 4/3 of the model FLOPs. The GPU's own
+                // work per micro-batch, when it prices, is the tighter bound.
+                p.time_lower_bound_s = std::max(ref.flops_per_token * per_rank / static_cast<double>(pp) / peak *
+                                                    (policy == "full" ? 4.0 / 3.0 : 1.0),
+                                                compute_bound(layer_compute(tp, policy, mbs), split, ga));
+                if (offload == "cpu") {
+                  const double rate = s0.hardware.host.cpu_adam_params_per_s / static_cast<double>(gpn) *
+                                      (fsdp_family ? hardware::kTorchCpuAdamFraction : 1.0);
+                  p.time_lower_bound_s += local / static_cast<double>(shard_ranks) / rate;
                 }
                 json par = {{"strategy", name}, {"dp", dp}};
                 if (tp > 1) par["tp"] = tp;
@@ -433,6 +452,7 @@ PlanResult plan(const PlanQuery& q) {
   // ZeRO stages repeat one micro-step, a 1F1B pipeline one slot), and extends the step linearly
   // to its grad_accum; the best found are simulated whole at the end.
   const auto short_ga = [](const Plan& p) { return std::min(p.grad_accum, std::max<std::int64_t>(2, p.pp)); };
+  std::map<std::string, Figures> exact;  // by label: plans whose short run was the whole step
   std::size_t next = 0;
   while (next < all.size() && all[next].time_lower_bound_s < kth()) {
     const std::size_t end = std::min(all.size(), next + batch_size);
@@ -486,32 +506,53 @@ PlanResult plan(const PlanQuery& q) {
         fam.best_step_time_s = p.step_time_s;
         fam.best_label = p.label();
       }
+      // The short runs ran the whole step when its accumulation is that short: their figures are the step's.
+      if (p.grad_accum == short_ga(p)) exact.emplace(p.label(), a);
+      else if (p.grad_accum == short_ga(p) + 1) exact.emplace(p.label(), b);
       fitting.push_back(p);
     }
     std::stable_sort(fitting.begin(), fitting.end(),
                      faster_first);
     next = end;
   }
-  // The best found, simulated whole: the figures reported.
-  if (static_cast<std::int64_t>(fitting.size()) > 2 * q.top) fitting.resize(static_cast<std::size_t>(2 * q.top));
+  // The best found, simulated whole: the figures reported. The extension from two short runs is
+  // exact when every further micro-batch repeats the same time (it has been, to 1e-5, on every
+  // search tried); the whole runs check it. The best K are simulated whole, then every further
+  // plan whose extended step, less twice the largest error the extension made so far, could
+  // still enter the top K, until none can.
   {
-    std::vector<const Plan*> best;
-    for (const Plan& p : fitting) best.push_back(&p);
-    const std::vector<PointOutcome> whole = simulate(best, [](const Plan& p) { return p.grad_accum; });
-    for (std::size_t k = 0; k < fitting.size(); ++k) {
-      const Figures f = figures(whole[k]);
-      Plan& p = fitting[k];
-      p.step_time_s = f.step;
-      p.tokens_per_s = f.tokens;
-      p.mfu = f.mfu;
-      p.memory_bytes = f.memory;
-      p.exposed_comm_s = f.comm;
-      p.exposed_offload_s = f.offload;
-      p.fits = whole[k].error.empty() && f.gpu_fits && f.host_fits;
+    std::vector<Plan> whole_fit;
+    double error = 0;
+    std::size_t done = 0, upto = std::min<std::size_t>(fitting.size(), static_cast<std::size_t>(q.top));
+    while (done < upto) {
+      std::vector<const Plan*> batch;
+      for (std::size_t k = done; k < upto; ++k)
+        if (!exact.count(fitting[k].label())) batch.push_back(&fitting[k]);
+      const std::vector<PointOutcome> whole = simulate(batch, [](const Plan& p) { return p.grad_accum; });
+      for (std::size_t k = done, w = 0; k < upto; ++k) {
+        Plan& p = fitting[k];
+        const auto it = exact.find(p.label());
+        const bool ran = it == exact.end();
+        const Figures f = ran ? figures(whole[w]) : it->second;
+        const std::string run_error = ran ? whole[w++].error : std::string();
+        if (ran && run_error.empty() && f.step > 0) error = std::max(error, std::abs(p.step_time_s / f.step - 1));
+        p.step_time_s = f.step;
+        p.tokens_per_s = f.tokens;
+        p.mfu = f.mfu;
+        p.memory_bytes = f.memory;
+        p.exposed_comm_s = f.comm;
+        p.exposed_offload_s = f.offload;
+        p.fits = run_error.empty() && f.gpu_fits && f.host_fits;
+        if (p.fits) whole_fit.push_back(p);
+      }
+      done = upto;
+      std::stable_sort(whole_fit.begin(), whole_fit.end(), faster_first);
+      const double kth_whole = static_cast<std::int64_t>(whole_fit.size()) < q.top
+                                   ? std::numeric_limits<double>::infinity()
+                                   : whole_fit[static_cast<std::size_t>(q.top - 1)].step_time_s;
+      while (upto < fitting.size() && fitting[upto].step_time_s * (1 - 2 * error) <= kth_whole) ++upto;
     }
-    fitting.erase(std::remove_if(fitting.begin(), fitting.end(), [](const Plan& p) { return !p.fits; }), fitting.end());
-    std::stable_sort(fitting.begin(), fitting.end(),
-                     faster_first);
+    fitting = std::move(whole_fit);
     for (const Plan& p : fitting) {
       PlanFamily& fam = families[p.family()];
       if (fam.best_label == p.label() || p.step_time_s < fam.best_step_time_s) {

@@ -739,6 +739,7 @@ hardware::StepCostModel step_cost_model(const Scenario& s, const LoweredStep& st
                                contention_of(s));
   cost.set_kernel_work(kernel_work_table(s), s.framework.host_op_s);
   cost.set_host_ranks(s.gpus_used_per_node());
+  cost.cache_collectives(step.graph);
   return cost;
 }
 
