@@ -10,14 +10,22 @@
 
 namespace stepsim::models {
 
-/// What to plan for.
+/// What to plan for: a model, a profile, a GPU count and a global batch, or a scenario whose
+/// parallelism is left to the search (its model, hardware, cluster, sequence length, precision,
+/// optimizer, framework, checkpoints and every other setting kept; its `parallelism`,
+/// `batch.micro_batch_size`, `batch.grad_accum`, `activations.recompute` and `ac_freq` are what
+/// the search chooses). A field given here overrides the scenario's.
 struct PlanQuery {
-  std::string model;              ///< catalog name or model file (as a scenario's `model`)
-  std::string hardware;           ///< profile name or file
-  std::int64_t gpus = 0;          ///< GPUs in all, ≥ 1
-  std::int64_t gpus_per_node = 0; ///< 0 = the profile's
-  double global_batch_tokens = 0; ///< tokens per optimizer step, > 0
-  std::int64_t seq_len = 4096;    ///< tokens per sequence
+  std::string scenario;           ///< scenario file ("" = none: model, hardware, gpus and the batch are required)
+  std::vector<std::string> overrides;  ///< "path=value" applied to the scenario first (as `run --set`)
+  std::string model;              ///< catalog name or model file (as a scenario's `model`; "" = the scenario's)
+  std::string hardware;           ///< profile name or file ("" = the scenario's)
+  std::int64_t gpus = 0;          ///< GPUs in all, ≥ 1 (0 = the scenario's cluster: nodes × gpus_per_node)
+  std::int64_t gpus_per_node = 0; ///< 0 = the scenario's cluster, else the profile's
+  /// Tokens per optimizer step, > 0 (0 = the scenario's: dp × micro_batch_size × seq_len ×
+  /// grad_accum, when it gives a parallelism).
+  double global_batch_tokens = 0;
+  std::int64_t seq_len = 0;       ///< tokens per sequence (0 = the scenario's batch.seq_len, else 4096)
   std::int64_t top = 5;           ///< plans to keep, ≥ 1
   unsigned threads = 0;           ///< simulation threads (0 = all cores)
 };
@@ -62,7 +70,7 @@ struct PlanFamily {
 
 /// The search's answer.
 struct PlanResult {
-  PlanQuery query;
+  PlanQuery query;                     ///< as resolved: the scenario's values filled in
   std::string model_name, hardware_name;
   double parameters = 0;               ///< the whole model's
   std::int64_t configurations = 0;     ///< searched in all (the space)
@@ -85,7 +93,8 @@ struct PlanResult {
 /// Searches every configuration of `q` (see plan.cpp's header comment for the space and the
 /// bounds) and returns the best `q.top` that fit, ranked by tokens per second.
 /// @throws InputError naming the flag when the query is invalid (GPUs, batch, a model or
-///         profile that does not load), or when no configuration can make the global batch.
+///         profile that does not load, a scenario that does not read or lacks what the flags
+///         do not give), or when no configuration can make the global batch.
 PlanResult plan(const PlanQuery& q);
 
 /// `stepsim plan --format json`: {"schema": "stepsim.plan/1", "query", "search", "plans": [...],

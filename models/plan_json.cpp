@@ -31,12 +31,14 @@
 #include "models/strategy/strategy.hpp"
 #include "models/sweep.hpp"
 #include "sim/support/error.hpp"
+#include "sim/support/json_reader.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <limits>
 #include <functional>
@@ -69,11 +71,79 @@ struct Reference {
   std::vector<double> layer_kept_per_token;   // bytes each layer keeps for backward per token
 };
 
-json base_doc(const PlanQuery& q, std::int64_t gpn) {
-  json d;
-  d["name"] = "plan";
-  d["model"] = q.model;
-  d["hardware"] = q.hardware;
+// A query with the scenario's values filled in, and what of the scenario every configuration
+// starts from (its searched knobs removed).
+struct Resolved {
+  PlanQuery q;
+  json doc = json::object();
+  std::string source = "plan";     // where relative paths resolve from, and messages name
+  std::int64_t cluster_nodes = 0;  // the scenario's cluster.nodes (0: none given)
+};
+
+// An integer ≥ 1 at `pointer` of the scenario, or 0 when absent.
+std::int64_t positive_at(const json& doc, const std::string& pointer, const std::string& source) {
+  const json::json_pointer ptr(pointer);
+  if (!doc.contains(ptr)) return 0;
+  const json& v = doc.at(ptr);
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 1)
+    throw InputError(source, pointer, fmt::format("expected an integer >= 1, got {}", v.dump()));
+  return v.get<std::int64_t>();
+}
+
+// A file named on the command line resolves from the working directory, not the scenario's.
+std::string from_cwd(const std::string& name) {
+  const bool file = name.size() > 5 && name.substr(name.size() - 5) == ".json";
+  return file ? std::filesystem::absolute(name).lexically_normal().string() : name;
+}
+
+Resolved resolve(const PlanQuery& in) {
+  Resolved out;
+  out.q = in;
+  PlanQuery& q = out.q;
+  if (in.scenario.empty() && !in.overrides.empty())
+    throw InputError("--set", "", fmt::format("'{}' overrides a scenario's field; give the scenario to plan first", in.overrides.front()));
+  if (!in.scenario.empty()) {
+    out.source = in.scenario;
+    json doc = read_json_file(in.scenario);
+    if (!doc.is_object()) throw InputError(in.scenario, "/", "expected a JSON object (a scenario)");
+    for (const auto& o : in.overrides) apply_scenario_override(doc, o, "--set");
+    if (doc.contains("parallelism") && !doc["parallelism"].is_null()) {  // null: left open, as absent
+      // Its global batch and GPUs as they stand, when the flags do not give them: the same job, planned.
+      const Scenario s = load_scenario_doc(doc, in.scenario, {});
+      if (q.global_batch_tokens == 0)
+        q.global_batch_tokens = static_cast<double>(s.parallelism.dp) * static_cast<double>(s.batch.micro_batch_size) *
+                                static_cast<double>(s.batch.seq_len) * static_cast<double>(s.batch.grad_accum);
+      if (q.gpus == 0) q.gpus = s.world_size();
+      if (q.gpus_per_node == 0) q.gpus_per_node = s.cluster.gpus_per_node;
+    }
+    if (q.seq_len == 0) q.seq_len = positive_at(doc, "/batch/seq_len", in.scenario);
+    if (q.gpus_per_node == 0) q.gpus_per_node = positive_at(doc, "/cluster/gpus_per_node", in.scenario);
+    out.cluster_nodes = positive_at(doc, "/cluster/nodes", in.scenario);
+    // What the search chooses.
+    doc.erase("parallelism");
+    doc.erase("batch");
+    doc.erase("cluster");
+    if (doc.contains("activations") && doc["activations"].is_object()) {
+      doc["activations"].erase("recompute");
+      doc["activations"].erase("ac_freq");
+    }
+    out.doc = std::move(doc);
+  }
+  if (!q.model.empty()) out.doc["model"] = from_cwd(q.model);
+  else if (!out.doc.contains("model")) throw InputError("--model", "", "a model is required: --model NAME or FILE, or a scenario that names one");
+  if (!q.hardware.empty()) out.doc["hardware"] = from_cwd(q.hardware);
+  else if (!out.doc.contains("hardware"))
+    throw InputError("--hardware", "", "a hardware profile is required: --hardware NAME or FILE, or a scenario that names one");
+  if (q.seq_len == 0) q.seq_len = 4096;
+  if (q.model.empty()) q.model = out.doc["model"].is_string() ? out.doc["model"].get<std::string>() : "inline";
+  if (q.hardware.empty()) q.hardware = out.doc["hardware"].is_string() ? out.doc["hardware"].get<std::string>() : "inline";
+  if (!out.doc.contains("name")) out.doc["name"] = "plan";
+  return out;
+}
+
+json base_doc(const Resolved& r, std::int64_t gpn) {
+  const PlanQuery& q = r.q;
+  json d = r.doc;
   d["parallelism"] = {{"strategy", "ddp"}, {"dp", q.gpus}};
   d["cluster"] = {{"gpus_per_node", gpn}, {"nodes", std::max<std::int64_t>(1, q.gpus / gpn)}};
   d["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", 1}};
@@ -104,37 +174,48 @@ std::string Plan::family() const {
   return s;
 }
 
-PlanResult plan(const PlanQuery& q) {
+PlanResult plan(const PlanQuery& query) {
   const auto started = std::chrono::steady_clock::now();
-  if (q.gpus < 1 || q.gpus > (std::int64_t{1} << 20))
-    throw InputError("--gpus", "", fmt::format("expected 1 to 1048576 GPUs, got {}", q.gpus));
-  if (!(q.global_batch_tokens >= 1) || q.global_batch_tokens > 1e15)
-    throw InputError("--global-batch-tokens", "", fmt::format("expected 1 to 1e15 tokens, got {:g}", q.global_batch_tokens));
-  if (q.seq_len < 1 || q.seq_len > (std::int64_t{1} << 24))
-    throw InputError("--seq-len", "", fmt::format("expected 1 to 16777216 tokens, got {}", q.seq_len));
-  if (q.top < 1 || q.top > 1000) throw InputError("--top", "", fmt::format("expected 1 to 1000 plans, got {}", q.top));
-  if (q.gpus_per_node != 0)
-    if (const std::string why = hardware::gpus_per_node_problem(q.gpus_per_node); !why.empty())
+  if (query.gpus < 0 || query.gpus > (std::int64_t{1} << 20))
+    throw InputError("--gpus", "", fmt::format("expected 1 to 1048576 GPUs, got {}", query.gpus));
+  if (query.top < 1 || query.top > 1000) throw InputError("--top", "", fmt::format("expected 1 to 1000 plans, got {}", query.top));
+  if (query.gpus_per_node != 0)
+    if (const std::string why = hardware::gpus_per_node_problem(query.gpus_per_node); !why.empty())
       throw InputError("--gpus-per-node", "", why + " (0 or absent: the profile's)");
+  Resolved resolved = resolve(query);
+  PlanQuery& q = resolved.q;
+  const std::string& source = resolved.source;
 
   PlanResult r;
-  r.query = q;
   // The base scenario: DDP over every GPU (it loads the model and the profile once, and names
   // what is wrong with them).
   std::int64_t gpn = q.gpus_per_node;
   if (gpn == 0) {
-    json probe = base_doc(q, 1);
-    probe["cluster"].erase("gpus_per_node");
-    probe["cluster"].erase("nodes");
-    probe["parallelism"]["dp"] = 1;
-    gpn = load_scenario_doc(probe, "plan", {}).hardware.gpus_per_node;
+    json probe = resolved.doc;
+    probe["parallelism"] = {{"strategy", "ddp"}, {"dp", 1}};
+    probe["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", 1}};
+    gpn = load_scenario_doc(probe, source, {}).hardware.gpus_per_node;
   }
+  if (q.gpus == 0) {
+    if (resolved.cluster_nodes == 0)
+      throw InputError("--gpus", "", "the GPU count is required: --gpus N, or a scenario whose cluster gives its nodes");
+    q.gpus = resolved.cluster_nodes * gpn;
+  }
+  if (!(q.global_batch_tokens >= 1) || q.global_batch_tokens > 1e15)
+    throw InputError("--global-batch-tokens", "",
+                     q.global_batch_tokens == 0
+                         ? std::string("the global batch is required: --global-batch-tokens T, or a scenario with its "
+                                       "parallelism and batch (dp x micro_batch_size x seq_len x grad_accum)")
+                         : fmt::format("expected 1 to 1e15 tokens, got {:g}", q.global_batch_tokens));
+  if (q.seq_len < 1 || q.seq_len > (std::int64_t{1} << 24))
+    throw InputError("--seq-len", "", fmt::format("expected 1 to 16777216 tokens, got {}", q.seq_len));
+  r.query = q;
   gpn = std::min<std::int64_t>(gpn, q.gpus);
   if (q.gpus % gpn != 0)
     throw InputError("--gpus", "", fmt::format("{} GPUs are no whole number of nodes of {}; expected a multiple of {}",
                                                q.gpus, gpn, gpn));
-  const json base = base_doc(q, gpn);
-  const Scenario s0 = load_scenario_doc(base, "plan", {});
+  const json base = base_doc(resolved, gpn);
+  const Scenario s0 = load_scenario_doc(base, source, {});
   r.model_name = s0.model.name;
   r.gpus_per_node = gpn;
   r.hardware_name = s0.hardware.name;
@@ -160,9 +241,9 @@ PlanResult plan(const PlanQuery& q) {
       json d = base;
       d["parallelism"] = {{"strategy", "ddp"}, {"dp", 1}, {"tp", tp}};
       d["cluster"] = {{"gpus_per_node", gpn}, {"nodes", 1}};
-      d["activations"] = {{"recompute", policy}};
+      d["activations"]["recompute"] = policy;
       try {
-        const Scenario s = load_scenario_doc(d, "plan", {});
+        const Scenario s = load_scenario_doc(d, source, {});
         const double tokens = static_cast<double>(s.tokens_per_micro_batch());
         ref.params = static_cast<double>(s.model.trainable_parameter_count());
         ref.flops_per_token = model_flops_per_gpu_step(s) / tokens;
@@ -193,15 +274,16 @@ PlanResult plan(const PlanQuery& q) {
     const auto key = std::tuple{tp, policy, mbs};
     if (const auto it = compute_of.find(key); it != compute_of.end()) return it->second;
     json d = base;
-    d["hardware"] = {{"base", q.hardware}, {"memory", {{"hbm_bytes", 1e15}, {"reserved_bytes", 0}}}};
+    apply_scenario_override(d, "hardware.memory.hbm_bytes=1e15", "plan");
+    apply_scenario_override(d, "hardware.memory.reserved_bytes=0", "plan");
     d["parallelism"] = {{"strategy", "zero1"}, {"dp", 1}, {"tp", tp}};
     d["cluster"] = {{"gpus_per_node", gpn}, {"nodes", 1}};
     d["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", mbs}};
-    d["activations"] = {{"recompute", policy}};
-    d["sim"] = {{"overlap_model", "off"}};
+    d["activations"]["recompute"] = policy;
+    d["sim"]["overlap_model"] = "off";
     std::vector<double> per_layer;
     try {
-      per_layer = layer_compute_s(load_scenario_doc(d, "plan", {}));
+      per_layer = layer_compute_s(load_scenario_doc(d, source, {}));
     } catch (const InputError&) {
       per_layer.clear();
     }
@@ -423,7 +505,7 @@ PlanResult plan(const PlanQuery& q) {
       axes[1].values.push_back(batch.dump());
       axes[2].values.push_back(p->overrides[2]);
     }
-    return run_sweep_points(base, "plan", axes, options);
+    return run_sweep_points(base, source, axes, options);
   };
   struct Figures {
     bool gpu_fits = false, host_fits = true;
@@ -608,8 +690,10 @@ PlanResult plan(const PlanQuery& q) {
         trades.push_back(fmt::format("exposes {:.1f} ms more communication", (b.exposed_comm_s - best->exposed_comm_s) * 1e3));
       // How its configuration differs.
       std::vector<std::string> knobs;
-      if (b.strategy != best->strategy || b.shard_group_size != best->shard_group_size)
+      if (b.strategy != best->strategy)
         knobs.push_back(fmt::format("strategy {} instead of {}", b.strategy, best->strategy));
+      else if (b.shard_group_size != best->shard_group_size)
+        knobs.push_back(fmt::format("shard_group_size {} instead of {}", b.shard_group_size, best->shard_group_size));
       if (b.tp != best->tp) knobs.push_back(fmt::format("tp {} instead of {}", b.tp, best->tp));
       if (b.pp != best->pp) knobs.push_back(fmt::format("pp {} instead of {}", b.pp, best->pp));
       if (b.micro_batch_size != best->micro_batch_size)
@@ -651,7 +735,8 @@ PlanResult plan(const PlanQuery& q) {
 std::string plan_json(const PlanResult& r) {
   ordered j;
   j["schema"] = "stepsim.plan/1";
-  j["query"] = {{"model", r.query.model},
+  j["query"] = {{"scenario", r.query.scenario.empty() ? ordered(nullptr) : ordered(r.query.scenario)},
+                {"model", r.query.model},
                 {"hardware", r.query.hardware},
                 {"gpus", r.query.gpus},
                 {"gpus_per_node", r.gpus_per_node},
@@ -707,9 +792,10 @@ std::string plan_json(const PlanResult& r) {
 }
 
 std::string plan_text(const PlanResult& r, bool explain) {
-  std::string t = fmt::format("stepsim plan: {} ({:.3g} B parameters) on {} x {}, global batch {:.4g} M tokens, seq_len {}\n",
+  std::string t = fmt::format("stepsim plan: {} ({:.3g} B parameters) on {} x {}, global batch {:.4g} M tokens, seq_len {}{}\n",
                               r.model_name, r.parameters / 1e9, r.query.gpus, r.hardware_name,
-                              r.query.global_batch_tokens / 1e6, r.query.seq_len);
+                              r.query.global_batch_tokens / 1e6, r.query.seq_len,
+                              r.query.scenario.empty() ? std::string() : ", the rest as " + r.query.scenario);
   t += fmt::format("searched {} configurations: {} over the memory bound, {} beyond the time bound, {} simulated ({} "
                    "refused by the scenario's rules)\n\n",
                    r.configurations, r.pruned_by_memory, r.pruned_by_time, r.simulated, r.refused);

@@ -23,7 +23,8 @@ struct PlanArgs {
 };
 
 int cmd_plan(PlanArgs a) {
-  a.query.global_batch_tokens = models::parse_count(a.global_batch_tokens, "--global-batch-tokens");
+  if (!a.global_batch_tokens.empty())
+    a.query.global_batch_tokens = models::parse_count(a.global_batch_tokens, "--global-batch-tokens");
   const models::PlanResult r = models::plan(a.query);
   print(a.format == "json" ? models::plan_json(r) : models::plan_text(r, a.explain));
   if (a.timing)
@@ -40,13 +41,19 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<PlanArgs>();
   auto* cmd = app.add_subcommand("plan", "the fastest configuration that fits: every strategy, tp, pp, micro-batch, "
                                          "recomputation and offload, pruned by bounds, the rest simulated");
-  cmd->add_option("--model", a->query.model, "model: catalog name or file")->required();
-  cmd->add_option("--hardware", a->query.hardware, "hardware profile: name or file")->required();
-  cmd->add_option("--gpus", a->query.gpus, "GPUs in all")->required();
-  cmd->add_option("--gpus-per-node", a->query.gpus_per_node, "GPUs per node (default: the profile's)");
-  cmd->add_option("--global-batch-tokens", a->global_batch_tokens, "tokens per optimizer step, e.g. 4Mi (= 4194304; 4M is 4,000,000)")
-      ->required();
-  cmd->add_option("--seq-len", a->query.seq_len, "tokens per sequence (default 4096)");
+  cmd->add_option("scenario", a->query.scenario,
+                  "a scenario to plan: its model, hardware, cluster, batch and every other setting are kept, its "
+                  "parallelism, micro-batch, accumulation and recomputation searched (optional: the flags below "
+                  "give a query alone, and override the scenario)");
+  cmd->add_option("--set", a->query.overrides, "PATH=VALUE override applied to the scenario first (repeatable)");
+  cmd->add_option("--model", a->query.model, "model: catalog name or file (required without a scenario)");
+  cmd->add_option("--hardware", a->query.hardware, "hardware profile: name or file (required without a scenario)");
+  cmd->add_option("--gpus", a->query.gpus, "GPUs in all (default: the scenario's cluster)");
+  cmd->add_option("--gpus-per-node", a->query.gpus_per_node, "GPUs per node (default: the scenario's, else the profile's)");
+  cmd->add_option("--global-batch-tokens", a->global_batch_tokens,
+                  "tokens per optimizer step, e.g. 4Mi (= 4194304; 4M is 4,000,000) (default: the scenario's "
+                  "dp x micro_batch_size x seq_len x grad_accum)");
+  cmd->add_option("--seq-len", a->query.seq_len, "tokens per sequence (default: the scenario's, else 4096)");
   cmd->add_option("--top", a->query.top, "plans to print (default 5)");
   cmd->add_option("-j,--threads", a->query.threads, "simulation threads (default: all cores)");
   cmd->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));

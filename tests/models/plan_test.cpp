@@ -113,6 +113,52 @@ TEST_CASE("plan: the time bound holds for every plan simulated whole, pipelines 
   CHECK(r.plans.size() == 200);
 }
 
+TEST_CASE("plan: a scenario with its parallelism left open keeps everything else, and its own batch by default",
+          "[models][plan]") {
+  const std::string source = std::string(STEPSIM_SOURCE_DIR) + "/configs/examples/default.json";
+  // default.json: Llama-3.2-1B, DDP over 64 H100, micro-batch 1 of 8192 tokens, no accumulation.
+  PlanQuery from_scenario;
+  from_scenario.scenario = source;
+  from_scenario.top = 2;
+  const PlanResult a = plan(from_scenario);
+  CHECK(a.query.gpus == 64);
+  CHECK(a.query.global_batch_tokens == 64.0 * 8192);
+  CHECK(a.query.seq_len == 8192);
+  CHECK(a.query.model == "llama3.2-1b");
+  PlanQuery flags = query("llama3.2-1b", "h100-sxm", 64, 64.0 * 8192);
+  flags.seq_len = 8192;
+  flags.top = 2;
+  const PlanResult b = plan(flags);
+  REQUIRE_FALSE(a.plans.empty());
+  REQUIRE_FALSE(b.plans.empty());
+  CHECK(a.plans.front().label() == b.plans.front().label());
+  CHECK(a.plans.front().step_time_s == b.plans.front().step_time_s);
+  CHECK_THAT(plan_text(a, false), Contains("the rest as " + source));
+
+  // Its other settings are kept: an optimizer with no state (SGD without momentum keeps none)
+  // lets plain DDP hold more than Adam does; flags and --set override the scenario.
+  PlanQuery sgd = from_scenario;
+  sgd.overrides = {"optimizer=\"sgd\"", "batch.seq_len=2048"};
+  sgd.global_batch_tokens = 1 << 20;
+  const PlanResult c = plan(sgd);
+  CHECK(c.query.seq_len == 2048);
+  CHECK(c.query.global_batch_tokens == 1 << 20);
+  CHECK(c.parameters == a.parameters);
+
+  // What it lacks, the flags must give.
+  PlanQuery open;
+  open.scenario = source;
+  open.overrides = {"parallelism=null"};
+  CHECK_THROWS_WITH(plan(open), Contains("--gpus") && Contains("required"));
+  open.gpus = 16;
+  CHECK_THROWS_WITH(plan(open), Contains("--global-batch-tokens") && Contains("required"));
+  open.global_batch_tokens = 1 << 20;
+  CHECK(plan(open).query.gpus == 16);
+  PlanQuery stray = flags;
+  stray.overrides = {"optimizer=\"sgd\""};
+  CHECK_THROWS_WITH(plan(stray), Contains("--set") && Contains("give the scenario"));
+}
+
 TEST_CASE("plan: refuses queries it cannot answer, naming the flag", "[models][plan]") {
   CHECK_THROWS_WITH(plan(query("llama3.2-1b", "h100-sxm", 12, 1 << 19)), Contains("no whole number of nodes of 8"));
   CHECK_THROWS_WITH(plan(query("llama3.2-1b", "h100-sxm", 8, 1000)),
