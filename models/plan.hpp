@@ -33,11 +33,14 @@ struct PlanQuery {
 /// One configuration of the search: the scenario overrides that make it and its simulated figures.
 struct Plan {
   std::string strategy;
-  std::int64_t dp = 1, tp = 1, pp = 1;
+  std::int64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
   std::int64_t shard_group_size = 0;   ///< hsdp only
   std::int64_t micro_batch_size = 1, grad_accum = 1;
   std::string recompute = "none";
   std::string offload = "none";        ///< "none", or "cpu" (offload_optimizer / cpu_offload)
+  /// fsdp / hsdp with grad_accum > 1: reduce every micro-batch (parallelism.sync_every_micro_batch)
+  /// instead of accumulating unsharded gradients until the last.
+  bool sync_every_micro_batch = false;
   std::vector<std::string> overrides;  ///< "path=value", applied to the base scenario
   double memory_lower_bound_bytes = 0; ///< model states + a lower bound of the activations
   double time_lower_bound_s = 0;       ///< model FLOPs at the sustained peak (+ the CPU's step when offloading)
@@ -48,9 +51,9 @@ struct Plan {
   double step_time_s = 0, tokens_per_s = 0, mfu = 0;
   double memory_bytes = 0, capacity_bytes = 0;
   double exposed_comm_s = 0, exposed_offload_s = 0;
-  /// "zero3 tp2 mbs2 ga4 full offload cpu": how reports name it.
+  /// "zero3 dp64 tp2 mbs2 ga4 full": how reports name it (tp, pp, cp, ep only above 1).
   std::string label() const;
-  /// The mesh and strategy family it belongs to (for --explain): "zero3", "fsdp + tp", ...
+  /// The mesh and strategy family it belongs to (for --explain): "zero3", "fsdp + tp", "fsdp + cp", ...
   std::string family() const;
 };
 
@@ -68,6 +71,14 @@ struct PlanFamily {
   std::string reason;                  ///< one line: why it lost (or "best")
 };
 
+/// Configurations left out of the space because the scenario's rules refuse them for this model
+/// (a mesh, a pipeline split, a recomputation policy): how many, one of them, and the rule.
+struct PlanRuledOut {
+  std::int64_t configurations = 0;
+  std::string example;
+  std::string reason;
+};
+
 /// The search's answer.
 struct PlanResult {
   PlanQuery query;                     ///< as resolved: the scenario's values filled in
@@ -77,7 +88,8 @@ struct PlanResult {
   std::int64_t pruned_by_memory = 0;   ///< over the memory bound, not simulated
   std::int64_t pruned_by_time = 0;     ///< time bound above the K-th best found: not simulated
   std::int64_t simulated = 0;
-  std::int64_t refused = 0;            ///< the scenario's rules refused them (e.g. tp not dividing heads)
+  std::int64_t refused = 0;            ///< searched, then refused by the scenario's rules when loaded
+  std::vector<PlanRuledOut> not_searched;  ///< refused before the search, by rule; most configurations first
   std::vector<Plan> plans;             ///< the best `top` that fit, fastest first
   /// The closest miss among the configurations that did not fit (bytes over the usable HBM, or
   /// over the host's memory); 0 when none was dropped.

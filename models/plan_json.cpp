@@ -60,6 +60,9 @@ bool faster_first(const Plan& a, const Plan& b) {
 
 // The longest gradient accumulation the search simulates (whole, for the best plans).
 constexpr double kMaxPlanGradAccum = 1024;
+// The fewest tokens of a sequence a context-parallel rank is searched with (shorter shards
+// only add communication to less attention).
+constexpr std::int64_t kMinCpTokens = 2048;
 
 // What one tp and recomputation policy cost per token on one GPU, from a reference scenario.
 struct Reference {
@@ -150,7 +153,9 @@ json base_doc(const Resolved& r, std::int64_t gpn) {
   return d;
 }
 
-std::string miss_text(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
+std::string miss_text(double bytes) {
+  return bytes < 1e8 ? fmt::format("{:.0f} MB", bytes / 1e6) : fmt::format("{:.1f} GB", bytes / 1e9);
+}
 
 }  // namespace
 
@@ -160,8 +165,11 @@ std::string Plan::label() const {
   s += fmt::format(" dp{}", dp);
   if (tp > 1) s += fmt::format(" tp{}", tp);
   if (pp > 1) s += fmt::format(" pp{}", pp);
+  if (cp > 1) s += fmt::format(" cp{}", cp);
+  if (ep > 1) s += fmt::format(" ep{}", ep);
   s += fmt::format(" mbs{} ga{}", micro_batch_size, grad_accum);
   if (recompute != "none") s += " " + recompute;
+  if (sync_every_micro_batch) s += " sync_every_micro_batch";
   if (offload != "none") s += strategy == "fsdp" || strategy == "hsdp" ? " cpu_offload" : " offload_optimizer cpu pinned";
   return s;
 }
@@ -170,6 +178,8 @@ std::string Plan::family() const {
   std::string s = strategy;
   if (tp > 1) s += " + tp";
   if (pp > 1) s += " + pp";
+  if (cp > 1) s += " + cp";
+  if (ep > 1) s += " + ep";
   if (offload != "none") s += " + offload";
   return s;
 }
@@ -229,57 +239,71 @@ PlanResult plan(const PlanQuery& query) {
   const bool host = s0.hardware.host.present();
   const double L = static_cast<double>(q.seq_len);
 
-  // Reference scenarios: one per tp and policy (one GPU's share of the model and its cost per token).
+  // The meshes searched beside DP: tp over a node's divisors; cp (ddp, fsdp and hsdp) over
+  // powers of two whose shards keep at least kMinCpTokens tokens of a sequence (seq_len a
+  // multiple of 2 x cp); ep (mixtures of experts) over the powers of two dividing the experts.
   const std::vector<std::string> policies = {"none", "selective_op", "full"};
-  std::vector<std::int64_t> tps;
+  std::vector<std::int64_t> tps, cps = {1}, eps = {1};
   for (std::int64_t tp = 1; tp <= gpn; tp *= 2)
     if (gpn % tp == 0 && q.gpus % tp == 0) tps.push_back(tp);
-  std::map<std::pair<std::int64_t, std::string>, Reference> refs;
-  for (const std::int64_t tp : tps)
-    for (const auto& policy : policies) {
-      Reference ref;
-      json d = base;
-      d["parallelism"] = {{"strategy", "ddp"}, {"dp", 1}, {"tp", tp}};
-      d["cluster"] = {{"gpus_per_node", gpn}, {"nodes", 1}};
-      d["activations"]["recompute"] = policy;
-      try {
-        const Scenario s = load_scenario_doc(d, source, {});
-        const double tokens = static_cast<double>(s.tokens_per_micro_batch());
-        ref.params = static_cast<double>(s.model.trainable_parameter_count());
-        ref.flops_per_token = model_flops_per_gpu_step(s) / tokens;
-        // What every layer keeps for backward, alive together when the last forward starts (the
-        // transient of a layer's recomputation comes on top, after some are freed: not counted).
-        for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
-          ref.layer_kept_per_token.push_back(kept_activation_bytes_per_token(s, l));
-          double n = 0;
-          for (const ParamTensor& t : s.model.layers[l].params)
-            if (t.trainable) n += static_cast<double>(t.numel);
-          ref.layer_params.push_back(n);
-        }
-        ref.valid = true;
-      } catch (const InputError& e) {
-        ref.error = e.detail();
+  for (std::int64_t cp = 2; cp <= q.gpus && q.seq_len % (2 * cp) == 0 && q.seq_len / cp >= kMinCpTokens; cp *= 2)
+    cps.push_back(cp);
+  const auto& shape = s0.model.transformer_shape;
+  if (shape && shape->moe.experts > 0 && s0.model.has_experts())
+    for (std::int64_t ep = 2; ep <= q.gpus && shape->moe.experts % ep == 0; ep *= 2) eps.push_back(ep);
+  // Reference scenarios, one per mesh (tp, cp, ep) and policy: one GPU's share of the model and
+  // its cost per token (FSDP over the ep ranks an EP group needs, on one micro-batch).
+  using MeshKey = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+  const auto mesh_doc = [&](const MeshKey& m, const std::string& policy) {
+    const auto [tp, cp, ep] = m;
+    json d = base;
+    d["parallelism"] = {{"strategy", "fsdp"}, {"dp", ep}, {"tp", tp}};
+    if (cp > 1) d["parallelism"]["cp"] = cp;
+    if (ep > 1) d["parallelism"]["ep"] = ep;
+    d["cluster"] = {{"gpus_per_node", gpn}};
+    d["activations"]["recompute"] = policy;
+    return d;
+  };
+  std::map<std::pair<MeshKey, std::string>, Reference> refs;
+  const auto reference = [&](const MeshKey& m, const std::string& policy) -> const Reference& {
+    const auto key = std::pair{m, policy};
+    if (const auto it = refs.find(key); it != refs.end()) return it->second;
+    Reference ref;
+    try {
+      const Scenario s = load_scenario_doc(mesh_doc(m, policy), source, {});
+      const double tokens = static_cast<double>(s.tokens_per_micro_batch());
+      ref.params = static_cast<double>(s.model.trainable_parameter_count());
+      ref.flops_per_token = model_flops_per_gpu_step(s) / tokens;
+      // What every layer keeps for backward, alive together when the last forward starts (the
+      // transient of a layer's recomputation comes on top, after some are freed: not counted).
+      for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
+        ref.layer_kept_per_token.push_back(kept_activation_bytes_per_token(s, l));
+        double n = 0;
+        for (const ParamTensor& t : s.model.layers[l].params)
+          if (t.trainable) n += static_cast<double>(t.numel);
+        ref.layer_params.push_back(n);
       }
-      refs[{tp, policy}] = ref;
+      ref.valid = true;
+    } catch (const InputError& e) {
+      ref.error = e.detail();
     }
+    return refs[key] = std::move(ref);
+  };
 
-  // The GPU's own work per micro-batch, by tp, policy and micro-batch size: the forward and
-  // backward (recomputation included) of one micro-batch through each layer on one TP group
-  // alone, as run() prices them, with no communication beside them, no gradient bucket copies
-  // (ZeRO-1 at dp 1 arms none) and memory that never runs out; layer by layer, so that a
+  // The GPU's own work per micro-batch, by mesh, policy and micro-batch size: the forward and
+  // backward (recomputation included) of one micro-batch through each layer of one rank, as
+  // run() prices them, with no communication beside them, no gradient bucket copies (FSDP
+  // arms none) and memory that never runs out; layer by layer, so that a
   // pipeline's stages can be summed. Empty when the configuration is refused (its own
   // simulation says why later).
-  std::map<std::tuple<std::int64_t, std::string, std::int64_t>, std::vector<double>> compute_of;
-  const auto layer_compute = [&](std::int64_t tp, const std::string& policy, std::int64_t mbs) -> const std::vector<double>& {
-    const auto key = std::tuple{tp, policy, mbs};
+  std::map<std::tuple<MeshKey, std::string, std::int64_t>, std::vector<double>> compute_of;
+  const auto layer_compute = [&](const MeshKey& m, const std::string& policy, std::int64_t mbs) -> const std::vector<double>& {
+    const auto key = std::tuple{m, policy, mbs};
     if (const auto it = compute_of.find(key); it != compute_of.end()) return it->second;
-    json d = base;
+    json d = mesh_doc(m, policy);
     apply_scenario_override(d, "hardware.memory.hbm_bytes=1e15", "plan");
     apply_scenario_override(d, "hardware.memory.reserved_bytes=0", "plan");
-    d["parallelism"] = {{"strategy", "zero1"}, {"dp", 1}, {"tp", tp}};
-    d["cluster"] = {{"gpus_per_node", gpn}, {"nodes", 1}};
     d["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", mbs}};
-    d["activations"]["recompute"] = policy;
     d["sim"]["overlap_model"] = "off";
     std::vector<double> per_layer;
     try {
@@ -339,6 +363,7 @@ PlanResult plan(const PlanQuery& query) {
   // ---- the space ----
   std::vector<Plan> all;
   std::map<std::string, PlanFamily> families;
+  std::map<std::string, std::pair<std::int64_t, std::string>> not_searched;  // rule → (configurations, the first)
   double least_miss = std::numeric_limits<double>::infinity();
   std::string least_miss_label, least_miss_kind;
   const auto note_miss = [&](PlanFamily& fam, double miss, const Plan& p, const char* kind) {
@@ -350,22 +375,33 @@ PlanResult plan(const PlanQuery& query) {
     }
   };
   const double host_capacity = s0.hardware.host.memory_bytes;
+  double narrowest_param_bytes = 4;
+  for (const auto& layer : s0.model.layers)
+    for (const ParamTensor& t : layer.params) narrowest_param_bytes = std::min(narrowest_param_bytes, dtype_bytes(t.dtype));
   const std::int64_t layers = static_cast<std::int64_t>(s0.model.layers.size());
   for (const std::int64_t tp : tps)
+    for (const std::int64_t cp : cps)
+    for (const std::int64_t ep : eps)
     for (std::int64_t pp = 1; pp <= 64 && pp <= layers; pp *= 2) {
-      if (q.gpus % (tp * pp) != 0) continue;
-      const std::int64_t dp = q.gpus / (tp * pp);
+      if (q.gpus % (tp * cp * pp) != 0) continue;
+      const std::int64_t dp = q.gpus / (tp * cp * pp);
+      // EP groups are ep consecutive data ranks (dp × cp), and not modelled with PP.
+      if (ep > 1 && ((dp * cp) % ep != 0 || pp > 1)) continue;
+      const MeshKey mesh{tp, cp, ep};
       for (const auto& entry : strategy_registry()) {
         const std::string name = entry.name;
         if (pp > 1 && entry.family == StrategyFamily::DeepSpeed && entry.zero_stage >= 2) continue;  // refused by DeepSpeed
+        if (cp > 1 && entry.family == StrategyFamily::DeepSpeed && entry.zero_stage >= 1) continue;  // CP: ddp, fsdp, hsdp
         std::vector<std::int64_t> shards = {0};
         if (entry.hybrid) {
           // Shard groups of whole nodes (the DP ranks a node holds, doubled), or below one node
-          // every divisor: HSDP shards inside a node or over a few, and replicates across.
+          // every divisor: HSDP shards inside a node or over a few, and replicates across; an
+          // EP group inside one shard group.
           shards.clear();
-          const std::int64_t node = std::max<std::int64_t>(1, gpn / tp);
+          const std::int64_t node = std::max<std::int64_t>(1, gpn / (tp * cp));
           for (std::int64_t g = 2; g < dp; ++g)
-            if (dp % g == 0 && (g <= node || g % node == 0) && (g < node || (g & (g - 1)) == 0 || g == node))
+            if (dp % g == 0 && (g <= node || g % node == 0) && (g < node || (g & (g - 1)) == 0 || g == node) &&
+                (g * cp) % ep == 0)
               shards.push_back(g);
         }
         for (const std::int64_t shard : shards)
@@ -376,37 +412,53 @@ PlanResult plan(const PlanQuery& query) {
             // micro-batches is better served by a larger micro-batch or fewer GPUs.
             if (ga < 1 || ga != std::floor(ga) || ga > kMaxPlanGradAccum) continue;
             for (const auto& policy : policies)
-              for (const std::string offload : {"none", "cpu"}) {
-                if (offload == "cpu" && (!host || entry.zero_stage == 0 || pp > 1)) continue;
+              for (const std::string offload : {"none", "cpu"})
+              for (const bool sync : {false, true}) {
+                if (offload == "cpu" && (!host || entry.zero_stage == 0 || pp > 1 || cp > 1 || ep > 1)) continue;
+                // FSDP and HSDP accumulate unsharded gradients over the micro-batches that skip
+                // their reduction (set_requires_gradient_sync(False)); reducing every micro-batch
+                // trades that memory for communication. DDP's no_sync costs no memory, the ZeRO
+                // stages reduce every micro-batch anyway, and PP reduces once per step.
+                if (sync && (entry.family != StrategyFamily::FSDP || ga == 1 || pp > 1)) continue;
                 Plan p;
                 p.strategy = name;
                 p.dp = dp;
                 p.tp = tp;
                 p.pp = pp;
+                p.cp = cp;
+                p.ep = ep;
                 p.shard_group_size = shard;
                 p.micro_batch_size = mbs;
                 p.grad_accum = static_cast<std::int64_t>(ga);
                 p.recompute = policy;
                 p.offload = offload;
+                p.sync_every_micro_batch = sync;
+                // A mesh, pipeline split or policy the scenario's rules refuse for the model is no
+                // configuration: counted apart, once per rule.
+                const Reference& ref = reference(mesh, policy);
+                const StageSplit& split = stage_split(pp, entry);
+                if (!ref.valid || !split.problem.empty()) {
+                  std::string why = ref.valid ? split.problem : ref.error;
+                  // "2: model ... is refused", "4: model ... is refused": one rule.
+                  if (const auto colon = why.find(": "); colon != std::string::npos && colon > 0 &&
+                      why.find_first_not_of("0123456789") == colon)
+                    why = why.substr(colon + 2);
+                  auto& [count, example] = not_searched[why];
+                  if (count++ == 0) example = p.label();
+                  continue;
+                }
                 PlanFamily& fam = families[p.family()];
                 fam.name = p.family();
                 ++fam.configurations;
                 ++r.configurations;
-                const Reference& ref = refs.at({tp, policy});
-                const StageSplit& split = stage_split(pp, entry);
-                if (!ref.valid || !split.problem.empty()) {
-                  ++r.refused;
-                  ++fam.refused;
-                  if (fam.reason.empty()) fam.reason = "refused: " + (ref.valid ? split.problem : ref.error);
-                  continue;
-                }
                 // Memory bound: the stage that needs the most, of its model states under the
                 // strategy's ZeRO stage (the offloaded parts removed) and what its layers keep for
                 // backward of the micro-batches its schedule holds at once (1F1B: min(pp − k, ga)
                 // on PP rank k, pipeline_micro_batches_in_flight; all of them alive when the last
                 // of its forwards starts).
                 const double local = ref.params / static_cast<double>(pp);
-                const std::int64_t shard_ranks = entry.zero_stage == 0 ? 1 : entry.hybrid ? shard : dp;
+                // At most dp × cp ranks shard a state (HSDP: its shard group's, counted at its widest).
+                const std::int64_t shard_ranks = entry.zero_stage == 0 ? 1 : entry.hybrid ? shard * cp : dp * cp;
                 const bool fsdp_family = entry.family == StrategyFamily::FSDP;
                 for (std::size_t k = 0; k < split.stages.size(); ++k) {
                   double params = 0, kept = 0;
@@ -424,7 +476,17 @@ PlanResult plan(const PlanQuery& query) {
                   }
                   const double in_flight = static_cast<double>(std::min<std::int64_t>(pp - static_cast<std::int64_t>(k), p.grad_accum));
                   p.memory_lower_bound_bytes = std::max(p.memory_lower_bound_bytes,
-                                                        st.total_bytes() + kept * static_cast<double>(mbs) * L * in_flight);
+                                                        st.total_bytes() + kept * static_cast<double>(mbs) * L /
+                                                                               static_cast<double>(cp) * in_flight);
+                  // FSDP / HSDP skipping the reduction of every micro-batch but the last hold every
+                  // unit's unsharded gradient once the second-to-last backward ends (fsdp.cpp's
+                  // set_requires_gradient_sync(False)), in the narrowest parameter dtype at least;
+                  // under PP (strategy/pipeline.cpp) every unit of the stage also stays gathered
+                  // the whole step, and its gradients accumulate unsharded to the last backward.
+                  if (fsdp_family && ((!sync && p.grad_accum > 1) || pp > 1))
+                    p.memory_lower_bound_bytes =
+                        std::max(p.memory_lower_bound_bytes,
+                                 st.total_bytes() + (pp > 1 ? 2.0 : 1.0) * narrowest_param_bytes * params);
                 }
                 // Host memory under offload: each GPU's fp32 master, Adam states and fp32 gradient
                 // partition (16 B per element; the memory model adds buffers on top).
@@ -443,9 +505,9 @@ PlanResult plan(const PlanQuery& query) {
                 // Time bound (of what fits under the memory bounds only: it prices the layers).
                 // Full recomputation runs every forward twice: 4/3 of the model FLOPs. The GPU's own
                 // work per micro-batch, when it prices, is the tighter bound.
-                p.time_lower_bound_s = std::max(ref.flops_per_token * per_rank / static_cast<double>(pp) / peak *
+                p.time_lower_bound_s = std::max(ref.flops_per_token * per_rank / static_cast<double>(cp * pp) / peak *
                                                     (policy == "full" ? 4.0 / 3.0 : 1.0),
-                                                compute_bound(layer_compute(tp, policy, mbs), split, ga));
+                                                compute_bound(layer_compute(mesh, policy, mbs), split, ga));
                 if (offload == "cpu") {
                   const double rate = s0.hardware.host.cpu_adam_params_per_s / static_cast<double>(gpn) *
                                       (fsdp_family ? hardware::kTorchCpuAdamFraction : 1.0);
@@ -454,7 +516,10 @@ PlanResult plan(const PlanQuery& query) {
                 json par = {{"strategy", name}, {"dp", dp}};
                 if (tp > 1) par["tp"] = tp;
                 if (pp > 1) par["pp"] = pp;
+                if (cp > 1) par["cp"] = cp;
+                if (ep > 1) par["ep"] = ep;
                 if (shard > 0) par["shard_group_size"] = shard;
+                if (sync) par["sync_every_micro_batch"] = true;
                 if (offload == "cpu") {
                   if (fsdp_family) par["cpu_offload"] = true;
                   else par["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
@@ -466,6 +531,14 @@ PlanResult plan(const PlanQuery& query) {
           }
       }
     }
+  for (const auto& [why, entry] : not_searched)
+    r.not_searched.push_back(PlanRuledOut{entry.first, entry.second, why});
+  std::stable_sort(r.not_searched.begin(), r.not_searched.end(),
+                   [](const PlanRuledOut& a, const PlanRuledOut& b) { return a.configurations > b.configurations; });
+  if (r.configurations == 0 && !r.not_searched.empty())
+    throw InputError("--model", "",
+                     fmt::format("every configuration is refused by the scenario's rules, e.g. {}: {}",
+                                 r.not_searched.front().example, r.not_searched.front().reason));
   if (r.configurations == 0)
     throw InputError("--global-batch-tokens", "",
                      fmt::format("no configuration makes a global batch of {:g} tokens on {} GPUs at seq_len {}: it must be "
@@ -539,7 +612,38 @@ PlanResult plan(const PlanQuery& query) {
   while (next < all.size() && all[next].time_lower_bound_s < kth()) {
     const std::size_t end = std::min(all.size(), next + batch_size);
     std::vector<const Plan*> batch;
-    for (std::size_t i = next; i < end; ++i) batch.push_back(&all[i]);
+    std::vector<Plan*> members;
+    for (std::size_t i = next; i < end; ++i) {
+      // Before simulating: the scenario's own rules, and the memory floor of the configuration
+      // as it is (memory_floor_bytes: every state and persistent buffer the strategy holds, not
+      // only the model states the bound above counts).
+      Plan& p = all[i];
+      PlanFamily& fam = families[p.family()];
+      json d = base;
+      d["parallelism"] = json::parse(p.overrides[0]);
+      d["batch"] = json::parse(p.overrides[1]);
+      d["activations"]["recompute"] = p.overrides[2];
+      try {
+        const Scenario sc = load_scenario_doc(d, source, {});
+        const double floor = memory_floor_bytes(sc);
+        const MemoryBreakdown statics = static_memory(sc);
+        if (floor > usable || !statics.host_fits) {
+          ++r.pruned_by_memory;
+          ++fam.over_memory_bound;
+          if (floor > usable) note_miss(fam, floor - usable, p, "of GPU memory by its lower bound");
+          else note_miss(fam, statics.host_bytes - statics.host_capacity_bytes, p, "of host memory by its lower bound");
+          continue;
+        }
+      } catch (const InputError& e) {
+        p.error = e.detail();
+        ++r.refused;
+        ++fam.refused;
+        if (fam.reason.empty()) fam.reason = "refused: " + p.error;
+        continue;
+      }
+      batch.push_back(&p);
+      members.push_back(&p);
+    }
     const std::vector<PointOutcome> first = simulate(batch, short_ga);
     // The second run only where the accumulation is longer than the first's.
     std::vector<const Plan*> longer;
@@ -551,7 +655,7 @@ PlanResult plan(const PlanQuery& query) {
     for (std::size_t k = 0, l = 0; k < batch.size(); ++k)
       if (batch[k]->grad_accum > short_ga(*batch[k])) second[k] = second_runs[l++];
     for (std::size_t k = 0; k < batch.size(); ++k) {
-      Plan& p = all[next + k];
+      Plan& p = *members[k];
       const PointOutcome& o = first[k];
       PlanFamily& fam = families[p.family()];
       ++r.simulated;
@@ -696,10 +800,14 @@ PlanResult plan(const PlanQuery& query) {
         knobs.push_back(fmt::format("shard_group_size {} instead of {}", b.shard_group_size, best->shard_group_size));
       if (b.tp != best->tp) knobs.push_back(fmt::format("tp {} instead of {}", b.tp, best->tp));
       if (b.pp != best->pp) knobs.push_back(fmt::format("pp {} instead of {}", b.pp, best->pp));
+      if (b.cp != best->cp) knobs.push_back(fmt::format("cp {} instead of {}", b.cp, best->cp));
+      if (b.ep != best->ep) knobs.push_back(fmt::format("ep {} instead of {}", b.ep, best->ep));
       if (b.micro_batch_size != best->micro_batch_size)
         knobs.push_back(fmt::format("micro_batch_size {} instead of {}", b.micro_batch_size, best->micro_batch_size));
       if (b.recompute != best->recompute) knobs.push_back(fmt::format("recompute {} instead of {}", b.recompute, best->recompute));
       if (b.offload != best->offload) knobs.push_back(b.offload == "none" ? "no offload" : "offload to the CPU");
+      if (b.sync_every_micro_batch != best->sync_every_micro_batch)
+        knobs.push_back(b.sync_every_micro_batch ? "a gradient reduction every micro-batch" : "one gradient reduction per step");
       if (!knobs.empty()) {
         std::string k;
         for (std::size_t i = 0; i < knobs.size(); ++i) k += (i == 0 ? "" : ", ") + knobs[i];
@@ -748,6 +856,12 @@ std::string plan_json(const PlanResult& r) {
                  {"pruned_by_time", r.pruned_by_time},
                  {"simulated", r.simulated},
                  {"refused", r.refused},
+                 {"not_searched", [&] {
+                    ordered a = ordered::array();
+                    for (const PlanRuledOut& n : r.not_searched)
+                      a.push_back({{"configurations", n.configurations}, {"example", n.example}, {"reason", n.reason}});
+                    return a;
+                  }()},
                  {"best_miss_bytes", r.best_miss_bytes},
                  {"best_miss", r.best_miss_label},
                  {"best_miss_kind", r.best_miss_kind}};
@@ -758,11 +872,14 @@ std::string plan_json(const PlanResult& r) {
                      {"dp", p.dp},
                      {"tp", p.tp},
                      {"pp", p.pp},
+                     {"cp", p.cp},
+                     {"ep", p.ep},
                      {"shard_group_size", p.shard_group_size},
                      {"micro_batch_size", p.micro_batch_size},
                      {"grad_accum", p.grad_accum},
                      {"recompute", p.recompute},
                      {"offload", p.offload},
+                     {"sync_every_micro_batch", p.sync_every_micro_batch},
                      {"step_time_s", p.step_time_s},
                      {"tokens_per_s", p.tokens_per_s},
                      {"mfu", p.mfu},
@@ -814,6 +931,9 @@ std::string plan_text(const PlanResult& r, bool explain) {
   if (!r.best_miss_label.empty())
     t += fmt::format("closest that did not fit: {}, over by {} {}\n", r.best_miss_label, miss_text(r.best_miss_bytes),
                      r.best_miss_kind);
+  for (const PlanRuledOut& n : r.not_searched)
+    t += fmt::format("not searched, the scenario's rules refuse them: {} configurations like {}: {}\n", n.configurations,
+                     n.example, n.reason);
   if (explain) {
     t += "\nfamilies:\n";
     for (const PlanFamily& f : r.families)

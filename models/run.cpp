@@ -718,6 +718,24 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
 
 }  // namespace
 
+double memory_floor_bytes(const Scenario& s) {
+  const int pp = static_cast<int>(s.parallelism.pp);
+  const auto schedule = pipeline_schedule_of(s.parallelism.pipeline_schedule);
+  double floor = 0;
+  for (int k = 0; k < pp; ++k) {
+    const Scenario stage = pp > 1 ? pipeline_rank_scenario(s, k) : s;
+    double kept = 0;
+    for (std::size_t l = 0; l < stage.model.layers.size(); ++l) kept += layer_activation_bytes(stage, l);
+    const std::int64_t m = s.batch.grad_accum;
+    const std::int64_t in_flight = pp == 1                                      ? 1
+                                   : schedule == PipelineSchedule::OneFOneB ? std::min<std::int64_t>(pp - k, m)
+                                   : schedule == PipelineSchedule::GPipe    ? m
+                                                                            : 1;
+    floor = std::max(floor, baseline_bytes(static_memory(stage)) + kept * static_cast<double>(in_flight));
+  }
+  return floor;
+}
+
 std::vector<double> layer_compute_s(const Scenario& s) {
   const LoweredStep step = lower_step(s);
   const hardware::StepCostModel cost = step_cost_model(s, step);
@@ -726,9 +744,11 @@ std::vector<double> layer_compute_s(const Scenario& s) {
   for (sim::TaskId id = 0; id < step.graph.size(); ++id) {
     const sim::Task& t = step.graph.task(id);
     const auto phase = static_cast<Phase>(t.phase);
-    if (t.rank != 0 || t.kind != sim::TaskKind::Compute || t.layer < 0 || static_cast<std::size_t>(t.layer) >= out.size() ||
-        (phase != Phase::Forward && phase != Phase::Backward))
-      continue;
+    if (t.rank != 0 || t.layer < 0 || static_cast<std::size_t>(t.layer) >= out.size()) continue;
+    // The layer's kernels, and the mesh's collectives the compute stream runs in line with them.
+    const bool kernel = t.kind == sim::TaskKind::Compute && (phase == Phase::Forward || phase == Phase::Backward);
+    const bool in_line = t.kind == sim::TaskKind::Transfer && t.stream == kComputeStream;
+    if (!kernel && !in_line) continue;
     out[static_cast<std::size_t>(t.layer)] += cost.seconds(t);
   }
   return out;

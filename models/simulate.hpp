@@ -61,11 +61,23 @@ inline constexpr double kPerRankBytesPerTask = 30;
 inline constexpr double kPerRankTraceBytesPerTask = 7 * kPerRankBytesPerTask;
 
 /// Rank 0's forward and backward compute of one step of `s`, per model layer (seconds; index =
-/// layer of s.model.layers): the step's Forward and Backward phase tasks on the GPU (recomputation
-/// included, host tasks and work no layer owns left out), each priced by step_cost_model() alone,
-/// as run() plays it with no contention beside it. A lower bound of what run() reports for those
-/// tasks (stepsim plan's time bound).
+/// layer of s.model.layers): the step's Forward and Backward phase kernels (recomputation
+/// included, host tasks and work no layer owns left out) and the collectives a layer runs on the
+/// compute stream in line with them (tensor parallelism's, expert parallelism's all-to-alls,
+/// context parallelism's synchronous exchange), each priced by step_cost_model() alone, as run()
+/// plays it with no contention beside it. One stream runs them one after another: a lower bound
+/// of that stream's busy time in run() (stepsim plan's time bound).
 /// @throws InputError as run(s) (a scenario that does not lower or prices beyond sim::Time).
 std::vector<double> layer_compute_s(const Scenario& s);
+
+/// A lower bound of the memory peak run(s) reports per GPU (bytes), without simulating: over
+/// the PP ranks (one without PP), the rank's baseline (static_memory of its layers: model
+/// states and persistent buffers, as run() holds them the whole step) plus what its layers keep
+/// for backward (layer_activation_bytes) of the micro-batches its schedule holds at once before
+/// its first backward: 1F1B min(pp − rank, grad_accum), GPipe grad_accum, 1 otherwise (all of
+/// them alive when the last of those forwards starts). run() reports memory.fits false for s
+/// whenever this exceeds memory.capacity_bytes. stepsim plan's pre-simulation check.
+/// @throws InputError as run(s).
+double memory_floor_bytes(const Scenario& s);
 
 }  // namespace stepsim::models
