@@ -41,6 +41,9 @@ struct Plan {
   /// fsdp / hsdp with grad_accum > 1: reduce every micro-batch (parallelism.sync_every_micro_batch)
   /// instead of accumulating unsharded gradients until the last.
   bool sync_every_micro_batch = false;
+  /// The strategy's knobs tuned away from their defaults ("bucket_cap_mb=100",
+  /// "overlap_comm=true", ...: parallelism.KEY=VALUE, VALUE as JSON); empty: the defaults.
+  std::vector<std::string> knobs;
   std::vector<std::string> overrides;  ///< "path=value", applied to the base scenario
   double memory_lower_bound_bytes = 0; ///< model states + a lower bound of the activations
   double time_lower_bound_s = 0;       ///< model FLOPs at the sustained peak (+ the CPU's step when offloading)

@@ -63,6 +63,8 @@ constexpr double kMaxPlanGradAccum = 1024;
 // The fewest tokens of a sequence a context-parallel rank is searched with (shorter shards
 // only add communication to less attention).
 constexpr std::int64_t kMinCpTokens = 2048;
+// The best plans whose strategy knobs (buckets, overlap, resharding) are tuned.
+constexpr std::int64_t kKnobTunedPlans = 10;
 
 // What one tp and recomputation policy cost per token on one GPU, from a reference scenario.
 struct Reference {
@@ -170,6 +172,7 @@ std::string Plan::label() const {
   s += fmt::format(" mbs{} ga{}", micro_batch_size, grad_accum);
   if (recompute != "none") s += " " + recompute;
   if (sync_every_micro_batch) s += " sync_every_micro_batch";
+  for (const std::string& k : knobs) s += " " + k;
   if (offload != "none") s += strategy == "fsdp" || strategy == "hsdp" ? " cpu_offload" : " offload_optimizer cpu pinned";
   return s;
 }
@@ -739,6 +742,67 @@ PlanResult plan(const PlanQuery& query) {
       while (upto < fitting.size() && fitting[upto].step_time_s * (1 - 2 * error) <= kth_whole) ++upto;
     }
     fitting = std::move(whole_fit);
+    // The strategy's own knobs, tuned on the best K (at most kKnobTunedPlans): each is simulated whole with the variants
+    // users reach for (DDP: bucket_cap_mb a quarter and four times PyTorch's 25 MiB,
+    // gradient_as_bucket_view; ZeRO-1/2: overlap_comm, with reduce_bucket_size at a quarter and
+    // four times DeepSpeed's 5e8 elements; ZeRO-3: stage3_prefetch_bucket_size four times 5e7;
+    // FSDP / HSDP without PP: reshard_after_forward false); a faster one that fits joins the
+    // ranking. The bounds do not depend on them: they are the base plan's.
+    std::vector<Plan> variants;
+    for (std::size_t k = 0; k < fitting.size() && static_cast<std::int64_t>(k) < std::min<std::int64_t>(q.top, kKnobTunedPlans); ++k) {
+      const Plan& base_plan = fitting[k];
+      const StrategyEntry& entry = find_strategy(base_plan.strategy);
+      std::vector<std::vector<std::string>> sets;
+      if (entry.zero_stage == 0) sets = {{"bucket_cap_mb=6.25"}, {"bucket_cap_mb=100"}, {"gradient_as_bucket_view=true"}};
+      else if (entry.family == StrategyFamily::DeepSpeed && entry.zero_stage < 3)
+        sets = {{"overlap_comm=true"}, {"overlap_comm=true", "reduce_bucket_size=1.25e8"}, {"overlap_comm=true", "reduce_bucket_size=2e9"}};
+      else if (entry.family == StrategyFamily::DeepSpeed) sets = {{"stage3_prefetch_bucket_size=2e8"}};
+      else if (base_plan.pp == 1) sets = {{"reshard_after_forward=false"}};
+      for (const auto& knobs : sets) {
+        Plan v = base_plan;
+        v.knobs = knobs;
+        json par = json::parse(v.overrides[0]);
+        for (const std::string& knob : knobs) {
+          const auto eq = knob.find('=');
+          par[knob.substr(0, eq)] = json::parse(knob.substr(eq + 1));
+        }
+        v.overrides[0] = par.dump();
+        variants.push_back(std::move(v));
+      }
+    }
+    {
+      std::vector<const Plan*> batch;
+      for (const Plan& v : variants) batch.push_back(&v);
+      const std::vector<PointOutcome> outcomes = simulate(batch, [](const Plan& p) { return p.grad_accum; });
+      for (std::size_t k = 0; k < variants.size(); ++k) {
+        Plan& v = variants[k];
+        PlanFamily& fam = families[v.family()];
+        ++r.configurations;
+        ++r.simulated;
+        ++fam.configurations;
+        ++fam.simulated;
+        if (!outcomes[k].error.empty()) {
+          ++r.refused;
+          ++fam.refused;
+          continue;
+        }
+        const Figures f = figures(outcomes[k]);
+        v.step_time_s = f.step;
+        v.tokens_per_s = f.tokens;
+        v.mfu = f.mfu;
+        v.memory_bytes = f.memory;
+        v.capacity_bytes = f.capacity;
+        v.exposed_comm_s = f.comm;
+        v.exposed_offload_s = f.offload;
+        v.fits = f.gpu_fits && f.host_fits;
+        if (!v.fits) {
+          ++fam.did_not_fit;
+          continue;
+        }
+        fitting.push_back(v);
+      }
+      std::stable_sort(fitting.begin(), fitting.end(), faster_first);
+    }
     for (const Plan& p : fitting) {
       PlanFamily& fam = families[p.family()];
       if (fam.best_label == p.label() || p.step_time_s < fam.best_step_time_s) {
@@ -806,6 +870,11 @@ PlanResult plan(const PlanQuery& query) {
         knobs.push_back(fmt::format("micro_batch_size {} instead of {}", b.micro_batch_size, best->micro_batch_size));
       if (b.recompute != best->recompute) knobs.push_back(fmt::format("recompute {} instead of {}", b.recompute, best->recompute));
       if (b.offload != best->offload) knobs.push_back(b.offload == "none" ? "no offload" : "offload to the CPU");
+      if (b.knobs != best->knobs) {
+        std::string k;
+        for (const std::string& knob : b.knobs) k += (k.empty() ? "" : ", ") + knob;
+        knobs.push_back(k.empty() ? "the strategy's default knobs" : k);
+      }
       if (b.sync_every_micro_batch != best->sync_every_micro_batch)
         knobs.push_back(b.sync_every_micro_batch ? "a gradient reduction every micro-batch" : "one gradient reduction per step");
       if (!knobs.empty()) {
@@ -880,6 +949,7 @@ std::string plan_json(const PlanResult& r) {
                      {"recompute", p.recompute},
                      {"offload", p.offload},
                      {"sync_every_micro_batch", p.sync_every_micro_batch},
+                     {"knobs", p.knobs},
                      {"step_time_s", p.step_time_s},
                      {"tokens_per_s", p.tokens_per_s},
                      {"mfu", p.mfu},

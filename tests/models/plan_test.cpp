@@ -138,6 +138,22 @@ TEST_CASE("plan: a scenario with its parallelism left open keeps everything else
   CHECK(a.plans.front().label() == b.plans.front().label());
   CHECK(a.plans.front().step_time_s == b.plans.front().step_time_s);
   CHECK_THAT(plan_text(a, false), Contains("the rest as " + source));
+  // The best plans' strategy knobs are tuned: FSDP / HSDP keeping a 1B model's units gathered
+  // through backward (reshard_after_forward false) saves the second AllGather of each.
+  PlanQuery five = from_scenario;
+  five.top = 5;
+  const PlanResult tuned = plan(five);
+  REQUIRE_FALSE(tuned.plans.front().knobs.empty());
+  CHECK(tuned.plans.front().knobs.front() == "reshard_after_forward=false");
+  CHECK_THAT(plan_json(tuned), Contains("\"reshard_after_forward\\\":false"));
+  bool base_listed = false;
+  for (const Plan& p : tuned.plans)
+    if (p.knobs.empty() && p.strategy == tuned.plans.front().strategy &&
+        p.shard_group_size == tuned.plans.front().shard_group_size && p.micro_batch_size == tuned.plans.front().micro_batch_size) {
+      base_listed = true;
+      CHECK(p.step_time_s > tuned.plans.front().step_time_s);
+    }
+  CHECK(base_listed);
 
   // Its other settings are kept: an optimizer with no state (SGD without momentum keeps none)
   // lets plain DDP hold more than Adam does; flags and --set override the scenario.
