@@ -605,6 +605,16 @@ PlanResult plan(const PlanQuery& query) {
     }
     return f;
   };
+  // A plan's figures from a simulation of its whole step.
+  const auto take_whole = [](Plan& p, const Figures& f) {
+    p.step_time_s = f.step;
+    p.tokens_per_s = f.tokens;
+    p.mfu = f.mfu;
+    p.memory_bytes = f.memory;
+    p.capacity_bytes = f.capacity;
+    p.exposed_comm_s = f.comm;
+    p.exposed_offload_s = f.offload;
+  };
   // The search simulates each configuration at two short accumulations, g and g + 1 with g =
   // max(2, pp) (from there every further micro-batch adds the same time: DDP's no_sync and the
   // ZeRO stages repeat one micro-step, a 1F1B pipeline one slot), and extends the step linearly
@@ -725,12 +735,7 @@ PlanResult plan(const PlanQuery& query) {
         const Figures f = ran ? figures(whole[w]) : it->second;
         const std::string run_error = ran ? whole[w++].error : std::string();
         if (ran && run_error.empty() && f.step > 0) error = std::max(error, std::abs(p.step_time_s / f.step - 1));
-        p.step_time_s = f.step;
-        p.tokens_per_s = f.tokens;
-        p.mfu = f.mfu;
-        p.memory_bytes = f.memory;
-        p.exposed_comm_s = f.comm;
-        p.exposed_offload_s = f.offload;
+        take_whole(p, f);
         p.fits = run_error.empty() && f.gpu_fits && f.host_fits;
         if (p.fits) whole_fit.push_back(p);
       }
@@ -787,13 +792,7 @@ PlanResult plan(const PlanQuery& query) {
           continue;
         }
         const Figures f = figures(outcomes[k]);
-        v.step_time_s = f.step;
-        v.tokens_per_s = f.tokens;
-        v.mfu = f.mfu;
-        v.memory_bytes = f.memory;
-        v.capacity_bytes = f.capacity;
-        v.exposed_comm_s = f.comm;
-        v.exposed_offload_s = f.offload;
+        take_whole(v, f);
         v.fits = f.gpu_fits && f.host_fits;
         if (!v.fits) {
           ++fam.did_not_fit;
