@@ -172,8 +172,8 @@ std::string Plan::label() const {
   s += fmt::format(" mbs{} ga{}", micro_batch_size, grad_accum);
   if (recompute != "none") s += " " + recompute;
   if (sync_every_micro_batch) s += " sync_every_micro_batch";
-  for (const std::string& k : knobs) s += " " + k;
   if (offload != "none") s += strategy == "fsdp" || strategy == "hsdp" ? " cpu_offload" : " offload_optimizer cpu pinned";
+  for (const std::string& k : knobs) s += " " + k;
   return s;
 }
 
@@ -792,8 +792,10 @@ PlanResult plan(const PlanQuery& query) {
           continue;
         }
         const Figures f = figures(outcomes[k]);
+        const double base_step = v.step_time_s;
         take_whole(v, f);
         v.fits = f.gpu_fits && f.host_fits;
+        if (v.fits && !(v.step_time_s < base_step)) continue;  // the default knobs do as well
         if (!v.fits) {
           ++fam.did_not_fit;
           continue;
@@ -986,12 +988,14 @@ std::string plan_text(const PlanResult& r, bool explain) {
                    "refused by the scenario's rules)\n\n",
                    r.configurations, r.pruned_by_memory, r.pruned_by_time, r.simulated, r.refused);
   if (!r.plans.empty()) {
-    t += fmt::format("  {:>2}  {:<64} {:>11} {:>12} {:>6} {:>16} {:>13} {:>13}\n", "#", "plan", "step time", "tokens/s",
+    std::size_t width = 64;
+    for (const Plan& p : r.plans) width = std::max(width, p.label().size());
+    t += fmt::format("  {:>2}  {:<{}} {:>11} {:>12} {:>6} {:>16} {:>13} {:>13}\n", "#", "plan", width, "step time", "tokens/s",
                      "MFU", "memory/GPU", "exposed comm", "offload");
     for (std::size_t i = 0; i < r.plans.size(); ++i) {
       const Plan& p = r.plans[i];
-      t += fmt::format("  {:>2}  {:<64} {:>8.1f} ms {:>12.0f} {:>5.1f}% {:>6.1f} of {:>5.1f} GB {:>10.1f} ms {:>10.1f} ms\n",
-                       i + 1, p.label(), p.step_time_s * 1e3, p.tokens_per_s, 100 * p.mfu, p.memory_bytes / 1e9,
+      t += fmt::format("  {:>2}  {:<{}} {:>8.1f} ms {:>12.0f} {:>5.1f}% {:>6.1f} of {:>5.1f} GB {:>10.1f} ms {:>10.1f} ms\n",
+                       i + 1, p.label(), width, p.step_time_s * 1e3, p.tokens_per_s, 100 * p.mfu, p.memory_bytes / 1e9,
                        p.capacity_bytes / 1e9, p.exposed_comm_s * 1e3, p.exposed_offload_s * 1e3);
     }
     t += "\n";
