@@ -39,8 +39,8 @@ int cmd_plan(PlanArgs a) {
 
 void add_plan_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<PlanArgs>();
-  auto* cmd = app.add_subcommand("plan", "the fastest configuration that fits: every strategy, tp, pp, micro-batch, "
-                                         "recomputation and offload, pruned by bounds, the rest simulated");
+  auto* cmd = app.add_subcommand("plan", "the fastest configuration that fits: every strategy, tp, pp, cp, ep, micro-batch, "
+                                         "recomputation, offload and the best plans' knobs, pruned by bounds, the rest simulated");
   cmd->add_option("scenario", a->query.scenario,
                   "a scenario to plan: its model, hardware, cluster, batch and every other setting are kept, its "
                   "parallelism, micro-batch, accumulation and recomputation searched (optional: the flags below "
