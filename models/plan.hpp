@@ -86,6 +86,9 @@ struct PlanRuledOut {
 struct PlanResult {
   PlanQuery query;                     ///< as resolved: the scenario's values filled in
   std::string model_name, hardware_name;
+  /// What the batch and throughput count: "tokens", or "images" for a convolutional network
+  /// (global_batch_tokens and tokens_per_s then count images).
+  std::string sample_unit = "tokens";
   double parameters = 0;               ///< the whole model's
   std::int64_t configurations = 0;     ///< searched in all (the space)
   std::int64_t pruned_by_memory = 0;   ///< over the memory bound, not simulated

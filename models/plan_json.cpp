@@ -135,11 +135,18 @@ Resolved resolve(const PlanQuery& in) {
     out.doc = std::move(doc);
   }
   if (!q.model.empty()) out.doc["model"] = from_cwd(q.model);
-  else if (!out.doc.contains("model")) throw InputError("--model", "", "a model is required: --model NAME or FILE, or a scenario that names one");
+  else if (!out.doc.contains("model"))
+    throw InputError("--model", "",
+                     in.scenario.empty() ? std::string("a model is required: --model NAME or FILE, or a scenario that names one")
+                                         : fmt::format("a model is required: {} names none; give --model NAME or FILE",
+                                                       in.scenario));
   if (!q.hardware.empty()) out.doc["hardware"] = from_cwd(q.hardware);
   else if (!out.doc.contains("hardware"))
-    throw InputError("--hardware", "", "a hardware profile is required: --hardware NAME or FILE, or a scenario that names one");
-  if (q.seq_len == 0) q.seq_len = 4096;
+    throw InputError("--hardware", "",
+                     in.scenario.empty()
+                         ? std::string("a hardware profile is required: --hardware NAME or FILE, or a scenario that names one")
+                         : fmt::format("a hardware profile is required: {} names none; give --hardware NAME or FILE",
+                                       in.scenario));
   if (q.model.empty()) q.model = out.doc["model"].is_string() ? out.doc["model"].get<std::string>() : "inline";
   if (q.hardware.empty()) q.hardware = out.doc["hardware"].is_string() ? out.doc["hardware"].get<std::string>() : "inline";
   if (!out.doc.contains("name")) out.doc["name"] = "plan";
@@ -153,6 +160,13 @@ json base_doc(const Resolved& r, std::int64_t gpn) {
   d["cluster"] = {{"gpus_per_node", gpn}, {"nodes", std::max<std::int64_t>(1, q.gpus / gpn)}};
   d["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", 1}};
   return d;
+}
+
+// Strips what a reference scenario of one mesh cannot take from the user's `sim` object (ranks,
+// links and expert loads of the whole job's per_rank variation, checked against its ranks): the
+// references price one rank's layers alone.
+void drop_rank_variation(json& d) {
+  if (d.contains("sim") && d["sim"].is_object()) d["sim"] = json::object();
 }
 
 std::string miss_text(double bytes) {
@@ -192,6 +206,8 @@ PlanResult plan(const PlanQuery& query) {
   if (query.gpus < 0 || query.gpus > (std::int64_t{1} << 20))
     throw InputError("--gpus", "", fmt::format("expected 1 to 1048576 GPUs, got {}", query.gpus));
   if (query.top < 1 || query.top > 1000) throw InputError("--top", "", fmt::format("expected 1 to 1000 plans, got {}", query.top));
+  if (query.seq_len < 0 || query.seq_len > (std::int64_t{1} << 24))
+    throw InputError("--seq-len", "", fmt::format("expected 1 to 16777216 tokens, got {}", query.seq_len));
   if (query.gpus_per_node != 0)
     if (const std::string why = hardware::gpus_per_node_problem(query.gpus_per_node); !why.empty())
       throw InputError("--gpus-per-node", "", why + " (0 or absent: the profile's)");
@@ -203,11 +219,17 @@ PlanResult plan(const PlanQuery& query) {
   // The base scenario: DDP over every GPU (it loads the model and the profile once, and names
   // what is wrong with them).
   std::int64_t gpn = q.gpus_per_node;
-  if (gpn == 0) {
+  if (gpn == 0 || q.seq_len == 0) {
+    // One GPU of the model and profile: the profile's node, and the model's own sequence length
+    // when neither the flag nor the scenario gives one (a CNN's is 1).
     json probe = resolved.doc;
     probe["parallelism"] = {{"strategy", "ddp"}, {"dp", 1}};
-    probe["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", 1}};
-    gpn = load_scenario_doc(probe, source, {}).hardware.gpus_per_node;
+    probe["batch"] = {{"micro_batch_size", 1}};
+    if (q.seq_len != 0) probe["batch"]["seq_len"] = q.seq_len;
+    drop_rank_variation(probe);
+    const Scenario s = load_scenario_doc(probe, source, {});
+    if (gpn == 0) gpn = s.hardware.gpus_per_node;
+    if (q.seq_len == 0) q.seq_len = s.batch.seq_len;
   }
   if (q.gpus == 0) {
     if (resolved.cluster_nodes == 0)
@@ -225,11 +247,15 @@ PlanResult plan(const PlanQuery& query) {
   r.query = q;
   gpn = std::min<std::int64_t>(gpn, q.gpus);
   if (q.gpus % gpn != 0)
-    throw InputError("--gpus", "", fmt::format("{} GPUs are no whole number of nodes of {}; expected a multiple of {}",
-                                               q.gpus, gpn, gpn));
+    throw InputError(query.gpus != 0 ? "--gpus" : "--gpus-per-node", "",
+                     fmt::format("{} GPUs{} are no whole number of nodes of {}; expected a multiple of {}", q.gpus,
+                                 query.gpus != 0 ? "" : " (the scenario's)", gpn, gpn));
   const json base = base_doc(resolved, gpn);
-  const Scenario s0 = load_scenario_doc(base, source, {});
+  json base_alone = base;  // DDP over every GPU: a per_rank variation of the scenario may need another mesh
+  drop_rank_variation(base_alone);
+  const Scenario s0 = load_scenario_doc(base_alone, source, {});
   r.model_name = s0.model.name;
+  r.sample_unit = s0.model.sample_unit();
   r.gpus_per_node = gpn;
   r.hardware_name = s0.hardware.name;
   r.parameters = static_cast<double>(s0.model_parameters);
@@ -265,6 +291,7 @@ PlanResult plan(const PlanQuery& query) {
     if (ep > 1) d["parallelism"]["ep"] = ep;
     d["cluster"] = {{"gpus_per_node", gpn}};
     d["activations"]["recompute"] = policy;
+    drop_rank_variation(d);
     return d;
   };
   std::map<std::pair<MeshKey, std::string>, Reference> refs;
@@ -544,10 +571,11 @@ PlanResult plan(const PlanQuery& query) {
                                  r.not_searched.front().example, r.not_searched.front().reason));
   if (r.configurations == 0)
     throw InputError("--global-batch-tokens", "",
-                     fmt::format("no configuration makes a global batch of {:g} tokens on {} GPUs at seq_len {}: it must be "
-                                 "a whole number of sequences per data-parallel rank (dp × micro_batch_size × seq_len × "
-                                 "grad_accum, at most {:g}){}",
-                                 q.global_batch_tokens, q.gpus, q.seq_len, kMaxPlanGradAccum,
+                     fmt::format("no configuration makes a global batch of {:.0f} tokens{} on {} GPUs at seq_len {}: it must be "
+                                 "dp × micro_batch_size × seq_len × grad_accum, with micro_batch_size a power of two up "
+                                 "to 64 and grad_accum a whole number up to {:g}{}",
+                                 q.global_batch_tokens, query.global_batch_tokens == 0 ? " (the scenario's)" : "", q.gpus,
+                                 q.seq_len, kMaxPlanGradAccum,
                                  q.global_batch_tokens == std::floor(q.global_batch_tokens / 1e6) * 1e6
                                      ? " (a decimal M is 1,000,000: 4Mi is 4,194,304)"
                                      : ""));
@@ -845,8 +873,8 @@ PlanResult plan(const PlanQuery& query) {
   }
   if (best) {
     std::string why = fmt::format(
-        "{} is fastest: {:.0f} tokens/s ({:.1f} % MFU), {:.1f} of {:.1f} GB per GPU, {:.1f} ms of communication exposed",
-        best->label(), best->tokens_per_s, 100 * best->mfu, best->memory_bytes / 1e9, best->capacity_bytes / 1e9,
+        "{} is fastest: {:.0f} {}/s ({:.1f} % MFU), {:.1f} of {:.1f} GB per GPU, {:.1f} ms of communication exposed",
+        best->label(), best->tokens_per_s, r.sample_unit, 100 * best->mfu, best->memory_bytes / 1e9, best->capacity_bytes / 1e9,
         best->exposed_comm_s * 1e3);
     if (best->exposed_offload_s > 0) why += fmt::format(" and {:.1f} ms of offload", best->exposed_offload_s * 1e3);
     why += ".";
@@ -920,6 +948,7 @@ std::string plan_json(const PlanResult& r) {
                 {"gpus_per_node", r.gpus_per_node},
                 {"global_batch_tokens", r.query.global_batch_tokens},
                 {"seq_len", r.query.seq_len},
+                {"sample_unit", r.sample_unit},
                 {"top", r.query.top}};
   j["search"] = {{"configurations", r.configurations},
                  {"pruned_by_memory", r.pruned_by_memory},
@@ -980,9 +1009,9 @@ std::string plan_json(const PlanResult& r) {
 }
 
 std::string plan_text(const PlanResult& r, bool explain) {
-  std::string t = fmt::format("stepsim plan: {} ({:.3g} B parameters) on {} x {}, global batch {:.4g} M tokens, seq_len {}{}\n",
+  std::string t = fmt::format("stepsim plan: {} ({:.3g} B parameters) on {} x {}, global batch {:.0f} {} ({:.4g} M), seq_len {}{}\n",
                               r.model_name, r.parameters / 1e9, r.query.gpus, r.hardware_name,
-                              r.query.global_batch_tokens / 1e6, r.query.seq_len,
+                              r.query.global_batch_tokens, r.sample_unit, r.query.global_batch_tokens / 1e6, r.query.seq_len,
                               r.query.scenario.empty() ? std::string() : ", the rest as " + r.query.scenario);
   t += fmt::format("searched {} configurations: {} over the memory bound, {} beyond the time bound, {} simulated ({} "
                    "refused by the scenario's rules)\n\n",
@@ -990,7 +1019,7 @@ std::string plan_text(const PlanResult& r, bool explain) {
   if (!r.plans.empty()) {
     std::size_t width = 64;
     for (const Plan& p : r.plans) width = std::max(width, p.label().size());
-    t += fmt::format("  {:>2}  {:<{}} {:>11} {:>12} {:>6} {:>16} {:>13} {:>13}\n", "#", "plan", width, "step time", "tokens/s",
+    t += fmt::format("  {:>2}  {:<{}} {:>11} {:>12} {:>6} {:>16} {:>13} {:>13}\n", "#", "plan", width, "step time", r.sample_unit + "/s",
                      "MFU", "memory/GPU", "exposed comm", "offload");
     for (std::size_t i = 0; i < r.plans.size(); ++i) {
       const Plan& p = r.plans[i];

@@ -4,6 +4,7 @@
 
 #include "models/batch.hpp"
 #include "models/plan.hpp"
+#include "sim/support/error.hpp"
 
 #include <fmt/format.h>
 
@@ -20,11 +21,17 @@ struct PlanArgs {
   std::string format = "text";
   bool explain = false;
   bool timing = false;
+  bool gpus_given = false, seq_len_given = false;
 };
 
 int cmd_plan(PlanArgs a) {
   if (!a.global_batch_tokens.empty())
     a.query.global_batch_tokens = models::parse_count(a.global_batch_tokens, "--global-batch-tokens");
+  // 0 is the query's "not given" (the scenario's); given on the command line it is a bad value.
+  if (a.gpus_given && a.query.gpus == 0) throw InputError("--gpus", "", "expected 1 to 1048576 GPUs, got 0");
+  if (a.seq_len_given && a.query.seq_len == 0) throw InputError("--seq-len", "", "expected 1 to 16777216 tokens, got 0");
+  if (!a.global_batch_tokens.empty() && a.query.global_batch_tokens == 0)
+    throw InputError("--global-batch-tokens", "", fmt::format("expected 1 to 1e15 tokens, got '{}'", a.global_batch_tokens));
   const models::PlanResult r = models::plan(a.query);
   print(a.format == "json" ? models::plan_json(r) : models::plan_text(r, a.explain));
   if (a.timing)
@@ -59,7 +66,11 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_flag("--explain", a->explain, "why each strategy family lost");
   cmd->add_flag("--timing", a->timing, "print the search's speed on stderr");
-  cmd->callback([a, &action] { action = [a] { return cmd_plan(*a); }; });
+  cmd->callback([a, &action, cmd] {
+    a->gpus_given = cmd->count("--gpus") > 0;
+    a->seq_len_given = cmd->count("--seq-len") > 0;
+    action = [a] { return cmd_plan(*a); };
+  });
 }
 
 }  // namespace stepsim::tools

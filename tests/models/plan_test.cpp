@@ -165,6 +165,23 @@ TEST_CASE("plan: a scenario with its parallelism left open keeps everything else
   CHECK(c.query.global_batch_tokens == 1 << 20);
   CHECK(c.parameters == a.parameters);
 
+  // A per_rank variation of the scenario (a slow last rank) is the job's: the references that
+  // price one rank's layers leave it out, the candidates keep it (their step is the slow rank's).
+  PlanQuery slow = from_scenario;
+  slow.overrides = {"sim.rank_mode=\"per_rank\"", "sim.slow_ranks=[{\"rank\":63,\"compute_factor\":1.5}]"};
+  const PlanResult d = plan(slow);
+  REQUIRE_FALSE(d.plans.empty());
+  CHECK(d.not_searched.empty());
+  CHECK(d.plans.front().step_time_s > 1.4 * a.plans.front().step_time_s);
+  // A convolutional network's scenario: its sequence length is the model's (1), its batch in images.
+  PlanQuery cnn;
+  cnn.scenario = std::string(STEPSIM_SOURCE_DIR) + "/configs/examples/resnet50-ddp-16xv100.json";
+  cnn.top = 1;
+  const PlanResult e = plan(cnn);
+  CHECK(e.query.seq_len == 1);
+  CHECK(e.sample_unit == "images");
+  CHECK_THAT(plan_text(e, false), Contains("images/s"));
+
   // What it lacks, the flags must give.
   PlanQuery open;
   open.scenario = source;
