@@ -54,6 +54,10 @@ struct Plan {
   double step_time_s = 0, tokens_per_s = 0, mfu = 0;
   double memory_bytes = 0, capacity_bytes = 0;
   double exposed_comm_s = 0, exposed_offload_s = 0;
+  double checkpoint_s = 0;             ///< checkpoint saves amortised per step (the scenario's `checkpoint`; 0 without)
+  double allocation_wait_s = 0;        ///< time allocations waited for the usable HBM (memory.allocation_wait_s)
+  /// What the ranking compares: the step and its share of the checkpoint saves.
+  double time_per_step_s() const { return step_time_s + checkpoint_s; }
   /// "zero3 dp64 tp2 mbs2 ga4 full": how reports name it (tp, pp, cp, ep only above 1).
   std::string label() const;
   /// The mesh and strategy family it belongs to (for --explain): "zero3", "fsdp + tp", "fsdp + cp", ...
@@ -96,6 +100,8 @@ struct PlanResult {
   std::int64_t simulated = 0;
   std::int64_t refused = 0;            ///< searched, then refused by the scenario's rules when loaded
   std::vector<PlanRuledOut> not_searched;  ///< refused before the search, by rule; most configurations first
+  std::vector<PlanRuledOut> refused_rules; ///< the rules that refused searched configurations; most first
+  std::int64_t knob_variants = 0;      ///< the best plans' knob variants simulated (not in `configurations`)
   std::vector<Plan> plans;             ///< the best `top` that fit, fastest first
   /// The closest miss among the configurations that did not fit (bytes over the usable HBM, or
   /// over the host's memory); 0 when none was dropped.

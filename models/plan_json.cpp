@@ -55,8 +55,13 @@ using ordered = nlohmann::ordered_json;
 
 // Ranking of fitting plans: the faster first, on a tie the one holding less memory.
 bool faster_first(const Plan& a, const Plan& b) {
-  return a.step_time_s != b.step_time_s ? a.step_time_s < b.step_time_s : a.memory_bytes < b.memory_bytes;
+  return a.time_per_step_s() != b.time_per_step_s() ? a.time_per_step_s() < b.time_per_step_s()
+                                                    : a.memory_bytes < b.memory_bytes;
 }
+
+// The plans simulated whole and knob-tuned whatever --top asks (fewer would let a small --top
+// change the ranking's head: a runner-up whose tuned variant was never tried).
+constexpr std::int64_t kMinRankedPlans = 5;
 
 // The longest gradient accumulation the search simulates (whole, for the best plans).
 constexpr double kMaxPlanGradAccum = 1024;
@@ -394,6 +399,12 @@ PlanResult plan(const PlanQuery& query) {
   std::vector<Plan> all;
   std::map<std::string, PlanFamily> families;
   std::map<std::string, std::pair<std::int64_t, std::string>> not_searched;  // rule → (configurations, the first)
+  std::map<std::string, std::pair<std::int64_t, std::string>> refused_rules;  // the same, for searched ones
+  std::map<std::string, std::string> first_refusal;                            // family → its first rule
+  const auto note_refusal = [&](const std::string& why, const std::string& label) {
+    auto& [count, example] = refused_rules[why];
+    if (count++ == 0) example = label;
+  };
   double least_miss = std::numeric_limits<double>::infinity();
   std::string least_miss_label, least_miss_kind;
   const auto note_miss = [&](PlanFamily& fam, double miss, const Plan& p, const char* kind) {
@@ -431,7 +442,7 @@ PlanResult plan(const PlanQuery& query) {
           const std::int64_t node = std::max<std::int64_t>(1, gpn / (tp * cp));
           for (std::int64_t g = 2; g < dp; ++g)
             if (dp % g == 0 && (g <= node || g % node == 0) && (g < node || (g & (g - 1)) == 0 || g == node) &&
-                (g * cp) % ep == 0)
+                (g * cp) % ep == 0 && g % cp == 0)
               shards.push_back(g);
         }
         for (const std::int64_t shard : shards)
@@ -561,10 +572,14 @@ PlanResult plan(const PlanQuery& query) {
           }
       }
     }
-  for (const auto& [why, entry] : not_searched)
-    r.not_searched.push_back(PlanRuledOut{entry.first, entry.second, why});
-  std::stable_sort(r.not_searched.begin(), r.not_searched.end(),
-                   [](const PlanRuledOut& a, const PlanRuledOut& b) { return a.configurations > b.configurations; });
+  const auto ruled_out = [](const std::map<std::string, std::pair<std::int64_t, std::string>>& rules) {
+    std::vector<PlanRuledOut> out;
+    for (const auto& [why, entry] : rules) out.push_back(PlanRuledOut{entry.first, entry.second, why});
+    std::stable_sort(out.begin(), out.end(),
+                     [](const PlanRuledOut& a, const PlanRuledOut& b) { return a.configurations > b.configurations; });
+    return out;
+  };
+  r.not_searched = ruled_out(not_searched);
   if (r.configurations == 0 && !r.not_searched.empty())
     throw InputError("--model", "",
                      fmt::format("every configuration is refused by the scenario's rules, e.g. {}: {}",
@@ -584,9 +599,10 @@ PlanResult plan(const PlanQuery& query) {
   std::stable_sort(all.begin(), all.end(),
                    [](const Plan& a, const Plan& b) { return a.time_lower_bound_s < b.time_lower_bound_s; });
   std::vector<Plan> fitting;
+  const std::int64_t depth = std::max(q.top, kMinRankedPlans);  // plans ranked (the first q.top printed)
   const auto kth = [&]() {
-    if (static_cast<std::int64_t>(fitting.size()) < q.top) return std::numeric_limits<double>::infinity();
-    return fitting[static_cast<std::size_t>(q.top - 1)].step_time_s;
+    if (static_cast<std::int64_t>(fitting.size()) < depth) return std::numeric_limits<double>::infinity();
+    return fitting[static_cast<std::size_t>(depth - 1)].time_per_step_s();
   };
   const std::vector<std::string> paths = {"parallelism", "batch", "activations.recompute"};
   SweepOptions options;
@@ -614,6 +630,7 @@ PlanResult plan(const PlanQuery& query) {
   struct Figures {
     bool gpu_fits = false, host_fits = true;
     double step = 0, tokens = 0, mfu = 0, memory = 0, capacity = 0, host = 0, host_capacity = 0, comm = 0, offload = 0;
+    double checkpoint = 0, waits = 0;
   };
   const auto figures = [](const PointOutcome& o) {
     Figures f;
@@ -630,6 +647,8 @@ PlanResult plan(const PlanQuery& query) {
       else if (key == "memory.host_capacity_bytes") f.host_capacity = x;
       else if (key == "exposed_comm_s") f.comm = x;
       else if (key == "offload.exposed_time_s") f.offload = x;
+      else if (key == "checkpoint.amortised_s") f.checkpoint = x;
+      else if (key == "memory.allocation_wait_s") f.waits = x;
     }
     return f;
   };
@@ -642,6 +661,8 @@ PlanResult plan(const PlanQuery& query) {
     p.capacity_bytes = f.capacity;
     p.exposed_comm_s = f.comm;
     p.exposed_offload_s = f.offload;
+    p.checkpoint_s = f.checkpoint;
+    p.allocation_wait_s = f.waits;
   };
   // The search simulates each configuration at two short accumulations, g and g + 1 with g =
   // max(2, pp) (from there every further micro-batch adds the same time: DDP's no_sync and the
@@ -679,7 +700,8 @@ PlanResult plan(const PlanQuery& query) {
         p.error = e.detail();
         ++r.refused;
         ++fam.refused;
-        if (fam.reason.empty()) fam.reason = "refused: " + p.error;
+        first_refusal.emplace(fam.name, p.error);
+        note_refusal(p.error, p.label());
         continue;
       }
       batch.push_back(&p);
@@ -707,7 +729,8 @@ PlanResult plan(const PlanQuery& query) {
         p.error = error;
         ++r.refused;
         ++fam.refused;
-        if (fam.reason.empty()) fam.reason = "refused: " + error;
+        first_refusal.emplace(fam.name, error);
+        note_refusal(error, p.label());
         continue;
       }
       const Figures a = figures(o), b = figures(second[k]);
@@ -721,6 +744,8 @@ PlanResult plan(const PlanQuery& query) {
       p.capacity_bytes = a.capacity;
       p.exposed_comm_s = extend(a.comm, b.comm);
       p.exposed_offload_s = extend(a.offload, b.offload);
+      p.checkpoint_s = a.checkpoint;  // one save per interval, whatever the accumulation
+      p.allocation_wait_s = extend(a.waits, b.waits);
       const bool gpu_fits = a.gpu_fits && b.gpu_fits, host_fits = a.host_fits && b.host_fits;
       p.fits = gpu_fits && host_fits;
       if (!p.fits) {
@@ -729,8 +754,8 @@ PlanResult plan(const PlanQuery& query) {
         else note_miss(fam, std::max(a.host, b.host) - a.host_capacity, p, "of host memory, simulated");
         continue;
       }
-      if (fam.best_step_time_s == 0 || p.step_time_s < fam.best_step_time_s) {  // extended; exact below when it is simulated whole
-        fam.best_step_time_s = p.step_time_s;
+      if (fam.best_step_time_s == 0 || p.time_per_step_s() < fam.best_step_time_s) {  // extended; exact below when it is simulated whole
+        fam.best_step_time_s = p.time_per_step_s();
         fam.best_label = p.label();
       }
       // The short runs ran the whole step when its accumulation is that short: their figures are the step's.
@@ -750,7 +775,7 @@ PlanResult plan(const PlanQuery& query) {
   {
     std::vector<Plan> whole_fit;
     double error = 0;
-    std::size_t done = 0, upto = std::min<std::size_t>(fitting.size(), static_cast<std::size_t>(q.top));
+    std::size_t done = 0, upto = std::min<std::size_t>(fitting.size(), static_cast<std::size_t>(depth));
     while (done < upto) {
       std::vector<const Plan*> batch;
       for (std::size_t k = done; k < upto; ++k)
@@ -769,10 +794,10 @@ PlanResult plan(const PlanQuery& query) {
       }
       done = upto;
       std::stable_sort(whole_fit.begin(), whole_fit.end(), faster_first);
-      const double kth_whole = static_cast<std::int64_t>(whole_fit.size()) < q.top
+      const double kth_whole = static_cast<std::int64_t>(whole_fit.size()) < depth
                                    ? std::numeric_limits<double>::infinity()
-                                   : whole_fit[static_cast<std::size_t>(q.top - 1)].step_time_s;
-      while (upto < fitting.size() && fitting[upto].step_time_s * (1 - 2 * error) <= kth_whole) ++upto;
+                                   : whole_fit[static_cast<std::size_t>(depth - 1)].time_per_step_s();
+      while (upto < fitting.size() && fitting[upto].time_per_step_s() * (1 - 2 * error) <= kth_whole) ++upto;
     }
     fitting = std::move(whole_fit);
     // The strategy's own knobs, tuned on the best K (at most kKnobTunedPlans): each is simulated whole with the variants
@@ -782,7 +807,7 @@ PlanResult plan(const PlanQuery& query) {
     // FSDP / HSDP without PP: reshard_after_forward false); a faster one that fits joins the
     // ranking. The bounds do not depend on them: they are the base plan's.
     std::vector<Plan> variants;
-    for (std::size_t k = 0; k < fitting.size() && static_cast<std::int64_t>(k) < std::min<std::int64_t>(q.top, kKnobTunedPlans); ++k) {
+    for (std::size_t k = 0; k < fitting.size() && static_cast<std::int64_t>(k) < std::min<std::int64_t>(depth, kKnobTunedPlans); ++k) {
       const Plan& base_plan = fitting[k];
       const StrategyEntry& entry = find_strategy(base_plan.strategy);
       std::vector<std::vector<std::string>> sets;
@@ -809,38 +834,32 @@ PlanResult plan(const PlanQuery& query) {
       const std::vector<PointOutcome> outcomes = simulate(batch, [](const Plan& p) { return p.grad_accum; });
       for (std::size_t k = 0; k < variants.size(); ++k) {
         Plan& v = variants[k];
-        PlanFamily& fam = families[v.family()];
-        ++r.configurations;
-        ++r.simulated;
-        ++fam.configurations;
-        ++fam.simulated;
+        ++r.knob_variants;
         if (!outcomes[k].error.empty()) {
-          ++r.refused;
-          ++fam.refused;
+          note_refusal(outcomes[k].error, v.label());
           continue;
         }
         const Figures f = figures(outcomes[k]);
-        const double base_step = v.step_time_s;
+        const double base_time = v.time_per_step_s();
         take_whole(v, f);
         v.fits = f.gpu_fits && f.host_fits;
-        if (v.fits && !(v.step_time_s < base_step)) continue;  // the default knobs do as well
-        if (!v.fits) {
-          ++fam.did_not_fit;
-          continue;
-        }
+        if (!v.fits || !(v.time_per_step_s() < base_time)) continue;  // the default knobs do as well
         fitting.push_back(v);
       }
       std::stable_sort(fitting.begin(), fitting.end(), faster_first);
     }
     for (const Plan& p : fitting) {
       PlanFamily& fam = families[p.family()];
-      if (fam.best_label == p.label() || p.step_time_s < fam.best_step_time_s) {
-        fam.best_step_time_s = p.step_time_s;
+      if (fam.best_label == p.label() || p.time_per_step_s() < fam.best_step_time_s) {
+        fam.best_step_time_s = p.time_per_step_s();
         fam.best_label = p.label();
       }
     }
   }
   r.pruned_by_time = static_cast<std::int64_t>(all.size() - next);
+  std::map<std::string, std::int64_t> beyond;  // family → configurations past the time bound
+  for (std::size_t i = next; i < all.size(); ++i) ++beyond[all[i].family()];
+  r.refused_rules = ruled_out(refused_rules);
   if (static_cast<std::int64_t>(fitting.size()) > q.top) fitting.resize(static_cast<std::size_t>(q.top));
   r.plans = fitting;
   if (std::isfinite(least_miss)) {
@@ -856,18 +875,21 @@ PlanResult plan(const PlanQuery& query) {
       fam.reason = best && fam.best_label == best->label()
                        ? "the best plan"
                        : fmt::format("its best, {}, is {:.1f} % slower than the winner", fam.best_label,
-                                     100 * (fam.best_step_time_s / best->step_time_s - 1));
-    } else if (fam.over_memory_bound + fam.did_not_fit == fam.configurations - fam.refused &&
-               fam.configurations > fam.refused) {
-      fam.reason = fmt::format("no configuration fits: the closest misses by {}", miss_text(fam.least_miss_bytes));
-    } else if (fam.refused == fam.configurations) {
-      // keeps the first refusal's reason
-    } else if (fam.did_not_fit > 0) {
-      fam.reason = fmt::format("{} of its {} simulated did not fit (the closest misses by {}); the rest are refused or "
-                               "beyond the time bound of the best plans found",
-                               fam.did_not_fit, fam.simulated, miss_text(fam.least_miss_bytes));
+                                     100 * (fam.best_step_time_s / best->time_per_step_s() - 1));
     } else {
-      fam.reason = "not simulated: its time bound is above the best plans found";
+      // What became of its configurations: over memory, refused by a rule, or never reached.
+      std::vector<std::string> parts;
+      const std::int64_t misses = fam.over_memory_bound + fam.did_not_fit;
+      if (misses > 0 && misses == fam.configurations - fam.refused)
+        parts.push_back(fmt::format("no configuration fits: the closest misses by {}", miss_text(fam.least_miss_bytes)));
+      else if (misses > 0)
+        parts.push_back(fmt::format("{} do not fit (the closest misses by {})", misses, miss_text(fam.least_miss_bytes)));
+      if (fam.refused > 0)
+        parts.push_back(fmt::format("{} refused: {}", fam.refused, first_refusal.count(name) ? first_refusal.at(name) : ""));
+      if (const auto it = beyond.find(name); it != beyond.end() && it->second > 0)
+        parts.push_back(fmt::format("{} beyond the time bound of the best plans found", it->second));
+      fam.reason.clear();
+      for (std::size_t i = 0; i < parts.size(); ++i) fam.reason += (i == 0 ? "" : "; ") + parts[i];
     }
     r.families.push_back(fam);
   }
@@ -877,9 +899,23 @@ PlanResult plan(const PlanQuery& query) {
         best->label(), best->tokens_per_s, r.sample_unit, 100 * best->mfu, best->memory_bytes / 1e9, best->capacity_bytes / 1e9,
         best->exposed_comm_s * 1e3);
     if (best->exposed_offload_s > 0) why += fmt::format(" and {:.1f} ms of offload", best->exposed_offload_s * 1e3);
+    if (best->allocation_wait_s > 0)
+      why += fmt::format("; allocations wait {:.1f} ms in all for the usable HBM", best->allocation_wait_s * 1e3);
+    if (best->checkpoint_s > 0)
+      why += fmt::format("; its checkpoint saves add {:.1f} ms per step amortised (ranked with them)", best->checkpoint_s * 1e3);
     why += ".";
-    if (r.plans.size() > 1) {
-      const Plan& b = r.plans[1];
+    // The runner-up: the best plan that is not the winner with other knobs (the tuned knobs of
+    // one configuration say little of what the next configuration trades).
+    const Plan* runner = nullptr;
+    for (std::size_t i = 1; i < r.plans.size() && runner == nullptr; ++i) {
+      Plan bare = r.plans[i], best_bare = *best;
+      bare.knobs.clear();
+      best_bare.knobs.clear();
+      if (bare.label() != best_bare.label()) runner = &r.plans[i];
+    }
+    if (runner == nullptr && r.plans.size() > 1) runner = &r.plans[1];
+    if (runner != nullptr) {
+      const Plan& b = *runner;
       std::vector<std::string> trades;
       if (b.memory_bytes < best->memory_bytes - 1e9)
         trades.push_back(fmt::format("needs {:.1f} GB less memory", (best->memory_bytes - b.memory_bytes) / 1e9));
@@ -900,9 +936,14 @@ PlanResult plan(const PlanQuery& query) {
       if (b.recompute != best->recompute) knobs.push_back(fmt::format("recompute {} instead of {}", b.recompute, best->recompute));
       if (b.offload != best->offload) knobs.push_back(b.offload == "none" ? "no offload" : "offload to the CPU");
       if (b.knobs != best->knobs) {
+        // Only what differs: its own knobs, and the winner's it leaves at their defaults.
         std::string k;
-        for (const std::string& knob : b.knobs) k += (k.empty() ? "" : ", ") + knob;
-        knobs.push_back(k.empty() ? "the strategy's default knobs" : k);
+        for (const std::string& knob : b.knobs)
+          if (std::find(best->knobs.begin(), best->knobs.end(), knob) == best->knobs.end()) k += (k.empty() ? "" : ", ") + knob;
+        for (const std::string& knob : best->knobs)
+          if (std::find(b.knobs.begin(), b.knobs.end(), knob) == b.knobs.end())
+            k += (k.empty() ? "" : ", ") + knob.substr(0, knob.find('=')) + " at its default";
+        if (!k.empty()) knobs.push_back(k);
       }
       if (b.sync_every_micro_batch != best->sync_every_micro_batch)
         knobs.push_back(b.sync_every_micro_batch ? "a gradient reduction every micro-batch" : "one gradient reduction per step");
@@ -916,7 +957,7 @@ PlanResult plan(const PlanQuery& query) {
       std::string list;
       for (std::size_t i = 0; i < trades.size(); ++i)
         list += (i == 0 ? "" : i + 1 == trades.size() ? " and " : ", ") + trades[i];
-      why += fmt::format(" The runner-up, {}, is {:.1f} % slower{}.", b.label(), 100 * (b.step_time_s / best->step_time_s - 1),
+      why += fmt::format(" The runner-up, {}, is {:.1f} % slower{}.", b.label(), 100 * (b.time_per_step_s() / best->time_per_step_s() - 1),
                          list.empty() ? "" : ": it " + list);
     }
     // The seeds' FAQ: plain DDP's model state, when no DDP plan fits.
@@ -938,6 +979,16 @@ PlanResult plan(const PlanQuery& query) {
   return r;
 }
 
+namespace {
+
+ordered rules_json(const std::vector<PlanRuledOut>& rules) {
+  ordered a = ordered::array();
+  for (const PlanRuledOut& n : rules) a.push_back({{"configurations", n.configurations}, {"example", n.example}, {"reason", n.reason}});
+  return a;
+}
+
+}  // namespace
+
 std::string plan_json(const PlanResult& r) {
   ordered j;
   j["schema"] = "stepsim.plan/1";
@@ -955,12 +1006,9 @@ std::string plan_json(const PlanResult& r) {
                  {"pruned_by_time", r.pruned_by_time},
                  {"simulated", r.simulated},
                  {"refused", r.refused},
-                 {"not_searched", [&] {
-                    ordered a = ordered::array();
-                    for (const PlanRuledOut& n : r.not_searched)
-                      a.push_back({{"configurations", n.configurations}, {"example", n.example}, {"reason", n.reason}});
-                    return a;
-                  }()},
+                 {"knob_variants", r.knob_variants},
+                 {"not_searched", rules_json(r.not_searched)},
+                 {"refused_rules", rules_json(r.refused_rules)},
                  {"best_miss_bytes", r.best_miss_bytes},
                  {"best_miss", r.best_miss_label},
                  {"best_miss_kind", r.best_miss_kind}};
@@ -987,6 +1035,8 @@ std::string plan_json(const PlanResult& r) {
                      {"capacity_bytes", p.capacity_bytes},
                      {"exposed_comm_s", p.exposed_comm_s},
                      {"exposed_offload_s", p.exposed_offload_s},
+                     {"checkpoint_amortised_s", p.checkpoint_s},
+                     {"allocation_wait_s", p.allocation_wait_s},
                      {"set", {fmt::format("cluster={{\"gpus_per_node\":{},\"nodes\":{}}}", r.gpus_per_node,
                                           std::max<std::int64_t>(1, r.query.gpus / r.gpus_per_node)),
                               "parallelism=" + p.overrides[0], "batch=" + p.overrides[1],
@@ -1014,13 +1064,13 @@ std::string plan_text(const PlanResult& r, bool explain) {
                               r.query.global_batch_tokens, r.sample_unit, r.query.global_batch_tokens / 1e6, r.query.seq_len,
                               r.query.scenario.empty() ? std::string() : ", the rest as " + r.query.scenario);
   t += fmt::format("searched {} configurations: {} over the memory bound, {} beyond the time bound, {} simulated ({} "
-                   "refused by the scenario's rules)\n\n",
-                   r.configurations, r.pruned_by_memory, r.pruned_by_time, r.simulated, r.refused);
+                   "refused by the scenario's rules); {} knob variants of the best tried\n\n",
+                   r.configurations, r.pruned_by_memory, r.pruned_by_time, r.simulated, r.refused, r.knob_variants);
   if (!r.plans.empty()) {
     std::size_t width = 64;
     for (const Plan& p : r.plans) width = std::max(width, p.label().size());
     t += fmt::format("  {:>2}  {:<{}} {:>11} {:>12} {:>6} {:>16} {:>13} {:>13}\n", "#", "plan", width, "step time", r.sample_unit + "/s",
-                     "MFU", "memory/GPU", "exposed comm", "offload");
+                     "MFU", "memory/GPU", "exposed comm", "exp. offload");
     for (std::size_t i = 0; i < r.plans.size(); ++i) {
       const Plan& p = r.plans[i];
       t += fmt::format("  {:>2}  {:<{}} {:>8.1f} ms {:>12.0f} {:>5.1f}% {:>6.1f} of {:>5.1f} GB {:>10.1f} ms {:>10.1f} ms\n",
@@ -1036,6 +1086,9 @@ std::string plan_text(const PlanResult& r, bool explain) {
   for (const PlanRuledOut& n : r.not_searched)
     t += fmt::format("not searched, the scenario's rules refuse them: {} configurations like {}: {}\n", n.configurations,
                      n.example, n.reason);
+  for (const PlanRuledOut& n : r.refused_rules)
+    t += fmt::format("refused by the scenario's rules when loaded: {} configuration{} like {}: {}\n", n.configurations,
+                     n.configurations == 1 ? "" : "s", n.example, n.reason);
   if (explain) {
     t += "\nfamilies:\n";
     for (const PlanFamily& f : r.families)

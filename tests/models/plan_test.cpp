@@ -182,6 +182,24 @@ TEST_CASE("plan: a scenario with its parallelism left open keeps everything else
   CHECK(e.sample_unit == "images");
   CHECK_THAT(plan_text(e, false), Contains("images/s"));
 
+  // A full state dict saved every 50 steps: each plan is ranked with its amortised save, and
+  // ZeRO-3, which DeepSpeed saves sharded only, is refused by that rule, the family saying so.
+  PlanQuery saved = from_scenario;
+  saved.overrides = {"checkpoint={\"interval\":50,\"format\":\"full\"}"};
+  saved.top = 3;
+  const PlanResult f = plan(saved);
+  REQUIRE_FALSE(f.plans.empty());
+  CHECK(f.plans.front().checkpoint_s > 0);
+  CHECK(f.plans.front().time_per_step_s() == f.plans.front().step_time_s + f.plans.front().checkpoint_s);
+  CHECK_THAT(f.why, Contains("checkpoint saves add"));
+  bool zero3_refused = false;
+  for (const auto& fam : f.families)
+    if (fam.name == "zero3") zero3_refused = fam.reason.find("refused") != std::string::npos &&
+                                             fam.reason.find("expected \"sharded\"") != std::string::npos;
+  CHECK(zero3_refused);
+  REQUIRE_FALSE(f.refused_rules.empty());
+  CHECK_THAT(plan_text(f, false), Contains("refused by the scenario's rules when loaded"));
+
   // What it lacks, the flags must give.
   PlanQuery open;
   open.scenario = source;
