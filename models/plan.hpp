@@ -94,7 +94,9 @@ struct PlanResult {
   /// (global_batch_tokens and tokens_per_s then count images).
   std::string sample_unit = "tokens";
   double parameters = 0;               ///< the whole model's
-  std::int64_t configurations = 0;     ///< searched in all (the space)
+  /// Searched in all: the space the scenario's rules allow (not_searched apart), knob variants
+  /// not counted.
+  std::int64_t configurations = 0;
   std::int64_t pruned_by_memory = 0;   ///< over the memory bound, not simulated
   std::int64_t pruned_by_time = 0;     ///< time bound above the K-th best found: not simulated
   std::int64_t simulated = 0;
