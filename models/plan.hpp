@@ -4,7 +4,10 @@
 // pruned by bounds before simulating, the survivors simulated through the sweep machinery.
 #pragma once
 
+#include "models/sweep.hpp"
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -116,12 +119,27 @@ struct PlanResult {
   double elapsed_s = 0;                ///< wall time of the search (not in the JSON: not deterministic)
 };
 
+/// How one search is shared by several processes (MPI ranks; tools/ supplies the exchange, the
+/// models know no MPI). Every process runs the whole search; each batch of simulations is a
+/// sweep grid of which this process runs `part` (points i with i % parts == part.index), and
+/// the processes' outcomes are then exchanged so that every one of them takes the same next
+/// decision. The default is one process. The result does not depend on the number of parts.
+struct PlanProcesses {
+  SweepPart part;
+  /// Collective, called once per batch by every process in the same order: every process's
+  /// `bytes`, in part order (MpiWorld::all_gather). Empty with one part.
+  std::function<std::vector<std::string>(const std::string& bytes)> all_gather;
+};
+
 /// Searches every configuration of `q` (see plan.cpp's header comment for the space and the
-/// bounds) and returns the best `q.top` that fit, ranked by tokens per second.
+/// bounds) and returns the best `q.top` that fit, ranked by tokens per second. With several
+/// `processes`, each simulates its share of every batch (see PlanProcesses): every process
+/// must call plan with the same query, and all return the same result.
 /// @throws InputError naming the flag when the query is invalid (GPUs, batch, a model or
 ///         profile that does not load, a scenario that does not read or lacks what the flags
-///         do not give), or when no configuration can make the global batch.
-PlanResult plan(const PlanQuery& q);
+///         do not give), or when no configuration can make the global batch; on every process,
+///         with the message of the first process that failed, when a batch fails on one.
+PlanResult plan(const PlanQuery& q, const PlanProcesses& processes = {});
 
 /// `stepsim plan --format json`: {"schema": "stepsim.plan/1", "query", "search", "plans": [...],
 /// "families": [...], "why"}; best plan first. Deterministic: the same query, the same bytes.

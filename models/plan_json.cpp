@@ -206,7 +206,7 @@ std::string Plan::family() const {
   return s;
 }
 
-PlanResult plan(const PlanQuery& query) {
+PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
   const auto started = std::chrono::steady_clock::now();
   if (query.gpus < 0 || query.gpus > (std::int64_t{1} << 20))
     throw InputError("--gpus", "", fmt::format("expected 1 to 1048576 GPUs, got {}", query.gpus));
@@ -625,7 +625,13 @@ PlanResult plan(const PlanQuery& query) {
       axes[1].values.push_back(batch.dump());
       axes[2].values.push_back(p->overrides[2]);
     }
-    return run_sweep_points(base, source, axes, options);
+    if (processes.part.parts <= 1) return run_sweep_points(base, source, axes, options);
+    // This process's share, then every process's outcomes (a failure travels as a message in
+    // place of the outcomes, so that no process waits for one that threw).
+    SweepOptions share = options;
+    share.part = processes.part;
+    return decode_parts(processes.all_gather(encode_part([&] { return run_sweep_points(base, source, axes, share); })),
+                        "rank");
   };
   struct Figures {
     bool gpu_fits = false, host_fits = true;

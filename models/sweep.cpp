@@ -643,6 +643,34 @@ std::vector<PointOutcome> decode_outcomes(const std::string& bytes) {
   return out;
 }
 
+std::string encode_part(const std::function<std::vector<PointOutcome>()>& run) {
+  try {
+    return "O" + encode_outcomes(run());
+  } catch (const InputError& e) {
+    return std::string("I") + e.what();
+  } catch (const std::exception& e) {
+    return std::string("X") + e.what();
+  } catch (...) {
+    return "Xunknown exception";
+  }
+}
+
+std::vector<PointOutcome> decode_parts(std::vector<std::string> parts, const std::string& part_name) {
+  std::vector<PointOutcome> outcomes;
+  for (std::size_t r = 0; r < parts.size(); ++r) {
+    const std::string b = std::move(parts[r]);  // freed after decoding
+    const std::string text = b.empty() ? std::string() : b.substr(1);
+    // Part 0's own error reads as in a single-process run; another part's names it.
+    const std::string where = r == 0 ? "" : fmt::format("{} {} of {}: ", part_name, r, parts.size());
+    if (!b.empty() && b[0] == 'I') throw InputError("", "", where + text);
+    if (b.empty() || b[0] != 'O') throw InternalError(where + (b.empty() ? "sent nothing" : text));
+    for (auto& o : decode_outcomes(text)) outcomes.push_back(std::move(o));
+  }
+  std::stable_sort(outcomes.begin(), outcomes.end(),
+                   [](const PointOutcome& a, const PointOutcome& b) { return a.index < b.index; });
+  return outcomes;
+}
+
 std::string sweep_csv(const SweepResult& r) {
   std::string out;
   std::vector<std::string> header;

@@ -190,6 +190,17 @@ std::string encode_outcomes(const std::vector<PointOutcome>& outcomes);
 /// @throws InternalError when `bytes` is truncated or not an encode_outcomes buffer.
 std::vector<PointOutcome> decode_outcomes(const std::string& bytes);
 
+/// One process's share of a split grid, as bytes for the others: its outcomes (encode_outcomes)
+/// when `run` returns, else the message of what it threw, marked as an input error
+/// (InputError) or another failure, so that no process waits for one that threw.
+std::string encode_part(const std::function<std::vector<PointOutcome>()>& run);
+
+/// Every process's encode_part bytes (in part order) merged into one list of outcomes, in
+/// increasing index. A part that failed is rethrown: InputError for an input error, else
+/// InternalError, its message prefixed "`part_name` k of n: " unless it is part 0's.
+/// @throws InputError or InternalError (above), InternalError when a buffer is corrupt.
+std::vector<PointOutcome> decode_parts(std::vector<std::string> parts, const std::string& part_name);
+
 /// RFC 4180 CSV: header = axis paths, metric columns, "error"; one row per point in grid
 /// order; numbers as shortest round-trip decimals; fields with ',', '"' or newlines quoted.
 std::string sweep_csv(const SweepResult& r);

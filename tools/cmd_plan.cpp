@@ -5,11 +5,13 @@
 #include "models/batch.hpp"
 #include "models/plan.hpp"
 #include "sim/support/error.hpp"
+#include "tools/mpi_partition.hpp"
 
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 namespace stepsim::tools {
 
@@ -24,7 +26,7 @@ struct PlanArgs {
   bool gpus_given = false, seq_len_given = false;
 };
 
-int cmd_plan(PlanArgs a) {
+models::PlanResult run_plan(PlanArgs& a, const models::PlanProcesses& processes) {
   if (!a.global_batch_tokens.empty())
     a.query.global_batch_tokens = models::parse_count(a.global_batch_tokens, "--global-batch-tokens");
   // 0 is the query's "not given" (the scenario's); given on the command line it is a bad value.
@@ -32,13 +34,42 @@ int cmd_plan(PlanArgs a) {
   if (a.seq_len_given && a.query.seq_len == 0) throw InputError("--seq-len", "", "expected 1 to 16777216 tokens, got 0");
   if (!a.global_batch_tokens.empty() && a.query.global_batch_tokens == 0)
     throw InputError("--global-batch-tokens", "", fmt::format("expected 1 to 1e15 tokens, got '{}'", a.global_batch_tokens));
-  const models::PlanResult r = models::plan(a.query);
+  return models::plan(a.query, processes);
+}
+
+void print_plan(const PlanArgs& a, const models::PlanResult& r, const std::string& workers) {
   print(a.format == "json" ? models::plan_json(r) : models::plan_text(r, a.explain));
   if (a.timing)
-    std::fputs(fmt::format("plan: {} configurations in {:.3f} s ({:.0f} per second), {} simulated\n", r.configurations,
-                       r.elapsed_s, static_cast<double>(r.configurations) / r.elapsed_s, r.simulated)
+    std::fputs(fmt::format("plan: {} configurations in {:.3f} s ({:.0f} per second), {} simulated{}\n", r.configurations,
+                           r.elapsed_s, static_cast<double>(r.configurations) / r.elapsed_s, r.simulated, workers)
                    .c_str(),
                stderr);
+}
+
+/// Under mpirun/srun: every rank runs the search, each simulating its share of every batch
+/// (models::PlanProcesses, the outcomes all-gathered), so all take the same decisions; rank 0
+/// alone prints. The search fails on every rank alike (a batch's failure reaches every rank in
+/// the exchange), so no rank waits for one that threw; rank 0 prints the message and carries
+/// the status (as `stepsim sweep` does under MPI).
+int cmd_plan_mpi(PlanArgs& a, const MpiWorld& world) {
+  models::PlanProcesses processes;
+  processes.part = {static_cast<std::size_t>(world.rank()), static_cast<std::size_t>(world.size())};
+  processes.all_gather = [&world](const std::string& bytes) { return world.all_gather(bytes); };
+  return finish_on_rank_0(world, [&] {
+    const models::PlanResult r = run_plan(a, processes);
+    if (world.rank() == 0) print_plan(a, r, fmt::format(" by {} MPI ranks", world.size()));
+  });
+}
+
+int cmd_plan(PlanArgs a) {
+  std::optional<MpiWorld> world;
+  try {
+    world.emplace(mpi_launch_from_env());
+  } catch (const MpiWorld::Quiet& q) {
+    return q.status;  // rank 0 prints the message
+  }
+  if (world->joined()) return cmd_plan_mpi(a, *world);
+  print_plan(a, run_plan(a, {}), "");
   return 0;
 }
 
@@ -62,7 +93,9 @@ void add_plan_command(CLI::App& app, Action& action) {
                   "dp x micro_batch_size x seq_len x grad_accum)");
   cmd->add_option("--seq-len", a->query.seq_len, "tokens per sequence (default: the scenario's, else 4096)");
   cmd->add_option("--top", a->query.top, "plans to print (default 5)");
-  cmd->add_option("-j,--threads", a->query.threads, "simulation threads (default: all cores)");
+  cmd->add_option("-j,--threads", a->query.threads,
+                  "simulation threads (default: all cores); under mpirun / srun each rank runs its share of "
+                  "every batch of simulations with its threads");
   cmd->add_option("--format", a->format, "output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_flag("--explain", a->explain, "why each strategy family lost");
   cmd->add_flag("--timing", a->timing, "print the search's speed on stderr");

@@ -453,57 +453,26 @@ void write_outputs(const SweepArgs& a, const models::SweepResult& r, const std::
 /// with 0 once they have it (the broadcast).
 int cmd_sweep_mpi(const SweepArgs& a, const MpiWorld& world, Clock::time_point t0) {
   const auto part = models::SweepPart{static_cast<std::size_t>(world.rank()), static_cast<std::size_t>(world.size())};
-  std::string mine;  // 'O' + encoded outcomes | 'I' + input error | 'X' + internal error
   std::size_t my_points = 0;
-  try {
+  const std::string mine = models::encode_part([&] {
     const auto axes = checked_axes(a);
     models::SweepOptions opt = sweep_options(a, t0, world.rank() == 0);
     opt.part = part;
-    const auto outcomes = models::run_sweep_points(a.scenario, axes, opt);
+    auto outcomes = models::run_sweep_points(a.scenario, axes, opt);
     my_points = outcomes.size();
-    mine = "O" + models::encode_outcomes(outcomes);
-  } catch (const InputError& e) {
-    mine = std::string("I") + e.what();
-  } catch (const std::exception& e) {
-    mine = std::string("X") + e.what();
-  } catch (...) {
-    mine = "Xunknown exception";
-  }
+    return outcomes;
+  });
   std::vector<std::string> all = world.gather(mine);
-
-  int status = 0;
-  std::exception_ptr failure;
-  if (world.rank() == 0) {
-    try {
-      std::vector<models::PointOutcome> outcomes;
-      for (std::size_t r = 0; r < all.size(); ++r) {
-        const std::string b = std::move(all[r]);  // freed after decoding: rank 0 holds every row
-        const std::string text = b.empty() ? std::string() : b.substr(1);
-        // Rank 0's own error reads as in a single-process run; another rank's names it.
-        const std::string where = r == 0 ? "" : fmt::format("rank {} of {}: ", r, all.size());
-        if (!b.empty() && b[0] == 'I') throw InputError("", "", where + text);
-        if (b.empty() || b[0] != 'O') throw InternalError(where + text);
-        for (auto& o : models::decode_outcomes(text)) outcomes.push_back(std::move(o));
-      }
-      const auto axes = checked_axes(a);
-      const models::SweepResult r = models::merge_sweep(a.scenario, axes, std::move(outcomes));
-      const std::string workers = fmt::format("{} x {}", count_of(static_cast<std::size_t>(world.size()), "MPI rank"),
-                                             count_of(threads_for(a, my_points), "thread"));
-      write_outputs(a, r, workers, seconds_since(t0));
-    } catch (const InputError&) {
-      status = 2;
-      failure = std::current_exception();
-    } catch (...) {
-      status = 1;
-      failure = std::current_exception();
-    }
-  }
-  status = world.broadcast(status);
-  if (failure) std::rethrow_exception(failure);
-  // Rank 0 alone carries a failure's status: a launcher (Open MPI's mpiexec) aborts the job as
-  // soon as any rank exits non-zero, and could then drop rank 0's error line before forwarding
-  // it; the job's status is still rank 0's.
-  return world.rank() == 0 ? status : 0;
+  return finish_on_rank_0(world, [&] {
+    if (world.rank() != 0) return;
+    // Rank 0 holds every row: each part is freed once decoded.
+    std::vector<models::PointOutcome> outcomes = models::decode_parts(std::move(all), "rank");
+    const auto axes = checked_axes(a);
+    const models::SweepResult r = models::merge_sweep(a.scenario, axes, std::move(outcomes));
+    const std::string workers = fmt::format("{} x {}", count_of(static_cast<std::size_t>(world.size()), "MPI rank"),
+                                           count_of(threads_for(a, my_points), "thread"));
+    write_outputs(a, r, workers, seconds_since(t0));
+  });
 }
 
 int cmd_sweep(const SweepArgs& a) {

@@ -153,6 +153,25 @@ std::vector<std::string> MpiWorld::gather(const std::string& bytes) const {
   return all;
 }
 
+std::vector<std::string> MpiWorld::all_gather(const std::string& bytes) const {
+  if (!joined_) return {bytes};
+  const std::uint64_t mine = bytes.size();
+  std::vector<std::uint64_t> sizes(static_cast<std::size_t>(size_));
+  check(MPI_Allgather(&mine, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD), "MPI_Allgather");
+  // Each rank's bytes broadcast from it in turn: few ranks and small payloads (a batch of plans).
+  std::vector<std::string> all(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    std::string& buf = all[static_cast<std::size_t>(r)];
+    if (r == rank_) buf = bytes;
+    else buf.resize(sizes[static_cast<std::size_t>(r)]);
+    for (std::uint64_t at = 0; at < buf.size(); at += kChunk) {
+      const auto n = static_cast<int>(std::min<std::uint64_t>(kChunk, buf.size() - at));
+      check(MPI_Bcast(buf.data() + at, n, MPI_BYTE, r, MPI_COMM_WORLD), "MPI_Bcast");
+    }
+  }
+  return all;
+}
+
 int MpiWorld::broadcast(int value) const {
   if (joined_) check(MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
   return value;
@@ -174,8 +193,28 @@ MpiWorld::~MpiWorld() = default;
 
 std::vector<std::string> MpiWorld::gather(const std::string& bytes) const { return {bytes}; }
 
+std::vector<std::string> MpiWorld::all_gather(const std::string& bytes) const { return {bytes}; }
+
 int MpiWorld::broadcast(int value) const { return value; }
 
 #endif
+
+int finish_on_rank_0(const MpiWorld& world, const std::function<void()>& body) {
+  int status = 0;
+  std::exception_ptr failure;
+  try {
+    body();
+  } catch (const InputError&) {
+    status = 2;
+    failure = std::current_exception();
+  } catch (...) {
+    status = 1;
+    failure = std::current_exception();
+  }
+  status = world.broadcast(status);
+  if (world.rank() != 0) return 0;
+  if (failure) std::rethrow_exception(failure);
+  return status;
+}
 
 }  // namespace stepsim::tools

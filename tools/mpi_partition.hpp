@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// `stepsim sweep` across MPI ranks (issue 4 item 4): how this process was launched, and the
-// two collectives the sweep needs (gather every rank's bytes at rank 0, broadcast rank 0's
-// exit status). The only file that includes <mpi.h>; built with it when CMake found MPI
+// `stepsim sweep` and `stepsim plan` across MPI ranks (issue 4 item 4, issue 17 item 4): how
+// this process was launched, and the collectives they need (gather every rank's bytes at rank
+// 0, all-gather them on every rank, broadcast rank 0's exit status). The only file that includes <mpi.h>; built with it when CMake found MPI
 // (STEPSIM_WITH_MPI), else a one-process stub. The simulation (sim/, models/) knows no MPI.
 //
 // The launch rule: MPI is joined (MPI_Init_thread) only when the environment shows a launcher
@@ -14,6 +14,7 @@
 // but no PMI variables (no MPI plugin) is refused: every task would run the whole sweep.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,11 @@ class MpiWorld {
   /// chunks of ≤ 1 GiB). Without MPI: {bytes}.
   std::vector<std::string> gather(const std::string& bytes) const;
 
+  /// Collective (every rank must call it): every rank returns every rank's `bytes` in rank
+  /// order (`stepsim plan`: each batch of simulations). Any size (sent in chunks of ≤ 1 GiB).
+  /// Without MPI: {bytes}.
+  std::vector<std::string> all_gather(const std::string& bytes) const;
+
   /// Collective: every rank returns rank 0's `value`.
   int broadcast(int value) const;
 
@@ -69,5 +75,13 @@ class MpiWorld {
   int rank_ = 0, size_ = 1;
   bool joined_ = false;
 };
+
+/// The end of an MPI job (collective): every rank runs `body`, then rank 0's outcome is the
+/// job's. Rank 0's status (0; 2 when `body` threw InputError; 1 for any other exception) is
+/// broadcast, then rank 0 rethrows its exception, if any, for its one error line and returns
+/// the status; the other ranks return 0 and print nothing. Rank 0 alone carries a failure's
+/// status: a launcher (Open MPI's mpiexec) aborts the job as soon as any rank exits non-zero,
+/// and could then drop rank 0's error line before forwarding it.
+int finish_on_rank_0(const MpiWorld& world, const std::function<void()>& body);
 
 }  // namespace stepsim::tools
