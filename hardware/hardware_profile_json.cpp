@@ -467,6 +467,11 @@ nlohmann::json profile_document(const std::string& ref, const std::string& sourc
 
 HardwareProfile load_profile(const std::string& ref, const std::string& source,
                              const std::string& pointer) {
+  for (const auto& f : detail::builtin_profiles())
+    if (ref == f.name) {
+      static CatalogMemo<std::string, HardwareProfile> memo;
+      return memo.get(ref, [&] { return parse_profile(profile_document(ref, source, pointer), ref); });
+    }
   return parse_profile(profile_document(ref, source, pointer), ref);
 }
 

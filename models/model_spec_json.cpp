@@ -227,7 +227,12 @@ ModelSpec load_model(const std::string& ref, const std::string& source, const st
                        (ref.size() > 5 && ref.substr(ref.size() - 5) == ".json");
   if (is_path) return fs::is_directory(ref, ec) ? load_folder(ref) : load_file(ref);
   for (const auto& f : detail::builtin_models())
-    if (ref == f.name) return parse_model(parse_json_text(f.text, "models/catalog/" + ref + ".json"), ref, "", dtype);
+    if (ref == f.name) {
+      static CatalogMemo<std::pair<std::string, int>, ModelSpec> memo;
+      return memo.get({ref, dtype ? static_cast<int>(*dtype) : -1}, [&] {
+        return parse_model(parse_json_text(f.text, "models/catalog/" + ref + ".json"), ref, "", dtype);
+      });
+    }
   if (!ref.empty() && fs::is_directory(ref, ec)) return load_folder(ref);
   const auto names = builtin_model_names();
   throw InputError(source, pointer,

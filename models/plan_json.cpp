@@ -32,12 +32,14 @@
 #include "models/sweep.hpp"
 #include "sim/support/error.hpp"
 #include "sim/support/json_reader.hpp"
+#include "sim/support/resources.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <cmath>
 #include <limits>
@@ -611,16 +613,17 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
   constexpr std::size_t batch_size = 16;
   // Runs `plans` (each with its grad_accum replaced by `ga_of(plan)`) through the sweep
   // machinery; returns each one's outcome.
-  const auto simulate = [&](const std::vector<const Plan*>& plans, const std::function<std::int64_t(const Plan&)>& ga_of) {
-    if (plans.empty()) return std::vector<PointOutcome>{};
+  // Runs each (plan, grad_accum) through the sweep machinery; returns each one's outcome.
+  const auto simulate_at = [&](const std::vector<std::pair<const Plan*, std::int64_t>>& runs) {
+    if (runs.empty()) return std::vector<PointOutcome>{};
     std::vector<SweepAxis> axes(paths.size());
     for (std::size_t a = 0; a < paths.size(); ++a) {
       axes[a].path = paths[a];
       axes[a].tied_to = a == 0 ? -1 : 0;
     }
-    for (const Plan* p : plans) {
+    for (const auto& [p, ga] : runs) {
       json batch = json::parse(p->overrides[1]);
-      batch["grad_accum"] = ga_of(*p);
+      batch["grad_accum"] = ga;
       axes[0].values.push_back(p->overrides[0]);
       axes[1].values.push_back(batch.dump());
       axes[2].values.push_back(p->overrides[2]);
@@ -632,6 +635,11 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
     share.part = processes.part;
     return decode_parts(processes.all_gather(encode_part([&] { return run_sweep_points(base, source, axes, share); })),
                         "rank");
+  };
+  const auto simulate = [&](const std::vector<const Plan*>& plans, const std::function<std::int64_t(const Plan&)>& ga_of) {
+    std::vector<std::pair<const Plan*, std::int64_t>> runs;
+    for (const Plan* p : plans) runs.emplace_back(p, ga_of(*p));
+    return simulate_at(runs);
   };
   struct Figures {
     bool gpu_fits = false, host_fits = true;
@@ -681,48 +689,62 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
     const std::size_t end = std::min(all.size(), next + batch_size);
     std::vector<const Plan*> batch;
     std::vector<Plan*> members;
-    for (std::size_t i = next; i < end; ++i) {
-      // Before simulating: the scenario's own rules, and the memory floor of the configuration
-      // as it is (memory_floor_bytes: every state and persistent buffer the strategy holds, not
-      // only the model states the bound above counts).
-      Plan& p = all[i];
-      PlanFamily& fam = families[p.family()];
+    // Before simulating: the scenario's own rules, and the memory floor of the configuration
+    // as it is (memory_floor_bytes: every state and persistent buffer the strategy holds, not
+    // only the model states the bound above counts). Loaded on the threads, judged in order.
+    struct Check {
+      std::string refused;  // the rule that refused it ("" = none)
+      double floor = 0, host = 0, host_capacity = 0;
+      bool host_fits = true;
+    };
+    std::vector<Check> checks(end - next);
+    for_each_row(checks.size(), q.threads, [&](std::size_t k) {
+      const Plan& p = all[next + k];
       json d = base;
       d["parallelism"] = json::parse(p.overrides[0]);
       d["batch"] = json::parse(p.overrides[1]);
       d["activations"]["recompute"] = p.overrides[2];
       try {
         const Scenario sc = load_scenario_doc(d, source, {});
-        const double floor = memory_floor_bytes(sc);
         const MemoryBreakdown statics = static_memory(sc);
-        if (floor > usable || !statics.host_fits) {
-          ++r.pruned_by_memory;
-          ++fam.over_memory_bound;
-          if (floor > usable) note_miss(fam, floor - usable, p, "of GPU memory by its lower bound");
-          else note_miss(fam, statics.host_bytes - statics.host_capacity_bytes, p, "of host memory by its lower bound");
-          continue;
-        }
+        checks[k] = {"", memory_floor_bytes(sc), statics.host_bytes, statics.host_capacity_bytes, statics.host_fits};
       } catch (const InputError& e) {
-        p.error = e.detail();
+        checks[k].refused = e.detail();
+      }
+    });
+    for (std::size_t i = next; i < end; ++i) {
+      Plan& p = all[i];
+      const Check& c = checks[i - next];
+      PlanFamily& fam = families[p.family()];
+      if (!c.refused.empty()) {
+        p.error = c.refused;
         ++r.refused;
         ++fam.refused;
         first_refusal.emplace(fam.name, p.error);
         note_refusal(p.error, p.label());
         continue;
       }
+      if (c.floor > usable || !c.host_fits) {
+        ++r.pruned_by_memory;
+        ++fam.over_memory_bound;
+        if (c.floor > usable) note_miss(fam, c.floor - usable, p, "of GPU memory by its lower bound");
+        else note_miss(fam, c.host - c.host_capacity, p, "of host memory by its lower bound");
+        continue;
+      }
       batch.push_back(&p);
       members.push_back(&p);
     }
-    const std::vector<PointOutcome> first = simulate(batch, short_ga);
-    // The second run only where the accumulation is longer than the first's.
-    std::vector<const Plan*> longer;
+    // Both short runs of every member in one call (the second only where the accumulation is
+    // longer than the first's): one batch of points for the threads.
+    std::vector<std::pair<const Plan*, std::int64_t>> runs;
+    for (const Plan* p : batch) runs.emplace_back(p, short_ga(*p));
     for (const Plan* p : batch)
-      if (p->grad_accum > short_ga(*p)) longer.push_back(p);
-    const std::vector<PointOutcome> second_runs =
-        simulate(longer, [&](const Plan& p) { return short_ga(p) + 1; });
-    std::vector<PointOutcome> second = first;
-    for (std::size_t k = 0, l = 0; k < batch.size(); ++k)
-      if (batch[k]->grad_accum > short_ga(*batch[k])) second[k] = second_runs[l++];
+      if (p->grad_accum > short_ga(*p)) runs.emplace_back(p, short_ga(*p) + 1);
+    std::vector<PointOutcome> first = simulate_at(runs);
+    std::vector<PointOutcome> second(first.begin(), first.begin() + static_cast<std::ptrdiff_t>(batch.size()));
+    for (std::size_t k = 0, l = batch.size(); k < batch.size(); ++k)
+      if (batch[k]->grad_accum > short_ga(*batch[k])) second[k] = std::move(first[l++]);
+    first.resize(batch.size());
     for (std::size_t k = 0; k < batch.size(); ++k) {
       Plan& p = *members[k];
       const PointOutcome& o = first[k];

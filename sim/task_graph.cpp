@@ -5,7 +5,6 @@
 #include "sim/support/error.hpp"
 
 #include <boost/graph/graphviz.hpp>
-#include <boost/graph/topological_sort.hpp>
 
 #include <algorithm>
 #include <ostream>
@@ -45,27 +44,41 @@ std::vector<TaskId> TaskGraph::successors(TaskId id) const {
 
 void TaskGraph::freeze(const std::string& label) {
   STEPSIM_ASSERT(!frozen_, "{}: graph frozen twice", label);
-  // Check edges plus stream order together: a cycle through stream FIFO order deadlocks the
-  // engine just as an edge cycle does. Build the combined graph and sort it.
-  Graph combined(size());
-  for (auto [it, end] = boost::edges(graph_); it != end; ++it)
-    boost::add_edge(boost::source(*it, graph_), boost::target(*it, graph_), combined);
-  for (TaskId v = 0; v < size(); ++v)
-    if (stream_prev_[v] != kNoTask) boost::add_edge(stream_prev_[v], v, combined);
-
-  std::vector<TaskId> reverse_order;
-  try {
-    boost::topological_sort(combined, std::back_inserter(reverse_order));
-  } catch (const boost::not_a_dag&) {
-    // Boost says only "The graph must be a DAG."; find a cycle by DFS to name it.
-    std::vector<int> color(size(), 0);  // 0 white, 1 on stack, 2 done
+  // Edges plus stream order together: a cycle through stream FIFO order deadlocks the engine
+  // just as an edge cycle does. Kahn's algorithm over both (no second graph is built).
+  const std::size_t n = size();
+  std::vector<TaskId> stream_next(n, kNoTask);
+  std::vector<std::uint32_t> waiting(n, 0);  // unsorted predecessors
+  for (TaskId v = 0; v < n; ++v) {
+    waiting[v] = static_cast<std::uint32_t>(boost::in_degree(v, graph_));
+    if (stream_prev_[v] != kNoTask) {
+      stream_next[stream_prev_[v]] = v;
+      ++waiting[v];
+    }
+  }
+  topo_.clear();
+  topo_.reserve(n);
+  for (TaskId v = 0; v < n; ++v)
+    if (waiting[v] == 0) topo_.push_back(v);
+  for (std::size_t head = 0; head < topo_.size(); ++head) {
+    const TaskId v = topo_[head];
+    for (auto [it, end] = boost::out_edges(v, graph_); it != end; ++it) {
+      const auto w = static_cast<TaskId>(boost::target(*it, graph_));
+      if (--waiting[w] == 0) topo_.push_back(w);
+    }
+    if (const TaskId w = stream_next[v]; w != kNoTask && --waiting[w] == 0) topo_.push_back(w);
+  }
+  if (topo_.size() < n) {
+    // Some tasks wait on a cycle: find one by DFS to name it.
+    std::vector<int> color(n, 0);  // 0 white, 1 on stack, 2 done
     std::vector<TaskId> stack;
     std::string cycle;
     auto dfs = [&](auto&& self, TaskId v) -> bool {
       color[v] = 1;
       stack.push_back(v);
-      for (auto [it, end] = boost::out_edges(v, combined); it != end; ++it) {
-        const auto w = static_cast<TaskId>(boost::target(*it, combined));
+      std::vector<TaskId> next = successors(v);
+      if (stream_next[v] != kNoTask) next.push_back(stream_next[v]);
+      for (const TaskId w : next) {
         if (color[w] == 1) {
           auto from = std::find(stack.begin(), stack.end(), w);
           for (auto p = from; p != stack.end(); ++p) cycle += graph_[*p].name + " -> ";
@@ -78,13 +91,13 @@ void TaskGraph::freeze(const std::string& label) {
       color[v] = 2;
       return false;
     };
-    for (TaskId v = 0; v < size() && cycle.empty(); ++v)
-      if (color[v] == 0) dfs(dfs, v);
+    for (TaskId v = 0; v < n && cycle.empty(); ++v)
+      if (color[v] == 0 && waiting[v] > 0) dfs(dfs, v);
+    topo_.clear();
     throw InternalError(label + ": dependency cycle: " + cycle);
   }
-  topo_.assign(reverse_order.rbegin(), reverse_order.rend());
 
-  for (TaskId v = 0; v < size(); ++v) {
+  for (TaskId v = 0; v < n; ++v) {
     const RendezvousId r = graph_[v].rendezvous;
     if (r == kNoRendezvous) continue;
     if (r >= rendezvous_size_.size()) rendezvous_size_.resize(r + 1, 0);

@@ -22,7 +22,10 @@ namespace stepsim::sim {
 /// topological order. A frozen graph is immutable and can be run many times.
 class TaskGraph {
  public:
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task>;
+  /// Vertices, out- and in-edge lists and the graph's edge list in vectors (edges are never
+  /// removed): one allocation per growth, not per edge.
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Task, boost::no_property,
+                                      boost::no_property, boost::vecS>;
 
   /// Appends a task; its position in its stream's FIFO is after every earlier task of the
   /// same (rank, stream). Precondition: not frozen.

@@ -4,7 +4,7 @@
 #include "models/report.hpp"
 #include "models/scenario.hpp"
 #include "sim/support/error.hpp"
-#include "validate/parallel_rows.hpp"
+#include "sim/support/resources.hpp"
 #include "validate/stats.hpp"
 
 #include <fmt/format.h>

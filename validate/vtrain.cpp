@@ -2,7 +2,7 @@
 // vTrain's measured pure-DP iteration times → scenarios → predicted vs measured.
 #include "validate/vtrain.hpp"
 
-#include "validate/parallel_rows.hpp"
+#include "sim/support/resources.hpp"
 #include "validate/stats.hpp"
 
 #include <nlohmann/json.hpp>

@@ -4,6 +4,7 @@
 // memory (a run that would exhaust it is refused up front, with the figure).
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -22,6 +23,14 @@ namespace stepsim {
 ///         has been joined.
 void run_on_threads(unsigned threads, const std::function<void(const std::function<bool()>& stop)>& work,
                     const std::string& flag);
+
+/// Calls `fn(i)` for every i in [0, rows) on up to `threads` threads (0 = the hardware's
+/// concurrency; never more threads than rows). Every row runs; if some throw, the exception
+/// of the lowest i is rethrown after all have finished, so the error reported does not depend
+/// on the thread count. `fn` must be safe to call concurrently for distinct i.
+/// @throws what fn(i) threw for the lowest failing i; InputError naming -j (run_on_threads)
+///         when threads cannot be created.
+void for_each_row(std::size_t rows, unsigned threads, const std::function<void(std::size_t)>& fn);
 
 /// The most memory this process may use, in bytes: the smaller of the physical RAM and the
 /// address-space / data-segment limits (ulimit -v, -d); nullopt when none is known.
