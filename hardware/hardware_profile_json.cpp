@@ -458,7 +458,10 @@ nlohmann::json profile_document(const std::string& ref, const std::string& sourc
                        (ref.size() > 5 && ref.substr(ref.size() - 5) == ".json");
   if (is_path) return read_json_file(ref);
   for (const auto& f : detail::builtin_profiles())
-    if (ref == f.name) return parse_json_text(f.text, "hardware/profiles/" + ref + ".json");
+    if (ref == f.name) {
+      static CatalogMemo<std::string, nlohmann::json> memo;
+      return memo.get(ref, [&] { return parse_json_text(f.text, "hardware/profiles/" + ref + ".json"); });
+    }
   const auto names = builtin_profile_names();
   throw InputError(source, pointer,
                    "no hardware profile '" + ref + "'; known profiles: " + join_names(names) +

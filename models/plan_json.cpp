@@ -302,29 +302,9 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
     return d;
   };
   std::map<std::pair<MeshKey, std::string>, Reference> refs;
+  // (filled below, on the threads, for every mesh and policy searched)
   const auto reference = [&](const MeshKey& m, const std::string& policy) -> const Reference& {
-    const auto key = std::pair{m, policy};
-    if (const auto it = refs.find(key); it != refs.end()) return it->second;
-    Reference ref;
-    try {
-      const Scenario s = load_scenario_doc(mesh_doc(m, policy), source, {});
-      const double tokens = static_cast<double>(s.tokens_per_micro_batch());
-      ref.params = static_cast<double>(s.model.trainable_parameter_count());
-      ref.flops_per_token = model_flops_per_gpu_step(s) / tokens;
-      // What every layer keeps for backward, alive together when the last forward starts (the
-      // transient of a layer's recomputation comes on top, after some are freed: not counted).
-      for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
-        ref.layer_kept_per_token.push_back(kept_activation_bytes_per_token(s, l));
-        double n = 0;
-        for (const ParamTensor& t : s.model.layers[l].params)
-          if (t.trainable) n += static_cast<double>(t.numel);
-        ref.layer_params.push_back(n);
-      }
-      ref.valid = true;
-    } catch (const InputError& e) {
-      ref.error = e.detail();
-    }
-    return refs[key] = std::move(ref);
+    return refs.at(std::pair{m, policy});
   };
 
   // The GPU's own work per micro-batch, by mesh, policy and micro-batch size: the forward and
@@ -334,21 +314,17 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
   // pipeline's stages can be summed. Empty when the configuration is refused (its own
   // simulation says why later).
   std::map<std::tuple<MeshKey, std::string, std::int64_t>, std::vector<double>> compute_of;
-  const auto layer_compute = [&](const MeshKey& m, const std::string& policy, std::int64_t mbs) -> const std::vector<double>& {
-    const auto key = std::tuple{m, policy, mbs};
-    if (const auto it = compute_of.find(key); it != compute_of.end()) return it->second;
+  const auto layer_compute_of = [&](const MeshKey& m, const std::string& policy, std::int64_t mbs) {
     json d = mesh_doc(m, policy);
     apply_scenario_override(d, "hardware.memory.hbm_bytes=1e15", "plan");
     apply_scenario_override(d, "hardware.memory.reserved_bytes=0", "plan");
     d["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", mbs}};
     d["sim"]["overlap_model"] = "off";
-    std::vector<double> per_layer;
     try {
-      per_layer = layer_compute_s(load_scenario_doc(d, source, {}));
+      return layer_compute_s(load_scenario_doc(d, source, {}));
     } catch (const InputError&) {
-      per_layer.clear();
+      return std::vector<double>{};
     }
-    return compute_of[key] = std::move(per_layer);
   };
   // The stages of `pp` (one model chunk each) as the strategy's framework splits them, or why
   // the model cannot be split so (the scenario's own rule: it is refused unsimulated).
@@ -397,8 +373,52 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
     return bound;
   };
 
+  // The references every mesh searched needs, computed on the threads before the space is
+  // walked (the walk then finds them; the same values as computed there, in any order).
+  {
+    std::vector<std::pair<MeshKey, std::string>> keys;
+    for (const std::int64_t tp : tps)
+      for (const std::int64_t cp : cps)
+        for (const std::int64_t ep : eps)
+          for (const auto& policy : policies) keys.emplace_back(MeshKey{tp, cp, ep}, policy);
+    std::vector<Reference> computed(keys.size());
+    for_each_row(keys.size(), q.threads, [&](std::size_t k) {
+      Reference ref;
+      try {
+        const Scenario s = load_scenario_doc(mesh_doc(keys[k].first, keys[k].second), source, {});
+        const double tokens = static_cast<double>(s.tokens_per_micro_batch());
+        ref.params = static_cast<double>(s.model.trainable_parameter_count());
+        ref.flops_per_token = model_flops_per_gpu_step(s) / tokens;
+        // What every layer keeps for backward, alive together when the last forward starts (the
+        // transient of a layer's recomputation comes on top, after some are freed: not counted).
+        for (std::size_t l = 0; l < s.model.layers.size(); ++l) {
+          ref.layer_kept_per_token.push_back(kept_activation_bytes_per_token(s, l));
+          double n = 0;
+          for (const ParamTensor& t : s.model.layers[l].params)
+            if (t.trainable) n += static_cast<double>(t.numel);
+          ref.layer_params.push_back(n);
+        }
+        ref.valid = true;
+      } catch (const InputError& e) {
+        ref.error = e.detail();
+      }
+      computed[k] = std::move(ref);
+    });
+    for (std::size_t k = 0; k < keys.size(); ++k) refs.emplace(keys[k], std::move(computed[k]));
+  }
+
   // ---- the space ----
   std::vector<Plan> all;
+  // The compute-stream part of each plan's time bound, priced once the space is known (on the
+  // threads, once per mesh, policy and micro-batch): the plan's index in `all` and what the
+  // bound needs.
+  struct PendingBound {
+    std::size_t plan;
+    std::tuple<MeshKey, std::string, std::int64_t> key;
+    const StageSplit* split;
+    double offload_s;
+  };
+  std::vector<PendingBound> pending;
   std::map<std::string, PlanFamily> families;
   std::map<std::string, std::pair<std::int64_t, std::string>> not_searched;  // rule → (configurations, the first)
   std::map<std::string, std::pair<std::int64_t, std::string>> refused_rules;  // the same, for searched ones
@@ -548,14 +568,15 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
                 // Time bound (of what fits under the memory bounds only: it prices the layers).
                 // Full recomputation runs every forward twice: 4/3 of the model FLOPs. The GPU's own
                 // work per micro-batch, when it prices, is the tighter bound.
-                p.time_lower_bound_s = std::max(ref.flops_per_token * per_rank / static_cast<double>(cp * pp) / peak *
-                                                    (policy == "full" ? 4.0 / 3.0 : 1.0),
-                                                compute_bound(layer_compute(mesh, policy, mbs), split, ga));
+                p.time_lower_bound_s = ref.flops_per_token * per_rank / static_cast<double>(cp * pp) / peak *
+                                       (policy == "full" ? 4.0 / 3.0 : 1.0);
+                double offload_s = 0;
                 if (offload == "cpu") {
                   const double rate = s0.hardware.host.cpu_adam_params_per_s / static_cast<double>(gpn) *
                                       (fsdp_family ? hardware::kTorchCpuAdamFraction : 1.0);
-                  p.time_lower_bound_s += local / static_cast<double>(shard_ranks) / rate;
+                  offload_s = local / static_cast<double>(shard_ranks) / rate;
                 }
+                pending.push_back({all.size(), {mesh, policy, mbs}, &split, offload_s});
                 json par = {{"strategy", name}, {"dp", dp}};
                 if (tp > 1) par["tp"] = tp;
                 if (pp > 1) par["pp"] = pp;
@@ -574,6 +595,21 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
           }
       }
     }
+  {
+    std::vector<std::tuple<MeshKey, std::string, std::int64_t>> keys;
+    for (const PendingBound& b : pending)
+      if (compute_of.emplace(b.key, std::vector<double>{}).second) keys.push_back(b.key);
+    for_each_row(keys.size(), q.threads, [&](std::size_t k) {
+      const auto& [m, policy, mbs] = keys[k];
+      compute_of.at(keys[k]) = layer_compute_of(m, policy, mbs);  // distinct entries: no two threads share one
+    });
+    for (const PendingBound& b : pending) {
+      Plan& p = all[b.plan];
+      p.time_lower_bound_s = std::max(p.time_lower_bound_s,
+                                      compute_bound(compute_of.at(b.key), *b.split, static_cast<double>(p.grad_accum))) +
+                             b.offload_s;
+    }
+  }
   const auto ruled_out = [](const std::map<std::string, std::pair<std::int64_t, std::string>>& rules) {
     std::vector<PlanRuledOut> out;
     for (const auto& [why, entry] : rules) out.push_back(PlanRuledOut{entry.first, entry.second, why});
