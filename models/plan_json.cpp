@@ -21,6 +21,7 @@
 
 #include "hardware/hardware_profile.hpp"
 #include "hardware/task_cost.hpp"
+#include "models/float8.hpp"
 #include "models/memory.hpp"
 #include "models/pipeline.hpp"
 #include "models/recompute.hpp"
@@ -90,6 +91,9 @@ struct Resolved {
   json doc = json::object();
   std::string source = "plan";     // where relative paths resolve from, and messages name
   std::int64_t cluster_nodes = 0;  // the scenario's cluster.nodes (0: none given)
+  // The strategy of the one-rank probes and the base scenario: the scenario's own where it names
+  // one (a field beside it may need it, e.g. FSDP2's precision.float8_all_gather), else DDP.
+  std::string base_strategy = "ddp";
 };
 
 // An integer ≥ 1 at `pointer` of the scenario, or 0 when absent.
@@ -131,6 +135,8 @@ Resolved resolve(const PlanQuery& in) {
     if (q.seq_len == 0) q.seq_len = positive_at(doc, "/batch/seq_len", in.scenario);
     if (q.gpus_per_node == 0) q.gpus_per_node = positive_at(doc, "/cluster/gpus_per_node", in.scenario);
     out.cluster_nodes = positive_at(doc, "/cluster/nodes", in.scenario);
+    if (doc.contains("/parallelism/strategy"_json_pointer) && doc["parallelism"]["strategy"].is_string())
+      out.base_strategy = doc["parallelism"]["strategy"].get<std::string>();
     // What the search chooses.
     doc.erase("parallelism");
     doc.erase("batch");
@@ -163,7 +169,7 @@ Resolved resolve(const PlanQuery& in) {
 json base_doc(const Resolved& r, std::int64_t gpn) {
   const PlanQuery& q = r.q;
   json d = r.doc;
-  d["parallelism"] = {{"strategy", "ddp"}, {"dp", q.gpus}};
+  d["parallelism"] = {{"strategy", r.base_strategy}, {"dp", q.gpus}};
   d["cluster"] = {{"gpus_per_node", gpn}, {"nodes", std::max<std::int64_t>(1, q.gpus / gpn)}};
   d["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", 1}};
   return d;
@@ -230,7 +236,7 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
     // One GPU of the model and profile: the profile's node, and the model's own sequence length
     // when neither the flag nor the scenario gives one (a CNN's is 1).
     json probe = resolved.doc;
-    probe["parallelism"] = {{"strategy", "ddp"}, {"dp", 1}};
+    probe["parallelism"] = {{"strategy", resolved.base_strategy}, {"dp", 1}};
     probe["batch"] = {{"micro_batch_size", 1}};
     if (q.seq_len != 0) probe["batch"]["seq_len"] = q.seq_len;
     drop_rank_variation(probe);
@@ -438,9 +444,15 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
     }
   };
   const double host_capacity = s0.hardware.host.memory_bytes;
-  double narrowest_param_bytes = 4;
-  for (const auto& layer : s0.model.layers)
-    for (const ParamTensor& t : layer.params) narrowest_param_bytes = std::min(narrowest_param_bytes, dtype_bytes(t.dtype));
+  // Bytes per element of a parameter and of its gradient as FSDP holds them unsharded (gathered
+  // in FP8 under float8 all-gather, the gradient in the reduce dtype: fsdp.cpp), the narrowest
+  // of the model's tensors.
+  double narrowest_param_bytes = 4, narrowest_grad_bytes = 4;
+  for (std::size_t l = 0; l < s0.model.layers.size(); ++l)
+    for (std::size_t i = 0; i < s0.model.layers[l].params.size(); ++i) {
+      narrowest_param_bytes = std::min(narrowest_param_bytes, all_gather_bytes_per_element(s0, l, i));
+      narrowest_grad_bytes = std::min(narrowest_grad_bytes, s0.precision.reduce_bytes(s0.model.layers[l].params[i].dtype));
+    }
   const std::int64_t layers = static_cast<std::int64_t>(s0.model.layers.size());
   for (const std::int64_t tp : tps)
     for (const std::int64_t cp : cps)
@@ -538,18 +550,25 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
                     if (fsdp_family) st.params_bytes = 0;
                   }
                   const double in_flight = static_cast<double>(std::min<std::int64_t>(pp - static_cast<std::int64_t>(k), p.grad_accum));
+                  const double kept_per_micro_batch = kept * static_cast<double>(mbs) * L / static_cast<double>(cp);
                   p.memory_lower_bound_bytes = std::max(p.memory_lower_bound_bytes,
-                                                        st.total_bytes() + kept * static_cast<double>(mbs) * L /
-                                                                               static_cast<double>(cp) * in_flight);
+                                                        st.total_bytes() + kept_per_micro_batch * in_flight);
                   // FSDP / HSDP skipping the reduction of every micro-batch but the last hold every
-                  // unit's unsharded gradient once the second-to-last backward ends (fsdp.cpp's
-                  // set_requires_gradient_sync(False)), in the narrowest parameter dtype at least;
-                  // under PP (strategy/pipeline.cpp) every unit of the stage also stays gathered
-                  // the whole step, and its gradients accumulate unsharded to the last backward.
-                  if (fsdp_family && ((!sync && p.grad_accum > 1) || pp > 1))
+                  // unit's unsharded gradient (in the reduce dtype) from the first micro-batch's
+                  // backward to the last's reduction (fsdp.cpp's set_requires_gradient_sync(False)):
+                  // without PP, all of them beside everything the last micro-batch's forward keeps.
+                  // Under PP (strategy/pipeline.cpp) every unit of the stage also stays gathered
+                  // the whole step, and its gradients accumulate unsharded to the last backward:
+                  // all of them once the stage's first backward ends, beside the micro-batches
+                  // its schedule still holds (the in-flight ones but that one).
+                  const double unsharded_grads = narrowest_grad_bytes * params;
+                  if (fsdp_family && pp == 1 && !sync && p.grad_accum > 1)
                     p.memory_lower_bound_bytes =
-                        std::max(p.memory_lower_bound_bytes,
-                                 st.total_bytes() + (pp > 1 ? 2.0 : 1.0) * narrowest_param_bytes * params);
+                        std::max(p.memory_lower_bound_bytes, st.total_bytes() + unsharded_grads + kept_per_micro_batch);
+                  if (fsdp_family && pp > 1)
+                    p.memory_lower_bound_bytes =
+                        std::max(p.memory_lower_bound_bytes, st.total_bytes() + narrowest_param_bytes * params +
+                                                                 unsharded_grads + kept_per_micro_batch * (in_flight - 1));
                 }
                 // Host memory under offload: each GPU's fp32 master, Adam states and fp32 gradient
                 // partition (16 B per element; the memory model adds buffers on top).

@@ -214,6 +214,26 @@ TEST_CASE("plan: a scenario with its parallelism left open keeps everything else
   CHECK_THROWS_WITH(plan(stray), Contains("--set") && Contains("give the scenario"));
 }
 
+TEST_CASE("plan: a scenario whose precision needs FSDP2 (float8 all-gather) is planned, its rule refusing the rest",
+          "[models][plan]") {
+  // torchtitan's enable_fsdp_float8_all_gather: only FSDP2 (fsdp, hsdp) may run it. The search
+  // used to probe the model with DDP and refuse the whole query.
+  PlanQuery q;
+  q.scenario = std::string(STEPSIM_SOURCE_DIR) + "/configs/examples/default.json";
+  q.overrides = {"parallelism.strategy=fsdp", "precision.float8=tensorwise", "precision.float8_all_gather=true"};
+  q.gpus = 16;
+  q.top = 3;
+  const PlanResult r = plan(q);
+  REQUIRE(r.plans.size() == 3);
+  for (const Plan& p : r.plans) {
+    CAPTURE(p.label());
+    CHECK((p.strategy == "fsdp" || p.strategy == "hsdp"));
+    check_bounds(p);
+  }
+  REQUIRE_FALSE(r.refused_rules.empty());
+  CHECK_THAT(r.refused_rules.front().reason, Contains("expected strategy fsdp or hsdp"));
+}
+
 TEST_CASE("plan: long sequences are split by context parallelism, mixtures of experts by expert parallelism",
           "[models][plan]") {
   // Llama-3-8B at 32k tokens per sequence on one H100 node: one sequence's activations do not
