@@ -741,7 +741,10 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
   std::map<std::string, Figures> exact;  // by label: plans whose short run was the whole step
   std::size_t next = 0;
   while (next < all.size() && all[next].time_lower_bound_s < kth()) {
-    const std::size_t end = std::min(all.size(), next + batch_size);
+    // The next configurations in bound order, up to the first whose bound the K-th best found
+    // so far already beats (it and all after it cannot enter the top K).
+    std::size_t end = next;
+    while (end < std::min(all.size(), next + batch_size) && all[end].time_lower_bound_s < kth()) ++end;
     std::vector<const Plan*> batch;
     std::vector<Plan*> members;
     // Before simulating: the scenario's own rules, and the memory floor of the configuration
