@@ -47,6 +47,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 namespace stepsim::models {
@@ -738,6 +739,30 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
   // ZeRO stages repeat one micro-step, a 1F1B pipeline one slot), and extends the step linearly
   // to its grad_accum; the best found are simulated whole at the end.
   const auto short_ga = [](const Plan& p) { return std::min(p.grad_accum, std::max<std::int64_t>(2, p.pp)); };
+  // Both short runs of every plan (the second only where the accumulation is longer than the
+  // first's), for one call: one batch of points for the threads.
+  const auto short_runs = [&](const std::vector<const Plan*>& batch) {
+    std::vector<std::pair<const Plan*, std::int64_t>> runs;
+    for (const Plan* p : batch) runs.emplace_back(p, short_ga(*p));
+    for (const Plan* p : batch)
+      if (p->grad_accum > short_ga(*p)) runs.emplace_back(p, short_ga(*p) + 1);
+    return runs;
+  };
+  // Their outcomes (in short_runs' order) as each plan's first and second run (the first again
+  // where there is no second).
+  const auto split_short = [&](const std::vector<const Plan*>& batch, std::vector<PointOutcome> first) {
+    std::vector<PointOutcome> second(first.begin(), first.begin() + static_cast<std::ptrdiff_t>(batch.size()));
+    for (std::size_t k = 0, l = batch.size(); k < batch.size(); ++k)
+      if (batch[k]->grad_accum > short_ga(*batch[k])) second[k] = std::move(first[l++]);
+    first.resize(batch.size());
+    return std::pair{std::move(first), std::move(second)};
+  };
+  // The step of `p` extended from its short runs' steps `a` (at short_ga) and `b` (one more).
+  const auto extend_step = [&](const Plan& p, double a, double b) {
+    const double g = static_cast<double>(short_ga(p)), more = static_cast<double>(p.grad_accum) - g;
+    const double dg = std::max(1.0, static_cast<double>(std::min(p.grad_accum, short_ga(p) + 1)) - g);
+    return a + more * (b - a) / dg;
+  };
   std::map<std::string, Figures> exact;  // by label: plans whose short run was the whole step
   std::size_t next = 0;
   while (next < all.size() && all[next].time_lower_bound_s < kth()) {
@@ -792,17 +817,7 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
       batch.push_back(&p);
       members.push_back(&p);
     }
-    // Both short runs of every member in one call (the second only where the accumulation is
-    // longer than the first's): one batch of points for the threads.
-    std::vector<std::pair<const Plan*, std::int64_t>> runs;
-    for (const Plan* p : batch) runs.emplace_back(p, short_ga(*p));
-    for (const Plan* p : batch)
-      if (p->grad_accum > short_ga(*p)) runs.emplace_back(p, short_ga(*p) + 1);
-    std::vector<PointOutcome> first = simulate_at(runs);
-    std::vector<PointOutcome> second(first.begin(), first.begin() + static_cast<std::ptrdiff_t>(batch.size()));
-    for (std::size_t k = 0, l = batch.size(); k < batch.size(); ++k)
-      if (batch[k]->grad_accum > short_ga(*batch[k])) second[k] = std::move(first[l++]);
-    first.resize(batch.size());
+    const auto [first, second] = split_short(batch, simulate_at(short_runs(batch)));
     for (std::size_t k = 0; k < batch.size(); ++k) {
       Plan& p = *members[k];
       const PointOutcome& o = first[k];
@@ -820,9 +835,8 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
         continue;
       }
       const Figures a = figures(o), b = figures(second[k]);
-      const double g = static_cast<double>(short_ga(p)), more = static_cast<double>(p.grad_accum) - g;
-      const double dg = std::max(1.0, static_cast<double>(std::min(p.grad_accum, short_ga(p) + 1)) - g);
-      const auto extend = [&](double x, double y) { return x + more * (y - x) / dg; };
+      const double g = static_cast<double>(short_ga(p));
+      const auto extend = [&](double x, double y) { return extend_step(p, x, y); };
       p.step_time_s = extend(a.step, b.step);
       p.tokens_per_s = q.global_batch_tokens / p.step_time_s;
       p.mfu = a.mfu * (static_cast<double>(p.grad_accum) / g) * (a.step / p.step_time_s);
@@ -858,40 +872,16 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
   // search tried); the whole runs check it. The best K are simulated whole, then every further
   // plan whose extended step, less twice the largest error the extension made so far, could
   // still enter the top K, until none can.
+  //
+  // The strategy's own knobs, tuned on the best K (at most kKnobTunedPlans) as extended, with the
+  // variants users reach for (DDP: bucket_cap_mb a quarter and four times PyTorch's 25 MiB,
+  // gradient_as_bucket_view; ZeRO-1/2: overlap_comm, with reduce_bucket_size at a quarter and
+  // four times DeepSpeed's 5e8 elements; ZeRO-3: stage3_prefetch_bucket_size four times 5e7;
+  // FSDP / HSDP without PP: reshard_after_forward false): each variant runs its two short
+  // accumulations beside the first whole runs; one that fits and, extended, beats its base
+  // plan's whole step is simulated whole and joins the ranking when it still does. The bounds do
+  // not depend on the knobs: they are the base plan's.
   {
-    std::vector<Plan> whole_fit;
-    double error = 0;
-    std::size_t done = 0, upto = std::min<std::size_t>(fitting.size(), static_cast<std::size_t>(depth));
-    while (done < upto) {
-      std::vector<const Plan*> batch;
-      for (std::size_t k = done; k < upto; ++k)
-        if (!exact.count(fitting[k].label())) batch.push_back(&fitting[k]);
-      const std::vector<PointOutcome> whole = simulate(batch, [](const Plan& p) { return p.grad_accum; });
-      for (std::size_t k = done, w = 0; k < upto; ++k) {
-        Plan& p = fitting[k];
-        const auto it = exact.find(p.label());
-        const bool ran = it == exact.end();
-        const Figures f = ran ? figures(whole[w]) : it->second;
-        const std::string run_error = ran ? whole[w++].error : std::string();
-        if (ran && run_error.empty() && f.step > 0) error = std::max(error, std::abs(p.step_time_s / f.step - 1));
-        take_whole(p, f);
-        p.fits = run_error.empty() && f.gpu_fits && f.host_fits;
-        if (p.fits) whole_fit.push_back(p);
-      }
-      done = upto;
-      std::stable_sort(whole_fit.begin(), whole_fit.end(), faster_first);
-      const double kth_whole = static_cast<std::int64_t>(whole_fit.size()) < depth
-                                   ? std::numeric_limits<double>::infinity()
-                                   : whole_fit[static_cast<std::size_t>(depth - 1)].time_per_step_s();
-      while (upto < fitting.size() && fitting[upto].time_per_step_s() * (1 - 2 * error) <= kth_whole) ++upto;
-    }
-    fitting = std::move(whole_fit);
-    // The strategy's own knobs, tuned on the best K (at most kKnobTunedPlans): each is simulated whole with the variants
-    // users reach for (DDP: bucket_cap_mb a quarter and four times PyTorch's 25 MiB,
-    // gradient_as_bucket_view; ZeRO-1/2: overlap_comm, with reduce_bucket_size at a quarter and
-    // four times DeepSpeed's 5e8 elements; ZeRO-3: stage3_prefetch_bucket_size four times 5e7;
-    // FSDP / HSDP without PP: reshard_after_forward false); a faster one that fits joins the
-    // ranking. The bounds do not depend on them: they are the base plan's.
     std::vector<Plan> variants;
     for (std::size_t k = 0; k < fitting.size() && static_cast<std::int64_t>(k) < std::min<std::int64_t>(depth, kKnobTunedPlans); ++k) {
       const Plan& base_plan = fitting[k];
@@ -914,22 +904,85 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
         variants.push_back(std::move(v));
       }
     }
+    std::vector<const Plan*> variant_batch;
+    for (const Plan& v : variants) variant_batch.push_back(&v);
+    const auto variant_runs = short_runs(variant_batch);
+    std::vector<PointOutcome> variant_outcomes;
+
+    std::map<std::string, double> whole_time;  // label → its whole step (checkpoints included), of every base run whole
+    std::vector<Plan> whole_fit;
+    double error = 0;
+    std::size_t done = 0, upto = std::min<std::size_t>(fitting.size(), static_cast<std::size_t>(depth));
+    while (done < upto) {
+      std::vector<std::pair<const Plan*, std::int64_t>> runs;
+      for (std::size_t k = done; k < upto; ++k)
+        if (!exact.count(fitting[k].label())) runs.emplace_back(&fitting[k], fitting[k].grad_accum);
+      const std::size_t whole_runs = runs.size();
+      if (done == 0) runs.insert(runs.end(), variant_runs.begin(), variant_runs.end());  // one batch for the threads
+      std::vector<PointOutcome> whole = simulate_at(runs);
+      if (done == 0) variant_outcomes.assign(std::make_move_iterator(whole.begin() + static_cast<std::ptrdiff_t>(whole_runs)),
+                                             std::make_move_iterator(whole.end()));
+      for (std::size_t k = done, w = 0; k < upto; ++k) {
+        Plan& p = fitting[k];
+        const auto it = exact.find(p.label());
+        const bool ran = it == exact.end();
+        const Figures f = ran ? figures(whole[w]) : it->second;
+        const std::string run_error = ran ? whole[w++].error : std::string();
+        if (ran && run_error.empty() && f.step > 0) error = std::max(error, std::abs(p.step_time_s / f.step - 1));
+        take_whole(p, f);
+        p.fits = run_error.empty() && f.gpu_fits && f.host_fits;
+        if (run_error.empty()) whole_time[p.label()] = p.time_per_step_s();
+        if (p.fits) whole_fit.push_back(p);
+      }
+      done = upto;
+      std::stable_sort(whole_fit.begin(), whole_fit.end(), faster_first);
+      const double kth_whole = static_cast<std::int64_t>(whole_fit.size()) < depth
+                                   ? std::numeric_limits<double>::infinity()
+                                   : whole_fit[static_cast<std::size_t>(depth - 1)].time_per_step_s();
+      while (upto < fitting.size() && fitting[upto].time_per_step_s() * (1 - 2 * error) <= kth_whole) ++upto;
+    }
+    fitting = std::move(whole_fit);
     {
-      std::vector<const Plan*> batch;
-      for (const Plan& v : variants) batch.push_back(&v);
-      const std::vector<PointOutcome> outcomes = simulate(batch, [](const Plan& p) { return p.grad_accum; });
+      const auto [first, second] = split_short(variant_batch, std::move(variant_outcomes));
+      std::vector<const Plan*> promising;
+      std::vector<std::size_t> promising_index;
+      std::vector<std::optional<Figures>> whole(variants.size());
+      std::vector<double> base_time(variants.size(), 0);
       for (std::size_t k = 0; k < variants.size(); ++k) {
         Plan& v = variants[k];
         ++r.knob_variants;
-        if (!outcomes[k].error.empty()) {
-          note_refusal(outcomes[k].error, v.label());
+        const std::string error = !first[k].error.empty() ? first[k].error : second[k].error;
+        if (!error.empty()) {
+          note_refusal(error, v.label());
           continue;
         }
-        const Figures f = figures(outcomes[k]);
-        const double base_time = v.time_per_step_s();
+        Plan base_plan = v;
+        base_plan.knobs.clear();
+        const auto it = whole_time.find(base_plan.label());
+        if (it == whole_time.end()) continue;  // its base did not run whole
+        base_time[k] = it->second;
+        const Figures a = figures(first[k]), b = figures(second[k]);
+        if (!(a.gpu_fits && b.gpu_fits && a.host_fits && b.host_fits)) continue;
+        if (!(extend_step(v, a.step, b.step) + a.checkpoint < base_time[k])) continue;  // the defaults do as well
+        if (v.grad_accum == short_ga(v)) whole[k] = a;
+        else if (v.grad_accum == short_ga(v) + 1) whole[k] = b;
+        else {
+          promising.push_back(&v);
+          promising_index.push_back(k);
+        }
+      }
+      const std::vector<PointOutcome> outcomes = simulate(promising, [](const Plan& p) { return p.grad_accum; });
+      for (std::size_t w = 0; w < promising.size(); ++w) {
+        if (!outcomes[w].error.empty()) note_refusal(outcomes[w].error, promising[w]->label());
+        else whole[promising_index[w]] = figures(outcomes[w]);
+      }
+      for (std::size_t k = 0; k < variants.size(); ++k) {
+        if (!whole[k]) continue;
+        Plan& v = variants[k];
+        const Figures& f = *whole[k];
         take_whole(v, f);
         v.fits = f.gpu_fits && f.host_fits;
-        if (!v.fits || !(v.time_per_step_s() < base_time)) continue;  // the default knobs do as well
+        if (!v.fits || !(v.time_per_step_s() < base_time[k])) continue;  // the default knobs do as well
         fitting.push_back(v);
       }
       std::stable_sort(fitting.begin(), fitting.end(), faster_first);
