@@ -316,15 +316,13 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
 
   // The GPU's own work per micro-batch, by mesh, policy and micro-batch size: the forward and
   // backward (recomputation included) of one micro-batch through each layer of one rank, as
-  // run() prices them, with no communication beside them, no gradient bucket copies (FSDP
-  // arms none) and memory that never runs out; layer by layer, so that a
-  // pipeline's stages can be summed. Empty when the configuration is refused (its own
+  // run() prices them, with no communication beside them and no gradient bucket copies (FSDP
+  // arms none), priced without the engine (so no allocation ever waits); layer by layer, so
+  // that a pipeline's stages can be summed. Empty when the configuration is refused (its own
   // simulation says why later).
   std::map<std::tuple<MeshKey, std::string, std::int64_t>, std::vector<double>> compute_of;
   const auto layer_compute_of = [&](const MeshKey& m, const std::string& policy, std::int64_t mbs) {
     json d = mesh_doc(m, policy);
-    apply_scenario_override(d, "hardware.memory.hbm_bytes=1e15", "plan");
-    apply_scenario_override(d, "hardware.memory.reserved_bytes=0", "plan");
     d["batch"] = {{"seq_len", q.seq_len}, {"micro_batch_size", mbs}};
     d["sim"]["overlap_model"] = "off";
     try {
@@ -963,7 +961,8 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
         base_time[k] = it->second;
         const Figures a = figures(first[k]), b = figures(second[k]);
         if (!(a.gpu_fits && b.gpu_fits && a.host_fits && b.host_fits)) continue;
-        if (!(extend_step(v, a.step, b.step) + a.checkpoint < base_time[k])) continue;  // the defaults do as well
+        // The defaults do as well (to rounding: a knob that changes nothing extends to its base's step).
+        if (!(extend_step(v, a.step, b.step) + a.checkpoint < base_time[k] * (1 - 1e-9))) continue;
         if (v.grad_accum == short_ga(v)) whole[k] = a;
         else if (v.grad_accum == short_ga(v) + 1) whole[k] = b;
         else {
