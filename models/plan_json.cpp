@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 // `stepsim plan` (issue 17 item 4). The space: every strategy of the registry (hsdp with each
 // shard group that divides dp), tp over the divisors of a node, pp over powers of two (ddp,
-// zero1, fsdp and hsdp: DeepSpeed's PipelineEngine refuses ZeRO-2/3), every power-of-two
+// zero1, fsdp and hsdp: DeepSpeed's PipelineEngine refuses ZeRO-2/3), cp over powers of two
+// (ddp, fsdp, hsdp), ep over the powers of two dividing a mixture's experts, every power-of-two
 // micro-batch that makes the global batch with a whole grad_accum, the recomputation policies
-// none / selective_op / full, and offload (zero1-3: offload_optimizer cpu, pinned; fsdp / hsdp:
-// cpu_offload) without PP. Context and expert parallelism and the bucket sizes stay at their
-// defaults.
+// none / selective_op / full, offload (zero1-3: offload_optimizer cpu, pinned; fsdp / hsdp:
+// cpu_offload) without PP, CP or EP, and sync_every_micro_batch for fsdp / hsdp.
 //
 // Bounds, before any simulation (both are true lower bounds of what run() reports):
-//  - memory: the model states each GPU keeps under the strategy's ZeRO stage (zero_model_states
-//    of one TP and PP rank's parameters, the offloaded parts removed) plus the activations of one
-//    micro-batch of the PP stage's layers (activation_bytes of a reference scenario per tp and
-//    policy); over the usable HBM, the configuration cannot fit;
-//  - time: the model FLOPs one GPU runs per step at the profile's sustained peak (no kernel runs
-//    faster), plus the CPU's optimizer step when offloading (it runs after backward).
+//  - memory: per PP stage, the model states each GPU keeps under the strategy's ZeRO stage (the
+//    offloaded parts removed) plus what its layers keep for the micro-batches its schedule holds,
+//    and FSDP's unsharded gradients and gathered units where they stay; then, per candidate,
+//    memory_floor_bytes of the configuration as loaded;
+//  - time: the compute stream's own work (per-layer kernels and in-line TP / EP collectives,
+//    layer_compute_s) summed over the pipeline's stages with their bubble, at least the model
+//    FLOPs at the profile's sustained peak, plus the CPU's optimizer step when offloading.
 // The survivors are simulated fastest bound first, in batches through the sweep machinery
-// (run_sweep_points: threads; each configuration a tied set of overrides), until the next bound
-// is above the K-th best step time found: what is left cannot enter the top K.
+// (run_sweep_points: threads; each configuration a tied set of overrides; under MPI each
+// process runs its share of every batch, PlanProcesses), each at two short accumulations
+// extended to its own, until the next bound is above the K-th best step time found: what is
+// left cannot enter the top K. The best are then simulated whole and their knobs tuned.
 #include "models/plan.hpp"
 
 #include "hardware/hardware_profile.hpp"
