@@ -464,8 +464,8 @@ nlohmann::json profile_document(const std::string& ref, const std::string& sourc
     }
   const auto names = builtin_profile_names();
   throw InputError(source, pointer,
-                   "no hardware profile '" + ref + "'; known profiles: " + join_names(names) +
-                       " (or give a path to a .json file)" + did_you_mean(ref, names));
+                   "no hardware profile '" + ref + "'" + did_you_mean(ref, names) +
+                       "; give a path to a .json file or a known profile (stepsim list profiles): " + join_names(names));
 }
 
 HardwareProfile load_profile(const std::string& ref, const std::string& source,

@@ -236,9 +236,9 @@ ModelSpec load_model(const std::string& ref, const std::string& source, const st
   if (!ref.empty() && fs::is_directory(ref, ec)) return load_folder(ref);
   const auto names = builtin_model_names();
   throw InputError(source, pointer,
-                   "no model '" + ref + "' in the catalog; known models: " + join_names(names) +
-                       " (or give a path to a .json file, a Hugging Face config.json or a folder holding one)" +
-                       did_you_mean(ref, names));
+                   "no model '" + ref + "' in the catalog" + did_you_mean(ref, names) +
+                       "; give a path to a .json file, a Hugging Face config.json or a folder holding one, or a "
+                       "known model (stepsim list models): " + join_names(names));
 }
 
 }  // namespace stepsim::models

@@ -6,6 +6,7 @@
 #include "sim/support/error.hpp"
 #include "sim/support/temp_files.hpp"
 #include "tools/commands.hpp"
+#include "tools/mpi_partition.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -127,6 +128,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // Under mpirun / srun every rank parses the same command line: rank 0 alone says what is
+    // wrong and carries the status (as MpiWorld's commands do).
+    if (const auto launch = tools::mpi_launch_from_env(); launch.launched && launch.rank != 0) return 0;
     print_error("error: ", e.what(), " (see stepsim --help)");
     return 2;
   }

@@ -51,13 +51,17 @@ std::string lower(std::string_view s) {
 }  // namespace
 
 std::string suggest(std::string_view name, const std::vector<std::string>& candidates) {
-  // A case-insensitive match or a candidate that extends the name ("h100" -> "h100-sxm") wins.
+  // A case-insensitive match or the shortest candidate that extends the name ("h100" ->
+  // "h100-sxm", not "h100-hbm2e-500w"; the first of equals) wins.
   const std::string lname = lower(name);
   for (const auto& c : candidates)
     if (lower(c) == lname) return c;
-  if (lname.size() >= 2)
+  if (lname.size() >= 2) {
+    const std::string* shortest = nullptr;
     for (const auto& c : candidates)
-      if (lower(c).rfind(lname, 0) == 0) return c;
+      if (lower(c).rfind(lname, 0) == 0 && (!shortest || c.size() < shortest->size())) shortest = &c;
+    if (shortest) return *shortest;
+  }
   const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
   std::string best;
   std::size_t best_d = limit + 1;
