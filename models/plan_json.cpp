@@ -47,10 +47,12 @@
 #include <filesystem>
 #include <cmath>
 #include <limits>
+#include <exception>
 #include <functional>
 #include <map>
 #include <numeric>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 namespace stepsim::models {
@@ -128,8 +130,23 @@ Resolved resolve(const PlanQuery& in) {
     if (!doc.is_object()) throw InputError(in.scenario, "/", "expected a JSON object (a scenario)");
     for (const auto& o : in.overrides) apply_scenario_override(doc, o, "--set");
     if (doc.contains("parallelism") && !doc["parallelism"].is_null()) {  // null: left open, as absent
-      // Its global batch and GPUs as they stand, when the flags do not give them: the same job, planned.
-      const Scenario s = load_scenario_doc(doc, in.scenario, {});
+      // Its global batch and GPUs as they stand, when the flags do not give them: the same job,
+      // planned. Its strategy is the search's to choose: one that a field beside it refuses
+      // (a --set precision.float8_all_gather over a DDP scenario) is read as FSDP.
+      const Scenario s = [&] {
+        try {
+          return load_scenario_doc(doc, in.scenario, {});
+        } catch (const InputError&) {
+          json as_fsdp = doc;
+          if (!as_fsdp["parallelism"].is_object()) throw;
+          as_fsdp["parallelism"]["strategy"] = "fsdp";
+          try {
+            return load_scenario_doc(as_fsdp, in.scenario, {});
+          } catch (const InputError&) {
+          }
+          throw;
+        }
+      }();
       if (q.global_batch_tokens == 0)
         q.global_batch_tokens = static_cast<double>(s.parallelism.dp) * static_cast<double>(s.batch.micro_batch_size) *
                                 static_cast<double>(s.batch.seq_len) * static_cast<double>(s.batch.grad_accum);
@@ -233,20 +250,41 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
   const std::string& source = resolved.source;
 
   PlanResult r;
-  // The base scenario: DDP over every GPU (it loads the model and the profile once, and names
-  // what is wrong with them).
+  // The base scenario: DDP (or the scenario's strategy) over every GPU (it loads the model and
+  // the profile once, and names what is wrong with them).
   std::int64_t gpn = q.gpus_per_node;
-  if (gpn == 0 || q.seq_len == 0) {
-    // One GPU of the model and profile: the profile's node, and the model's own sequence length
-    // when neither the flag nor the scenario gives one (a CNN's is 1).
+  // One GPU of the model and profile: the profile's node, and the model's own sequence length
+  // when neither the flag nor the scenario gives one (a CNN's is 1).
+  const auto probe_with = [&](const std::string& strategy) {
     json probe = resolved.doc;
-    probe["parallelism"] = {{"strategy", resolved.base_strategy}, {"dp", 1}};
+    probe["parallelism"] = {{"strategy", strategy}, {"dp", 1}};
     probe["batch"] = {{"micro_batch_size", 1}};
     if (q.seq_len != 0) probe["batch"]["seq_len"] = q.seq_len;
     drop_rank_variation(probe);
-    const Scenario s = load_scenario_doc(probe, source, {});
-    if (gpn == 0) gpn = s.hardware.gpus_per_node;
-    if (q.seq_len == 0) q.seq_len = s.batch.seq_len;
+    return load_scenario_doc(probe, source, {});
+  };
+  // A field beside the parallelism may need another strategy than the scenario's or DDP (FSDP2's
+  // precision.float8_all_gather, set over a DDP scenario): the probes and the base scenario run
+  // the first of the scenario's strategy, ddp and fsdp that one GPU loads with. What none of
+  // them takes is reported as the first refused it.
+  std::optional<Scenario> one_gpu;
+  std::vector<std::string> strategies = {resolved.base_strategy};
+  for (const char* st : {"ddp", "fsdp"})
+    if (std::find(strategies.begin(), strategies.end(), st) == strategies.end()) strategies.emplace_back(st);
+  std::exception_ptr first_refusal_of_probe;
+  for (const std::string& st : strategies) {
+    try {
+      one_gpu = probe_with(st);
+      resolved.base_strategy = st;
+      break;
+    } catch (const InputError&) {
+      if (!first_refusal_of_probe) first_refusal_of_probe = std::current_exception();
+    }
+  }
+  if (!one_gpu) std::rethrow_exception(first_refusal_of_probe);
+  if (one_gpu) {
+    if (gpn == 0) gpn = one_gpu->hardware.gpus_per_node;
+    if (q.seq_len == 0) q.seq_len = one_gpu->batch.seq_len;
   }
   if (q.gpus == 0) {
     if (resolved.cluster_nodes == 0)
@@ -437,12 +475,19 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
   };
   double least_miss = std::numeric_limits<double>::infinity();
   std::string least_miss_label, least_miss_kind;
+  // The closest miss among those within GPU memory that host memory ruled out (offload).
+  double least_host_miss = std::numeric_limits<double>::infinity();
+  std::string least_host_miss_label;
   const auto note_miss = [&](PlanFamily& fam, double miss, const Plan& p, const char* kind) {
     if (fam.least_miss_bytes == 0 || miss < fam.least_miss_bytes) fam.least_miss_bytes = miss;
     if (miss < least_miss) {
       least_miss = miss;
       least_miss_label = p.label();
       least_miss_kind = kind;
+    }
+    if (std::string_view(kind).find("host") != std::string_view::npos && miss < least_host_miss) {
+      least_host_miss = miss;
+      least_host_miss_label = p.label();
     }
   };
   const double host_capacity = s0.hardware.host.memory_bytes;
@@ -1105,9 +1150,12 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
     const auto ddp = families.find("ddp");
     if (ddp != families.end() && ddp->second.best_step_time_s == 0) {
       const double state = r.parameters * (2 + 2 + optimizer_state_bytes_per_param(s0.optimizer, DType::BF16));
-      why += fmt::format(" DDP is out: every GPU would hold the whole model state, {:.0f} GB ({:.3g} B parameters × {:g} B), "
-                         "against {:.1f} GB usable.",
-                         state / 1e9, r.parameters / 1e9, state / r.parameters, usable / 1e9);
+      if (state > usable)
+        why += fmt::format(" DDP is out: every GPU would hold the whole model state, {:.0f} GB ({:.3g} B parameters × {:g} B), "
+                           "against {:.1f} GB usable.",
+                           state / 1e9, r.parameters / 1e9, state / r.parameters, usable / 1e9);
+      else if (!ddp->second.reason.empty())
+        why += fmt::format(" DDP is out: {}.", ddp->second.reason);  // what its configurations met instead
     }
     r.why = why;
   } else {
@@ -1115,6 +1163,11 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
                 ? "no configuration could be simulated"
                 : fmt::format("nothing fits: the closest, {}, misses by {} {}", r.best_miss_label, miss_text(r.best_miss_bytes),
                               r.best_miss_kind);
+    // Offload moves the states off the GPU: say where the configurations it fits then fail.
+    if (std::isfinite(least_host_miss) && least_host_miss_label != r.best_miss_label)
+      r.why += fmt::format("; offloaded, {} fits GPU memory but needs {} more host memory per node than the {:.0f} GB "
+                           "there are",
+                           least_host_miss_label, miss_text(least_host_miss), host_capacity / 1e9);
   }
   r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return r;

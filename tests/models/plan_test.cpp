@@ -216,11 +216,12 @@ TEST_CASE("plan: a scenario with its parallelism left open keeps everything else
 
 TEST_CASE("plan: a scenario whose precision needs FSDP2 (float8 all-gather) is planned, its rule refusing the rest",
           "[models][plan]") {
-  // torchtitan's enable_fsdp_float8_all_gather: only FSDP2 (fsdp, hsdp) may run it. The search
-  // used to probe the model with DDP and refuse the whole query.
+  // torchtitan's enable_fsdp_float8_all_gather: only FSDP2 (fsdp, hsdp) may run it, and
+  // default.json is a DDP scenario. The search used to probe the model with DDP and refuse the
+  // whole query.
   PlanQuery q;
   q.scenario = std::string(STEPSIM_SOURCE_DIR) + "/configs/examples/default.json";
-  q.overrides = {"parallelism.strategy=fsdp", "precision.float8=tensorwise", "precision.float8_all_gather=true"};
+  q.overrides = {"precision.float8=tensorwise", "precision.float8_all_gather=true"};
   q.gpus = 16;
   q.top = 3;
   const PlanResult r = plan(q);
@@ -232,6 +233,8 @@ TEST_CASE("plan: a scenario whose precision needs FSDP2 (float8 all-gather) is p
   }
   REQUIRE_FALSE(r.refused_rules.empty());
   CHECK_THAT(r.refused_rules.front().reason, Contains("expected strategy fsdp or hsdp"));
+  // DDP is out by that rule, not by its model state (20 GB of 84 GB usable).
+  CHECK_THAT(r.why, Contains("DDP is out: ") && Contains("refused") && !Contains("whole model state"));
 }
 
 TEST_CASE("plan: long sequences are split by context parallelism, mixtures of experts by expert parallelism",
