@@ -131,6 +131,15 @@ struct PlanProcesses {
   std::function<std::vector<std::string>(const std::string& bytes)> all_gather;
 };
 
+/// How a process that has stopped (its search ended or failed) answers the exchanges of those
+/// still searching, until all have stopped (tools/cmd_plan.cpp): its part is kPlanStopped, then
+/// 'F' (finished), or 'I' / 'X' and the message of the input or internal error that stopped it.
+/// A search meeting such a part stops with that error (or, for 'F', with one saying the
+/// processes disagree on the search). Each batch's part also carries the batch's fingerprint:
+/// processes whose inputs differ (files or arguments not the same on every node) stop at the
+/// first batch they disagree on, all of them, instead of exchanging outcomes that do not match.
+inline constexpr char kPlanStopped = 'S';
+
 /// Searches every configuration of `q` (see plan.cpp's header comment for the space and the
 /// bounds) and returns the best `q.top` that fit, ranked by tokens per second. With several
 /// `processes`, each simulates its share of every batch (see PlanProcesses): every process

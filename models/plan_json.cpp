@@ -732,11 +732,39 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
     }
     if (processes.part.parts <= 1) return run_sweep_points(base, source, axes, options);
     // This process's share, then every process's outcomes (a failure travels as a message in
-    // place of the outcomes, so that no process waits for one that threw).
+    // place of the outcomes, so that no process waits for one that threw), each behind the
+    // fingerprint of the batch it belongs to.
+    std::uint64_t print = 14695981039346656037ull;  // FNV-1a 64 of what the batch simulates
+    for (const SweepAxis& axis : axes)
+      for (const std::string& v : axis.values)
+        for (const char c : v + '\n') print = (print ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    const std::string fingerprint = fmt::format("{:016x}", print);
     SweepOptions share = options;
     share.part = processes.part;
-    return decode_parts(processes.all_gather(encode_part([&] { return run_sweep_points(base, source, axes, share); })),
-                        "rank");
+    std::vector<std::string> parts =
+        processes.all_gather(fingerprint + encode_part([&] { return run_sweep_points(base, source, axes, share); }));
+    const auto rank = [&](std::size_t k) {
+      return k == 0 ? std::string() : fmt::format("rank {} of {}: ", k, parts.size());
+    };
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      std::string& part = parts[k];
+      if (!part.empty() && part[0] == kPlanStopped) {  // that process stopped: so does this one
+        if (part.size() > 1 && part[1] == 'I') throw InputError("", "", rank(k) + part.substr(2));
+        if (part.size() > 1 && part[1] == 'X') throw InternalError(rank(k) + part.substr(2));
+        throw InputError("", "", fmt::format("rank {} of {} ended its search while this one had more to simulate: "
+                                             "the ranks disagree on the search (are the files and arguments the same "
+                                             "on every node?)", k, parts.size()));
+      }
+      if (part.compare(0, fingerprint.size(), fingerprint) != 0)
+        throw InputError("", "", fmt::format("rank {} of {} simulates another batch than rank 0: the ranks disagree on "
+                                             "the search (are the files and arguments the same on every node?)",
+                                             k == 0 ? processes.part.index : k, parts.size()));
+      part.erase(0, fingerprint.size());
+    }
+    std::vector<PointOutcome> outcomes = decode_parts(std::move(parts), "rank");
+    if (outcomes.size() != runs.size())
+      throw InternalError(fmt::format("plan: {} outcomes for a batch of {}", outcomes.size(), runs.size()));
+    return outcomes;
   };
   const auto simulate = [&](const std::vector<const Plan*>& plans, const std::function<std::int64_t(const Plan&)>& ga_of) {
     std::vector<std::pair<const Plan*, std::int64_t>> runs;

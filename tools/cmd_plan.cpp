@@ -9,7 +9,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <optional>
 
@@ -34,6 +37,10 @@ models::PlanResult run_plan(PlanArgs& a, const models::PlanProcesses& processes)
   if (a.seq_len_given && a.query.seq_len == 0) throw InputError("--seq-len", "", "expected 1 to 16777216 tokens, got 0");
   if (!a.global_batch_tokens.empty() && a.query.global_batch_tokens == 0)
     throw InputError("--global-batch-tokens", "", fmt::format("expected 1 to 1e15 tokens, got '{}'", a.global_batch_tokens));
+  if (a.query.global_batch_tokens != std::floor(a.query.global_batch_tokens))
+    throw InputError("--global-batch-tokens", "",
+                     fmt::format("expected a whole number of tokens, got '{}' ({:.10g})", a.global_batch_tokens,
+                                 a.query.global_batch_tokens));
   return models::plan(a.query, processes);
 }
 
@@ -48,16 +55,38 @@ void print_plan(const PlanArgs& a, const models::PlanResult& r, const std::strin
 
 /// Under mpirun/srun: every rank runs the search, each simulating its share of every batch
 /// (models::PlanProcesses, the outcomes all-gathered), so all take the same decisions; rank 0
-/// alone prints. The search fails on every rank alike (a batch's failure reaches every rank in
-/// the exchange), so no rank waits for one that threw; rank 0 prints the message and carries
-/// the status (as `stepsim sweep` does under MPI).
+/// alone prints. A rank that stops (its search ended or failed) answers the exchanges of the
+/// others with its stop (models::kPlanStopped) until all have stopped, so no rank waits for
+/// one that threw, and ranks whose inputs differ stop together. Rank 0 prints the first failure
+/// (its own, else another rank's, named) and carries the status (as `stepsim sweep` does).
 int cmd_plan_mpi(PlanArgs& a, const MpiWorld& world) {
   models::PlanProcesses processes;
   processes.part = {static_cast<std::size_t>(world.rank()), static_cast<std::size_t>(world.size())};
   processes.all_gather = [&world](const std::string& bytes) { return world.all_gather(bytes); };
+  std::optional<models::PlanResult> result;
+  std::string stop = std::string(1, models::kPlanStopped) + "F";
+  std::exception_ptr failure;
+  try {
+    result = run_plan(a, processes);
+  } catch (const InputError& e) {
+    stop = std::string(1, models::kPlanStopped) + "I" + e.what();
+    failure = std::current_exception();
+  } catch (const std::exception& e) {
+    stop = std::string(1, models::kPlanStopped) + "X" + e.what();
+    failure = std::current_exception();
+  }
+  std::vector<std::string> parts;
+  const auto stopped = [](const std::string& p) { return !p.empty() && p[0] == models::kPlanStopped; };
+  do parts = world.all_gather(stop);
+  while (!std::all_of(parts.begin(), parts.end(), stopped));
   return finish_on_rank_0(world, [&] {
-    const models::PlanResult r = run_plan(a, processes);
-    if (world.rank() == 0) print_plan(a, r, fmt::format(" by {} MPI ranks", world.size()));
+    if (failure) std::rethrow_exception(failure);
+    for (std::size_t k = 0; k < parts.size(); ++k) {  // a rank that failed while this one finished
+      const std::string where = fmt::format("rank {} of {}: ", k, parts.size());
+      if (parts[k].size() > 1 && parts[k][1] == 'I') throw InputError("", "", where + parts[k].substr(2));
+      if (parts[k].size() > 1 && parts[k][1] == 'X') throw InternalError(where + parts[k].substr(2));
+    }
+    if (world.rank() == 0) print_plan(a, *result, fmt::format(" by {} MPI ranks", world.size()));
   });
 }
 

@@ -82,7 +82,7 @@ void refuse_if(bool refuse, const MpiLaunch& launch, const std::string& source, 
 
 void refuse_srun_without_pmi(const MpiLaunch& launch) {
   refuse_if(launch.srun_without_pmi, launch, "srun",
-            fmt::format("srun started {} tasks ({}) without an MPI plugin, so each would run the whole sweep; "
+            fmt::format("srun started {} tasks ({}) without an MPI plugin, so each would run the whole sweep or search; "
                         "use srun --mpi=pmix (or pmi2), or srun -n 1",
                         launch.size, launch.evidence));
 }
@@ -184,7 +184,7 @@ MpiWorld::MpiWorld(const MpiLaunch& launch) {
   // An unknown count (PMIX_RANK alone) is let through: refusing it could break a plain run.
   refuse_if(launch.launched && launch.size > 1, launch, "mpirun",
             fmt::format("launched as one of several processes ({}) but this stepsim was built without MPI, so "
-                        "each would run the whole sweep; rebuild with -DSTEPSIM_WITH_MPI=ON (Debian: openmpi-bin "
+                        "each would run the whole sweep or search; rebuild with -DSTEPSIM_WITH_MPI=ON (Debian: openmpi-bin "
                         "libopenmpi-dev) or run it without the launcher",
                         launch.evidence));
 }
