@@ -144,7 +144,10 @@ struct Report {
   double tokens_per_step = 0;    ///< global: dp × micro_batch_size × seq_len × grad_accum
   double tokens_per_s = 0;       ///< global throughput
   double model_flops_per_gpu = 0;
-  double mfu = 0;                ///< model FLOPs / (step_time × peak)
+  /// model FLOPs / (step_time × peak), the peak the profile's dense BF16 one (peak_flops_per_s),
+  /// as torchtitan and Megatron-LM report MFU: GEMMs in FP8 (float8, an fp8 param_dtype) can
+  /// take it above 1 on a profile whose FP8 peak is twice the BF16 one.
+  double mfu = 0;
   double comm_bound_threshold_tokens_per_gpu = 0;  ///< seed 000 §7 (peak FLOP/s), for this DP group
   /// The same threshold as this simulation sees it: tokens per GPU per micro-batch at which one
   /// micro-batch's simulated backward would last as long as one micro-batch's communication
