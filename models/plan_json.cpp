@@ -271,13 +271,28 @@ PlanResult plan(const PlanQuery& query, const PlanProcesses& processes) {
   std::vector<std::string> strategies = {resolved.base_strategy};
   for (const char* st : {"ddp", "fsdp"})
     if (std::find(strategies.begin(), strategies.end(), st) == strategies.end()) strategies.emplace_back(st);
+  // A model with a learned position table (GPT-2's 1,024) caps the sequence: without a length
+  // given anywhere, the search runs at that cap; one the flag gives beyond it is the flag's error.
+  if (q.seq_len == 0) {
+    json probe = resolved.doc;
+    probe["parallelism"] = {{"strategy", resolved.base_strategy}, {"dp", 1}};
+    probe["batch"] = {{"micro_batch_size", 1}, {"seq_len", 1}};
+    drop_rank_variation(probe);
+    try {
+      const std::int64_t cap = load_scenario_doc(probe, source, {}).model.learned_positions;
+      if (cap > 0 && BatchConfig{}.seq_len > cap) q.seq_len = cap;
+    } catch (const InputError&) {  // the probes below say what is wrong
+    }
+  }
   std::exception_ptr first_refusal_of_probe;
   for (const std::string& st : strategies) {
     try {
       one_gpu = probe_with(st);
       resolved.base_strategy = st;
       break;
-    } catch (const InputError&) {
+    } catch (const InputError& e) {
+      if (query.seq_len != 0 && e.path().rfind("/batch", 0) == 0 && e.detail().find("seq_len") != std::string::npos)
+        throw InputError("--seq-len", "", e.detail());  // the flag's value, not the scenario's
       if (!first_refusal_of_probe) first_refusal_of_probe = std::current_exception();
     }
   }

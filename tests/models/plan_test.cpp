@@ -266,6 +266,18 @@ TEST_CASE("plan: long sequences are split by context parallelism, mixtures of ex
   CHECK_THAT(plan_text(b, false), Contains("not searched, the scenario's rules refuse them"));
 }
 
+TEST_CASE("plan: without a sequence length, a model with learned positions runs at its table's length",
+          "[models][plan]") {
+  // GPT-2's wpe holds 1,024 positions (config.json n_positions); the default 4,096 cannot run.
+  PlanQuery q = query("gpt2", "h100-sxm", 8, 1 << 17);
+  q.seq_len = 0;
+  q.top = 1;
+  const PlanResult r = plan(q);
+  CHECK(r.query.seq_len == 1024);
+  REQUIRE(r.plans.size() == 1);
+  CHECK(r.plans.front().tokens_per_s > 0);
+}
+
 TEST_CASE("plan: refuses queries it cannot answer, naming the flag", "[models][plan]") {
   CHECK_THROWS_WITH(plan(query("llama3.2-1b", "h100-sxm", 12, 1 << 19)), Contains("no whole number of nodes of 8"));
   CHECK_THROWS_WITH(plan(query("llama3.2-1b", "h100-sxm", 8, 1000)),
