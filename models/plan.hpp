@@ -133,9 +133,9 @@ struct PlanProcesses {
 
 /// How a process that has stopped (its search ended or failed) answers the exchanges of those
 /// still searching, until all have stopped (tools/cmd_plan.cpp): its part is kPlanStopped, then
-/// 'F' (finished), or 'I' / 'X' and the message of the input or internal error that stopped it.
-/// A search meeting such a part stops with that error (or, for 'F', with one saying the
-/// processes disagree on the search). Each batch's part also carries the batch's fingerprint:
+/// its end as encode_part writes it ('O' finished, or 'I' / 'X' and the message of the input or
+/// internal error that stopped it). A search meeting such a part stops with that error (or,
+/// for a finished one, with one saying the processes disagree on the search). Each batch's part also carries the batch's fingerprint:
 /// processes whose inputs differ (files or arguments not the same on every node) stop at the
 /// first batch they disagree on, all of them, instead of exchanging outcomes that do not match.
 inline constexpr char kPlanStopped = 'S';

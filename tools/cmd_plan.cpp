@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <memory>
 #include <optional>
 
@@ -63,29 +62,19 @@ int cmd_plan_mpi(PlanArgs& a, const MpiWorld& world) {
   models::PlanProcesses processes;
   processes.part = {static_cast<std::size_t>(world.rank()), static_cast<std::size_t>(world.size())};
   processes.all_gather = [&world](const std::string& bytes) { return world.all_gather(bytes); };
+  // This rank's end, as a sweep part's (encode_part: its error, or none), behind the stop mark.
   std::optional<models::PlanResult> result;
-  std::string stop = std::string(1, models::kPlanStopped) + "F";
-  std::exception_ptr failure;
-  try {
+  const std::string stop = models::kPlanStopped + models::encode_part([&] {
     result = run_plan(a, processes);
-  } catch (const InputError& e) {
-    stop = std::string(1, models::kPlanStopped) + "I" + e.what();
-    failure = std::current_exception();
-  } catch (const std::exception& e) {
-    stop = std::string(1, models::kPlanStopped) + "X" + e.what();
-    failure = std::current_exception();
-  }
+    return std::vector<models::PointOutcome>{};
+  });
   std::vector<std::string> parts;
   const auto stopped = [](const std::string& p) { return !p.empty() && p[0] == models::kPlanStopped; };
   do parts = world.all_gather(stop);
   while (!std::all_of(parts.begin(), parts.end(), stopped));
   return finish_on_rank_0(world, [&] {
-    if (failure) std::rethrow_exception(failure);
-    for (std::size_t k = 0; k < parts.size(); ++k) {  // a rank that failed while this one finished
-      const std::string where = fmt::format("rank {} of {}: ", k, parts.size());
-      if (parts[k].size() > 1 && parts[k][1] == 'I') throw InputError("", "", where + parts[k].substr(2));
-      if (parts[k].size() > 1 && parts[k][1] == 'X') throw InternalError(where + parts[k].substr(2));
-    }
+    for (std::string& p : parts) p.erase(0, 1);
+    models::decode_parts(std::move(parts), "rank");  // throws the first failure: this rank's own, else another's, named
     if (world.rank() == 0) print_plan(a, *result, fmt::format(" by {} MPI ranks", world.size()));
   });
 }
