@@ -71,6 +71,15 @@ struct ParallelismConfig {
   double first_bucket_mb = 1;        ///< MiB; reducer.hpp kDefaultFirstBucketBytes (1 MiB)
   bool sync_every_micro_batch = false;  ///< false = no_sync() on all but the last micro-batch
   bool gradient_as_bucket_view = false; ///< distributed.py default False (semantics §A.6 r23)
+  /// ddp: Megatron-LM's distributed optimizer (--use-distributed-optimizer, default False;
+  /// semantics-parallel.md §A9): each bucket is reduce-scattered instead of all-reduced, the
+  /// optimizer updates this rank's 1/(dp × cp) of the parameters (its states sharded, ZeRO
+  /// stage 1), and the parameters are all-gathered bucket by bucket after the step.
+  bool use_distributed_optimizer = false;
+  /// ddp with use_distributed_optimizer: Megatron-LM's --overlap-param-gather (default False;
+  /// §A11): the parameter AllGathers move ahead of the next forward, one bucket prefetched, and
+  /// each layer's forward waits for its bucket; false: all of them right after the step.
+  bool overlap_param_gather = false;
   /// Torus profiles: how many torus axes the DP communicators' rings use at once (1–3; the
   /// profile's axis count when not given; seed 000 §7.2: 850 vs 2550 tokens/chip on v5p for 3
   /// vs 1). 0 on profiles that are not a torus.

@@ -31,12 +31,16 @@ int Scenario::ranks_per_node() const {
 
 std::int64_t Scenario::shard_ranks() const {
   const StrategyEntry& st = strategy_of(*this);
-  if (st.zero_stage == 0) return 1;
+  if (zero_stage() == 0) return 1;
   if (st.hybrid) return sharding.shard_group_size > 0 ? sharding.shard_group_size : ranks_per_node();
   return data_ranks();
 }
 
-int Scenario::zero_stage() const { return strategy_of(*this).zero_stage; }
+int Scenario::zero_stage() const {
+  const int stage = strategy_of(*this).zero_stage;
+  // Megatron-LM's distributed optimizer shards the optimizer states over the DP group.
+  return stage == 0 && parallelism.use_distributed_optimizer ? 1 : stage;
+}
 
 bool Scenario::sharded() const { return zero_stage() > 0; }
 
@@ -495,6 +499,10 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   check_positions(root, batch, s);
   check_sequence_parallel(root, batch, s);
   check_pipeline(*par, s);
+  if (s.parallelism.overlap_param_gather && !s.parallelism.use_distributed_optimizer)
+    par->fail("overlap_param_gather", "true without use_distributed_optimizer: the parameters are gathered only by "
+                                      "Megatron-LM's distributed optimizer (arguments.py asserts it); set "
+                                      "use_distributed_optimizer true or remove overlap_param_gather");
   check_offload(*par, s);
   apply_expert_parallel(*par, s);
   const JsonReader prec = read_object(root, "precision", s);

@@ -14,6 +14,17 @@
 //    follows on the compute stream;
 //  - no_sync(): micro-batches other than the last launch no communication (rule 24);
 //    `sync_every_micro_batch` syncs each one instead.
+// With use_distributed_optimizer, Megatron-LM's distributed optimizer over the same buckets
+// (semantics-parallel.md §A9–A11; megatron/core/distributed/param_and_grad_buffer.py,
+// megatron/core/optimizer/distrib_optimizer.py):
+//  - each bucket is reduce-scattered (start_grad_sync), in the same order and overlap;
+//  - the optimizer updates this rank's 1/(dp × cp) shard of the parameters;
+//  - the bucket's parameters (in their own dtype) are all-gathered: right after the step,
+//    the compute stream waiting for all of them (step_with_ready_grads), or with
+//    overlap_param_gather ahead of the next forward, played here at the start of the step
+//    (the steady state): the first bucket's gather dispatched by the first forward pre-hook,
+//    each later one by the pre-hook of the module that waits for the one before (one bucket
+//    of prefetch, in reverse bucket order), each layer's forward waiting for its bucket.
 #include "hardware/task_cost.hpp"
 #include "models/expert_parallel.hpp"
 #include "models/scenario.hpp"
@@ -64,22 +75,57 @@ LoweredStep lower_ddp(const Scenario& s) {
 
   const auto assignment = assign_buckets(
       inputs, {s.parallelism.first_bucket_mb * kMiB, s.parallelism.bucket_cap_mb * kMiB});
+  const bool dist_opt = s.parallelism.use_distributed_optimizer;
+  const hardware::CollectiveOp reduce_op =
+      dist_opt ? hardware::CollectiveOp::ReduceScatter : hardware::CollectiveOp::AllReduce;
+  // The distributed optimizer's gathers: each bucket's parameters in their own dtype, over the
+  // bucket's group (-1: none, a routed expert held by one rank).
+  std::vector<double> bucket_param_bytes(assignment.size(), 0);
+  std::vector<std::int32_t> bucket_group(assignment.size(), 0);
   // bucket_of[layer][param] for the tensors that have a gradient.
   std::vector<std::vector<std::size_t>> bucket_of(m.layers.size());
   for (std::size_t l = 0; l < m.layers.size(); ++l) bucket_of[l].assign(m.layers[l].params.size(), 0);
   for (std::size_t b = 0; b < assignment.size(); ++b) {
     out.buckets.push_back({assignment[b].bytes, assignment[b].tensors.size()});
-    for (std::size_t i : assignment[b].tensors) bucket_of[ready[i].layer][ready[i].param] = b;
+    for (std::size_t i : assignment[b].tensors) {
+      bucket_of[ready[i].layer][ready[i].param] = b;
+      const ParamTensor& p = m.layers[ready[i].layer].params[ready[i].param];
+      bucket_param_bytes[b] += static_cast<double>(p.numel) * dtype_bytes(p.dtype);
+    }
+    if ((inputs[assignment[b].tensors.front()].dtype_key & kExpertKey) != 0)
+      bucket_group[b] = mesh.edp == kNoGroup ? -1 : static_cast<std::int32_t>(mesh.edp);
   }
+
 
   sim::TaskGraph& g = out.graph;
   const std::int64_t micro_batches = s.batch.grad_accum;
   sim::RendezvousId next_rendezvous = 0;
-  for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
+  const auto gather = [&](std::size_t b, const std::string& prefix) {
+    return g.add_task(collective_task(fmt::format("{}dist_opt.allgather.bucket{}", prefix, b),
+                                      hardware::CollectiveOp::AllGather, bucket_param_bytes[b],
+                                      static_cast<std::uint32_t>(bucket_group[b]), kCommStream, next_rendezvous));
+  };  for (std::int64_t mb = 0; mb < micro_batches; ++mb) {
     const std::string prefix = micro_batch_prefix(mb, micro_batches);
     const bool sync = mb == micro_batches - 1 || s.parallelism.sync_every_micro_batch;
+    // overlap_param_gather: the buckets' gathers ahead of the first micro-batch's forward,
+    // from the last bucket (the first layers) down, one bucket of prefetch.
+    const bool gather_ahead = dist_opt && s.parallelism.overlap_param_gather && mb == 0;
+    std::vector<sim::TaskId> gathered(assignment.size(), sim::kNoTask);
+    std::size_t gathers_issued = 0;  // buckets B-1, B-2, ... already gathered
+    const auto issue_gathers_to = [&](std::size_t b) {
+      for (; gathers_issued < assignment.size() && assignment.size() - gathers_issued > b; ++gathers_issued) {
+        const std::size_t k = assignment.size() - 1 - gathers_issued;
+        if (bucket_group[k] >= 0) gathered[k] = gather(k, prefix);
+      }
+    };
     for (std::size_t l = 0; l < m.layers.size(); ++l) {
-      g.add_task(forward_task(s, l, prefix));
+      std::size_t need = assignment.size();  // the lowest bucket index of this layer's gradients
+      if (gather_ahead)
+        for (std::size_t i = 0; i < m.layers[l].params.size(); ++i)
+          if (m.layers[l].params[i].trainable) need = std::min(need, bucket_of[l][i]);
+      if (need < assignment.size()) issue_gathers_to(need > 0 ? need - 1 : 0);  // and the next one
+      const sim::TaskId fwd = g.add_task(forward_task(s, l, prefix));
+      if (need < assignment.size() && gathered[need] != sim::kNoTask) g.add_dependency(gathered[need], fwd);
       add_layer_collectives(g, s, l, prefix, false, mesh, next_rendezvous);
     }
 
@@ -108,9 +154,10 @@ LoweredStep lower_ddp(const Scenario& s) {
           const std::size_t first = assignment[next_bucket].tensors.front();
           const bool expert = (inputs[first].dtype_key & kExpertKey) != 0;
           if (expert && mesh.edp == kNoGroup) continue;  // ep = dp × cp: each expert on one rank
-          last_collective = g.add_task(collective_task(fmt::format("{}allreduce.{}bucket{}", prefix,
+          last_collective = g.add_task(collective_task(fmt::format("{}{}.{}bucket{}", prefix,
+                                                                   hardware::collective_op_name(reduce_op),
                                                                    expert ? "expert_" : "", next_bucket),
-                                                       hardware::CollectiveOp::AllReduce,
+                                                       reduce_op,
                                                        assignment[next_bucket].bytes, expert ? mesh.edp : 0,
                                                        kCommStream, next_rendezvous));
           // The NCCL stream waits for the compute work enqueued before this launch, i.e. up to
@@ -129,7 +176,20 @@ LoweredStep lower_ddp(const Scenario& s) {
     const sim::TaskId fin_id = g.add_task(std::move(fin));
     if (last_collective != sim::kNoTask) g.add_dependency(last_collective, fin_id);
   }
-  if (sim::Task opt; optimizer_step(s, 1.0, opt)) g.add_task(std::move(opt));
+  if (sim::Task opt; optimizer_step(s, dist_opt ? static_cast<double>(s.shard_ranks()) : 1.0, opt)) {
+    const sim::TaskId step = g.add_task(std::move(opt));
+    if (dist_opt && !s.parallelism.overlap_param_gather) {
+      // step_with_ready_grads: every bucket's gather after the step, the next forward waiting.
+      std::vector<sim::TaskId> gathers;
+      for (std::size_t b = 0; b < assignment.size(); ++b) {
+        if (bucket_group[b] < 0) continue;
+        gathers.push_back(gather(b, ""));
+        g.add_dependency(step, gathers.back());
+      }
+      const sim::TaskId wait = g.add_task(wait_task("dist_opt.wait_allgather", Phase::Overhead));
+      for (sim::TaskId ag : gathers) g.add_dependency(ag, wait);
+    }
+  }
   g.freeze("ddp");
   return out;
 }
@@ -157,6 +217,14 @@ const std::vector<ScenarioField>& ddp_knob_fields() {
        .doc = "PyTorch's flag: gradients are views into the buckets (no bucket copy, no copy-back, no second gradient "
               "buffer)",
        .knob = true, STEPSIM_FIELD_ACCESS(bool, parallelism.gradient_as_bucket_view)},
+      {.object = "parallelism", .key = "use_distributed_optimizer", .type = T::Boolean,
+       .doc = "Megatron-LM's distributed optimizer (--use-distributed-optimizer): buckets reduce-scattered, the "
+              "optimizer states sharded over the DP group, the parameters all-gathered after the step",
+       .knob = true, STEPSIM_FIELD_ACCESS(bool, parallelism.use_distributed_optimizer)},
+      {.object = "parallelism", .key = "overlap_param_gather", .type = T::Boolean,
+       .doc = "Megatron-LM's --overlap-param-gather (needs use_distributed_optimizer): the parameter AllGathers run "
+              "ahead of the next forward, bucket by bucket, instead of after the step",
+       .knob = true, STEPSIM_FIELD_ACCESS(bool, parallelism.overlap_param_gather)},
   };
   return knobs;
 }

@@ -14,7 +14,12 @@
 //  - ddp (PyTorch DDP on each model chunk, B18): every backward but the chunk's last runs under
 //    no_sync; the last arms the hooks, so its buckets' AllReduces overlap that backward as in
 //    plain DDP; the bucket copy-back follows it. Megatron-LM's stages after the first start
-//    their reduction after their last backward instead (B5; not modelled);
+//    their reduction after their last backward instead (B5; not modelled). With
+//    use_distributed_optimizer (Megatron-LM's, §A9–A11, as in ddp.cpp) the buckets are
+//    reduce-scattered, the optimizer updates 1/(dp × cp) of the rank's parameters, and each
+//    bucket's parameters are all-gathered after the step, or with overlap_param_gather before
+//    the chunk's first forward (each layer waiting for its bucket; not modelled: the
+//    interleaved schedule's aligned gather points, B6);
 //  - fsdp / hsdp (torchtitan, B18–B19): reshard_after_forward resolves to False under PP, so
 //    each FSDP unit of a chunk is all-gathered once, before the chunk's first forward, and
 //    stays unsharded for the step; no ReduceScatter per micro-batch: the unsharded gradients
@@ -100,6 +105,8 @@ LoweredStep lower_pipeline(const Scenario& s) {
   const StrategyEntry& strategy = strategy_of(s);
   const bool fsdp = strategy.family == StrategyFamily::FSDP;
   const bool zero1 = strategy.family == StrategyFamily::DeepSpeed;
+  const bool dist_opt = s.parallelism.use_distributed_optimizer;  // ddp only (its knob)
+  const CollectiveOp ddp_reduce = dist_opt ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
   STEPSIM_ASSERT(fsdp || strategy.family == StrategyFamily::DDP || (zero1 && strategy.zero_stage == 1),
                  "pipeline parallelism under '{}'", strategy.name);
   const int gpn = s.dp_slots_per_node();
@@ -155,6 +162,8 @@ LoweredStep lower_pipeline(const Scenario& s) {
       std::vector<std::size_t> layers;
       std::vector<BucketAssignment> buckets;
       std::vector<std::size_t> bucket_of;  // by trainable tensor in ready order: its bucket
+      std::vector<double> bucket_param_bytes;  // the distributed optimizer's gather of each bucket
+      std::vector<std::size_t> layer_bucket;   // by model layer: the lowest bucket of its gradients
       std::vector<ChunkUnit> units;
       std::vector<std::size_t> unit_of;    // by model layer: its unit (layers of the chunk only)
       std::vector<double> unsharded_grads;
@@ -173,16 +182,24 @@ LoweredStep lower_pipeline(const Scenario& s) {
       }
       if (zero1) continue;  // DeepSpeed's IPG buckets are formed at ReduceGrads
       std::vector<BucketInput> inputs;
+      std::vector<std::pair<std::size_t, double>> owner;  // by input: its layer and parameter bytes
       for (auto it = k.layers.rbegin(); it != k.layers.rend(); ++it)
         for (std::size_t idx : s.model.ready_order(*it)) {
           const ParamTensor& p = s.model.layers[*it].params[idx];
           if (!p.trainable) continue;
           inputs.push_back({static_cast<double>(p.numel) * s.precision.reduce_bytes(p.dtype), static_cast<std::uint32_t>(p.dtype)});
+          owner.emplace_back(*it, static_cast<double>(p.numel) * dtype_bytes(p.dtype));
         }
       k.buckets = assign_buckets(inputs, {s.parallelism.first_bucket_mb * kMiB, s.parallelism.bucket_cap_mb * kMiB});
       k.bucket_of.assign(inputs.size(), 0);
+      k.bucket_param_bytes.assign(k.buckets.size(), 0);
+      k.layer_bucket.assign(s.model.layers.size(), k.buckets.size());
       for (std::size_t b = 0; b < k.buckets.size(); ++b)
-        for (std::size_t t : k.buckets[b].tensors) k.bucket_of[t] = b;
+        for (std::size_t t : k.buckets[b].tensors) {
+          k.bucket_of[t] = b;
+          k.bucket_param_bytes[b] += owner[t].second;
+          k.layer_bucket[owner[t].first] = std::min(k.layer_bucket[owner[t].first], b);
+        }
       if (r == 0)  // the report's bucket line is PP rank 0's, as its other rows
         for (const auto& b : k.buckets) out.buckets.push_back({b.bytes, b.tensors.size()});
     }
@@ -204,6 +221,15 @@ LoweredStep lower_pipeline(const Scenario& s) {
         sim::TaskId recv = sim::kNoTask;
         if (vs > 0) recv = recv_act[vsi][mbi] = receive(false, (vs - 1) % pp);
         const bool first_use = fsdp && a.micro_batch == 0;
+        // The distributed optimizer's gathers ahead of the chunk's first forward, from the
+        // last bucket (the first layers) down.
+        std::vector<sim::TaskId> gathered;
+        if (dist_opt && s.parallelism.overlap_param_gather && a.micro_batch == 0)
+          for (std::size_t b = k.buckets.size(); b-- > 0;) {
+            gathered.insert(gathered.begin(), add(collective_task(fmt::format("{}dist_opt.allgather.bucket{}", prefix, b),
+                                                                  CollectiveOp::AllGather, k.bucket_param_bytes[b], kDpGroup,
+                                                                  kCommStream, next_rendezvous)));
+          }
         std::size_t next_unit = 0;
         bool first_task = true;
         for (std::size_t l : k.layers) {
@@ -225,6 +251,7 @@ LoweredStep lower_pipeline(const Scenario& s) {
           const sim::TaskId id = add(forward_task(s, l, prefix));
           if (first_task && recv != sim::kNoTask) g.add_dependency(recv, id);
           first_task = false;
+          if (!gathered.empty() && k.layer_bucket[l] < gathered.size()) g.add_dependency(gathered[k.layer_bucket[l]], id);
           add_layer_collectives(g, s, l, prefix, false, mesh, next_rendezvous, rank);
         }
         fwd_done[vsi][mbi] = compute_tail();
@@ -263,7 +290,8 @@ LoweredStep lower_pipeline(const Scenario& s) {
           last_grad[b] = id;
           --left[b];
           for (; next_bucket < k.buckets.size() && left[next_bucket] == 0; ++next_bucket) {
-            last_ar = add(collective_task(fmt::format("{}allreduce.bucket{}", prefix, next_bucket), CollectiveOp::AllReduce,
+            last_ar = add(collective_task(fmt::format("{}{}.bucket{}", prefix, hardware::collective_op_name(ddp_reduce), next_bucket),
+                                          ddp_reduce,
                                           k.buckets[next_bucket].bytes, kDpGroup, kCommStream, next_rendezvous));
             g.add_dependency(last_grad[next_bucket], last_ar);
           }
@@ -349,9 +377,23 @@ LoweredStep lower_pipeline(const Scenario& s) {
       g.add_dependency(ar_id, wait);
     }
     const Scenario rank_s = pipeline_rank_scenario(s, r);
-    if (sim::Task opt; optimizer_step(rank_s, fsdp || zero1 ? static_cast<double>(shard) : 1.0, opt)) {
+    if (sim::Task opt; optimizer_step(rank_s, fsdp || zero1 || dist_opt ? static_cast<double>(shard) : 1.0, opt)) {
       opt.name = fmt::format("s{}.{}", r, opt.name);
       const sim::TaskId step = add(std::move(opt));
+      if (dist_opt && !s.parallelism.overlap_param_gather) {
+        // step_with_ready_grads: every bucket of every chunk gathered, the next forward waiting.
+        std::vector<sim::TaskId> gathers;
+        for (int c = 0; c < chunks; ++c)
+          for (std::size_t b = 0; b < chunk[static_cast<std::size_t>(c)].buckets.size(); ++b) {
+            gathers.push_back(add(collective_task(fmt::format("s{}.{}dist_opt.allgather.bucket{}", r,
+                                                              chunks > 1 ? fmt::format("c{}.", c) : "", b),
+                                                  CollectiveOp::AllGather, chunk[static_cast<std::size_t>(c)].bucket_param_bytes[b],
+                                                  kDpGroup, kCommStream, next_rendezvous)));
+            g.add_dependency(step, gathers.back());
+          }
+        const sim::TaskId wait = add(wait_task(fmt::format("s{}.dist_opt.wait_allgather", r), Phase::Overhead));
+        for (sim::TaskId ag : gathers) g.add_dependency(ag, wait);
+      }
       if (zero1) {
         // ZeRO-1's step() ends with one AllGather of the stage's low-precision parameters (rule 60).
         double param_bytes = 0;

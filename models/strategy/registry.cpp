@@ -31,7 +31,8 @@ const std::vector<StrategyEntry>& strategy_registry() {
        "PyTorch DDP: gradient buckets in ready order (first 1 MiB, then bucket_cap_mb), "
        "in-order AllReduce on one NCCL stream overlapping backward, no_sync accumulation",
        &lower_ddp, F::DDP, 0, false, "DDP gradient buckets", kBucketOps, &ddp_buffer_bytes, nullptr,
-       {"bucket_cap_mb", "first_bucket_mb", "gradient_as_bucket_view", "sync_every_micro_batch"}},
+       {"bucket_cap_mb", "first_bucket_mb", "gradient_as_bucket_view", "sync_every_micro_batch",
+        "use_distributed_optimizer", "overlap_param_gather"}},
       {"zero1",
        "DeepSpeed ZeRO-1: optimizer state sharded; IPG gradient buckets reduced on the accumulation "
        "boundary (whole-bucket AllReduce), 1/N Adam, then one parameter AllGather",

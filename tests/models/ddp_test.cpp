@@ -179,3 +179,74 @@ TEST_CASE("run: a step too long for the simulator's clock names the model field 
   CHECK_THROWS_WITH(run(parse_scenario(doc, "test.json")),
                     Catch::Matchers::Contains("test.json: /model/layers/1: layer 'l1' makes task 'fwd.l1' take 2e+06 s"));
 }
+
+namespace {
+
+std::int64_t op_count(const Report& r, const std::string& op, double* bytes = nullptr) {
+  std::int64_t n = 0;
+  for (const auto& c : r.collectives)
+    if (c.op == op && c.group == "dp") {
+      n += c.count;
+      if (bytes != nullptr) *bytes += c.bytes * static_cast<double>(c.count);
+    }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("ddp: Megatron-LM's distributed optimizer reduce-scatters the buckets, shards the optimizer, gathers the "
+          "parameters (semantics-parallel.md §A9-A11)", "[models]") {
+  // Llama-3.2-1B, bf16 on 64 H100: 1,235,814,400 parameters, bf16 gradients and parameters.
+  const Report ddp = run(scenario("{}"));
+  const Report dist = run(scenario(R"({"parallelism": {"use_distributed_optimizer": true}})"));
+  const Report ahead = run(scenario(R"({"parallelism": {"use_distributed_optimizer": true,
+      "overlap_param_gather": true}})"));
+  // The same buckets, each reduce-scattered instead of all-reduced.
+  double ar_bytes = 0, rs_bytes = 0, ag_bytes = 0, ahead_ag_bytes = 0;
+  CHECK(op_count(ddp, "AllReduce", &ar_bytes) == 49);
+  CHECK(op_count(dist, "AllReduce") == 0);
+  CHECK(op_count(dist, "ReduceScatter", &rs_bytes) == 49);
+  CHECK(rs_bytes == Approx(ar_bytes));
+  CHECK(rs_bytes == Approx(2.0 * 1'235'814'400));
+  // Then every bucket's parameters (bf16) gathered: after the step, or ahead of the forward.
+  CHECK(op_count(dist, "AllGather", &ag_bytes) == 49);
+  CHECK(ag_bytes == Approx(2.0 * 1'235'814'400));
+  CHECK(op_count(ahead, "AllGather", &ahead_ag_bytes) == 49);
+  CHECK(ahead_ag_bytes == Approx(ag_bytes));
+  // The optimizer states (fp32 master + Adam's m and v: 12 B per bf16 parameter) are 1/64 of DDP's,
+  // and so is the optimizer's work; parameters and gradients stay whole.
+  CHECK(dist.memory.optimizer_bytes == Approx(ddp.memory.optimizer_bytes / 64));
+  CHECK(ddp.memory.optimizer_bytes == Approx(12.0 * 1'235'814'400));
+  CHECK(dist.memory.params_bytes == Approx(ddp.memory.params_bytes));
+  CHECK(dist.memory.grads_bytes == Approx(ddp.memory.grads_bytes));
+  CHECK(dist.optimizer_time_s < ddp.optimizer_time_s / 8);
+  // Gathered after the step, the parameters are on the critical path; ahead of the forward,
+  // each layer waits only for its own bucket, so less is exposed; both still add up.
+  CHECK(ahead.exposed_comm_s < dist.exposed_comm_s);
+  CHECK(ahead.step_time_s < dist.step_time_s);
+  for (const Report* r : {&dist, &ahead})
+    CHECK(r->step_time_s == Approx(r->compute_time_s + r->exposed_comm_s).epsilon(1e-9));
+  // A gather after the step needs at least its ring's time on top of compute and the reductions.
+  double after_gathers = 0;
+  for (const auto& c : dist.collectives)
+    if (c.op == "AllGather") after_gathers += c.time_s * static_cast<double>(c.count);
+  CHECK(dist.exposed_comm_s >= after_gathers * (1 - 1e-9));
+}
+
+TEST_CASE("ddp: the distributed optimizer under pipeline parallelism (Megatron-LM, §A9-A11)", "[models]") {
+  const Report pp = run(scenario(R"({"parallelism": {"dp": 16, "pp": 4, "use_distributed_optimizer": true,
+      "overlap_param_gather": true}, "batch": {"grad_accum": 8}})"));
+  const Report plain = run(scenario(R"({"parallelism": {"dp": 16, "pp": 4}, "batch": {"grad_accum": 8}})"));
+  CHECK(op_count(pp, "AllReduce") == 0);
+  CHECK(op_count(pp, "ReduceScatter") == op_count(plain, "AllReduce"));
+  CHECK(op_count(pp, "AllGather") == op_count(plain, "AllReduce"));
+  CHECK(pp.memory.optimizer_bytes == Approx(plain.memory.optimizer_bytes / 16));
+}
+
+TEST_CASE("ddp: overlap_param_gather needs the distributed optimizer; both are ddp's knobs", "[models]") {
+  CHECK_THROWS_WITH(scenario(R"({"parallelism": {"overlap_param_gather": true}})"),
+                    Catch::Contains("/parallelism/overlap_param_gather") &&
+                        Catch::Contains("use_distributed_optimizer"));
+  CHECK_THROWS_WITH(scenario(R"({"parallelism": {"strategy": "fsdp", "use_distributed_optimizer": true}})"),
+                    Catch::Contains("does not apply to strategy 'fsdp'"));
+}

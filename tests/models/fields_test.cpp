@@ -79,7 +79,7 @@ TEST_CASE("fields: the strategies' knobs and the knob tables agree", "[models][f
     }
   CHECK(nested_parents == objects);
   CHECK(objects == std::set<std::string>{"offload_optimizer", "offload_param"});
-  CHECK(declared.size() == 22);
+  CHECK(declared.size() == 24);  // + use_distributed_optimizer, overlap_param_gather (2026-12-04)
 }
 
 TEST_CASE("fields: the reference's defaults are the ones parsing uses", "[models][fields]") {
