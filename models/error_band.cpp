@@ -29,6 +29,14 @@ RunKind run_kind(const Scenario& s) {
   return k;
 }
 
+std::string RunKind::mesh_label() const {
+  std::string out;
+  for (const auto& [on, name] : {std::pair{tensor_parallel, "TP"}, std::pair{context_parallel, "CP"},
+                                 std::pair{pipeline_parallel, "PP"}, std::pair{mixture_of_experts, "MoE"}})
+    if (on) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
 const std::vector<ErrorBand>& error_bands() {
   // Printed by `stepsim accuracy --bands` on 2026-12-01 (tests/validate/accuracy_test.cpp
   // checks them against a fresh run of the sets).

@@ -19,7 +19,7 @@ struct RunKind {
   /// earned in one says little about another.
   std::string math = "bf16";
   /// parallelism.tp > 1: a band earned by data-parallel runs says nothing of a TP step's TP
-  /// collectives; no kind with TP has the 5 runs a band needs yet.
+  /// collectives, so TP runs earn bands of their own (the megatron and torchtitan sets).
   bool tensor_parallel = false;
   /// parallelism.pp > 1: the same for a pipeline's bubble and point-to-point transfers.
   bool pipeline_parallel = false;
@@ -29,6 +29,9 @@ struct RunKind {
   /// measured set has MoE runs yet.
   bool mixture_of_experts = false;
   bool operator==(const RunKind&) const = default;
+  /// The parallelism beside DP, as reports name it: "" (data parallelism alone), else e.g.
+  /// "TP", "TP, PP", "CP, MoE" (in the order TP, CP, PP, MoE).
+  std::string mesh_label() const;
 };
 
 /// The kind of `s`: the family from its hardware profile's name (a100-*, h100-*, h200*, h800*,

@@ -314,7 +314,7 @@ std::string band_line(const Report& r) {
                        r.calibration_band.points, 100 * r.calibration_band.max_residual);
   const auto& b = r.error_band;
   if (!b.present())
-    return r.error_band_withheld.empty() ? "no error band: no public measured set covers this kind of run yet"
+    return r.error_band_withheld.empty() ? "no error band: no public measured set has 5 runs or more of this kind yet"
                                          : esc(r.error_band_withheld);
   return fmt::format("real step time {:.2f}&#8211;{:.2f} &#215; this prediction (p10&#8211;p90 of {} runs of set {}: stepsim "
                      "accuracy)",

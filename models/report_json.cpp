@@ -83,7 +83,8 @@ std::string report_json(const Report& r) {
     nlohmann::ordered_json band = {{"set", b.present() ? nlohmann::ordered_json(b.set) : nlohmann::ordered_json()},
                                    {"family", b.kind.family.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(b.kind.family)},
                                    {"sharded", b.kind.sharded},
-                                   {"math", b.kind.math}};
+                                   {"math", b.kind.math},
+                                   {"parallelism", b.kind.mesh_label()}};
     if (!r.error_band_withheld.empty()) band["withheld"] = r.error_band_withheld;
     if (b.present()) {
       band["runs"] = b.rows;

@@ -280,9 +280,12 @@ std::string report_text(const Report& r) {
     return f == "hopper" ? std::string("Hopper GPUs") : f == "a100" ? std::string("A100") : f == "v100" ? std::string("V100")
                                                                                                           : s.hardware.name;
   };
-  // The arithmetic, named when it is not the BF16/FP16 most runs use.
+  // The arithmetic, named when it is not the BF16/FP16 most runs use, and the parallelism
+  // beside DP.
   const auto math = [](const RunKind& k) {
-    return k.math == "fp32" ? std::string(", fp32 GEMMs") : k.math == "fp8" ? std::string(", FP8 linears") : std::string();
+    const std::string mesh = k.mesh_label();
+    return (k.math == "fp32" ? std::string(", fp32 GEMMs") : k.math == "fp8" ? std::string(", FP8 linears") : std::string()) +
+           (mesh.empty() ? std::string() : " + " + mesh);
   };
   if (const CalibrationBand& c = r.calibration_band; c.present()) {
     const std::string high = c.real_over_predicted_high() > 0 ? fmt::format("{:.2f}", c.real_over_predicted_high()) : "inf";

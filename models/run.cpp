@@ -667,20 +667,6 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   if (!r.memory.fits && r.error_band.present()) {
     r.error_band.set.clear();
     r.error_band_withheld = "the step does not fit in memory";
-  } else if (pp > 1 || s.parallelism.cp > 1) {
-    const char* what = pp > 1 ? "pipeline" : "context";
-    r.error_band_withheld = fmt::format("this step has {} parallelism, and the bands are earned by data-parallel runs; "
-                                        "the {}-parallel runs in the measured sets (docs/accuracy.md) number fewer than "
-                                        "the 5 of one kind (GPU family, sharding, arithmetic) a band needs", what, what);
-  } else if (s.model.has_experts()) {
-    r.error_band_withheld = "this model is a mixture of experts, and no public measured set has MoE runs yet (the "
-                            "bands are earned by dense models; docs/accuracy.md)";
-  } else if (s.parallelism.tp > 1) {
-    // The bands were earned by data-parallel runs (RunKind::tensor_parallel, pipeline_parallel,
-    // context_parallel).
-    r.error_band_withheld = "this step has tensor parallelism, and the bands are earned by data-parallel runs; the "
-                            "tensor-parallel runs in the measured sets (docs/accuracy.md) number fewer than the 5 of one "
-                            "kind (GPU family, sharding, arithmetic) a band needs";
   }
   if (!calibrated_any) r.calibration_band = CalibrationBand{};
   if (!s.variation.degraded_links.empty() && r.inter_node_collective_bytes == 0)

@@ -355,3 +355,26 @@ TEST_CASE("error bands: withheld from a step that does not fit; fp8-held tensors
   CHECK(run_kind(llama_fsdp(R"({"float8": "tensorwise"})")).math == "fp8");
   CHECK(run_kind(llama_fsdp(R"({"param_dtype": "fp8"})")).math == "fp8_tensors");
 }
+
+TEST_CASE("error bands: TP and PP runs get their own kind's band, earned by model-parallel runs", "[models]") {
+  // The megatron set's A100 runs with TP and PP (models/error_bands.inc: 13 runs) and with TP alone
+  // (5); a data-parallel band says nothing of TP collectives or a pipeline's bubble.
+  auto doc = nlohmann::json::parse(R"({"hardware": "a100-sxm", "model": "llama3.2-1b", "parallelism": {"dp": 2,
+      "tp": 2, "pp": 2}, "batch": {"seq_len": 2048, "grad_accum": 4}})");
+  const Report tp_pp = run(parse_scenario(doc, "test.json"));
+  REQUIRE(tp_pp.error_band.present());
+  CHECK(tp_pp.error_band.set == "megatron");
+  CHECK(tp_pp.error_band.rows == 13);
+  CHECK(tp_pp.error_band.kind.mesh_label() == "TP, PP");
+  CHECK_THAT(report_text(tp_pp), Catch::Matchers::Contains("13 megatron runs on A100, replicated DP + TP, PP"));
+  doc["parallelism"].erase("pp");
+  const Report tp = run(parse_scenario(doc, "test.json"));
+  CHECK(tp.error_band.set == "megatron");
+  CHECK(tp.error_band.rows == 5);
+  // No set has 5 context-parallel runs of one kind: said, not borrowed from another kind.
+  doc["parallelism"] = nlohmann::json::parse(R"({"dp": 2, "cp": 2})");
+  const Report cp = run(parse_scenario(doc, "test.json"));
+  CHECK_FALSE(cp.error_band.present());
+  CHECK_THAT(report_text(cp), Catch::Matchers::Contains("no public measured set has 5 runs or more on A100 with "
+                                                        "replicated DP + CP yet"));
+}
