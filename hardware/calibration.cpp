@@ -169,6 +169,15 @@ std::string describe_overlay(const CalibrationOverlay& overlay) {
                        describe_gemm_curve(g.curve), g.source.file, g.source.sha256.substr(0, 12), g.points,
                        100 * g.max_residual);
   }
+  if (overlay.memory) {
+    const auto& m = *overlay.memory;
+    out += fmt::format("; memory-bound kernels at {:.3f} of HBM bandwidth{} ({} points, max residual {:.1f}%)",
+                       m.hbm_efficiency,
+                       m.source.file.empty() ? std::string()
+                                             : fmt::format(", measured on {} sha256 {}", m.source.file,
+                                                           m.source.sha256.substr(0, 12)),
+                       m.points, 100 * m.max_residual);
+  }
   return out + ")";
 }
 
@@ -183,8 +192,8 @@ GemmCurve effective_gemm_curve(const HardwareProfile& hw, const CalibrationOverl
 }
 
 void check_overlay(const CalibrationOverlay& overlay, const std::string& source) {
-  if (overlay.tables.empty() && !overlay.gemm)
-    throw InputError(source, "/tables", "expected at least one table or a \"gemm\" section");
+  if (overlay.tables.empty() && !overlay.gemm && !overlay.memory)
+    throw InputError(source, "/tables", "expected at least one table, a \"gemm\" or a \"memory_bound\" section");
   if (overlay.gemm) check_gemm_curve(overlay.gemm->curve, source, "/gemm");
   for (std::size_t i = 0; i < overlay.tables.size(); ++i) {
     const auto& t = overlay.tables[i];

@@ -70,8 +70,18 @@ struct GemmCalibration {
   CalibrationSource source;     ///< the measurement file (format "gemm-sweep" or "mlp-step"; gpu = device)
 };
 
+/// The achieved fraction of HBM bandwidth of memory-bound kernels, measured (JSON section
+/// `memory_bound`; `stepsim calibrate trace`): it replaces the profile's memory.hbm_efficiency.
+struct MemoryCalibration {
+  double hbm_efficiency = 0;    ///< (0, 1]
+  int points = 0;               ///< measured kernels it was fitted on
+  double median_residual = 0;   ///< median |t_fit − t_meas| / t_meas over them
+  double max_residual = 0;      ///< max |t_fit − t_meas| / t_meas over them
+  CalibrationSource source;     ///< the measurement (format "torch.profiler"; gpu = device)
+};
+
 /// A fitted overlay. Invariants (checked by the JSON reader and by fit code): at least one
-/// table or a gemm section; every table has ≥ 1 segment, segments contiguous with lo < hi, factors > 0 and finite.
+/// table, a gemm or a memory_bound section; every table has ≥ 1 segment, segments contiguous with lo < hi, factors > 0 and finite.
 struct CalibrationOverlay {
   std::string name;                  ///< file it was read from, or the -o path when fitted
   std::string hardware;              ///< nominal profile name the factors are relative to
@@ -82,6 +92,7 @@ struct CalibrationOverlay {
   std::vector<CalibrationSource> sources;
   std::vector<CalibrationTable> tables;  ///< collective factors (may be empty with a gemm section)
   std::optional<GemmCalibration> gemm;  ///< GEMM curve, or none (JSON section `gemm`)
+  std::optional<MemoryCalibration> memory;  ///< memory-bound efficiency, or none (JSON `memory_bound`)
 };
 
 /// The GEMM curve a cost model uses: the overlay's fitted one, else the profile's

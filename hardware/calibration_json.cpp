@@ -65,8 +65,29 @@ CalibrationOverlay parse_calibration(const nlohmann::json& doc, const std::strin
     g->finish();
     o.gemm = std::move(gc);
   }
-  const bool want_tables = !o.gemm || root.has("tables");  // a GEMM-only overlay may omit them
-  for (const auto& t : want_tables ? root.objects("tables", !o.gemm) : std::vector<JsonReader>{}) {
+  if (const auto m = root.optional_object("memory_bound")) {
+    MemoryCalibration mc;
+    mc.hbm_efficiency = m->number("hbm_efficiency", Check::Positive);
+    if (mc.hbm_efficiency > 1)
+      m->fail("hbm_efficiency", fmt::format("{:g}: no kernel streams faster than the HBM's bandwidth; expected a "
+                                            "fraction in (0, 1]", mc.hbm_efficiency));
+    mc.points = static_cast<int>(m->integer_or("points", 0, 0, 1 << 30));
+    mc.median_residual = m->number_or("median_residual", 0.0, Check::NonNegative);
+    mc.max_residual = m->number_or("max_residual", 0.0, Check::NonNegative);
+    if (const auto src = m->optional_object("source")) {
+      mc.source.file = src->string("file");
+      mc.source.sha256 = src->string_or("sha256", "");
+      mc.source.format = src->choice_or("format", "torch.profiler", {"torch.profiler"});
+      mc.source.gpu = src->string_or("gpu", "");
+      src->finish();
+    }
+    m->finish();
+    o.memory = std::move(mc);
+  }
+  // An overlay with a GEMM curve or a memory-bound efficiency may omit the collective tables.
+  const bool other = o.gemm || o.memory;
+  const bool want_tables = !other || root.has("tables");
+  for (const auto& t : want_tables ? root.objects("tables", !other) : std::vector<JsonReader>{}) {
     CalibrationTable table;
     if (!t.has("op")) t.fail("op", "required field is missing (AllReduce, ReduceScatter or AllGather)");
     table.op = op_from_label(t, "op");
@@ -154,6 +175,15 @@ std::string calibration_json(const CalibrationOverlay& overlay) {
                                  std::pair{"fp32_max_efficiency", g.curve.fp32_max_efficiency},
                                  std::pair{"fp8_max_efficiency", g.curve.fp8_max_efficiency}})
       if (v > 0) j["gemm"][key] = v;
+  }
+  if (overlay.memory) {
+    const auto& m = *overlay.memory;
+    j["memory_bound"] = {{"hbm_efficiency", m.hbm_efficiency},
+                         {"points", m.points},
+                         {"median_residual", m.median_residual},
+                         {"max_residual", m.max_residual},
+                         {"source", {{"file", m.source.file}, {"sha256", m.source.sha256}, {"format", m.source.format},
+                                     {"gpu", m.source.gpu}}}};
   }
   return j.dump(2) + "\n";
 }

@@ -64,6 +64,10 @@ CalibrationBand calibration_band_for(const Scenario& s) {
     b.points += static_cast<std::size_t>(std::max(o.gemm->points, 0));
     b.max_residual = std::max(b.max_residual, o.gemm->max_residual);
   }
+  if (o.memory) {
+    b.points += static_cast<std::size_t>(std::max(o.memory->points, 0));
+    b.max_residual = std::max(b.max_residual, o.memory->max_residual);
+  }
   for (const auto& t : o.tables)
     for (const auto& seg : t.segments) {
       b.points += static_cast<std::size_t>(std::max(seg.points, 0));

@@ -136,6 +136,15 @@ void read_calibration(const JsonReader& root, Scenario& s) {
     if (overlay.gemm && f.rfind("compute.gemm_curve", 0) == 0)
       root.fail("calibration", fmt::format("overlay '{}' fits the GEMM curve, which replaces the profile's '{}' set in "
                                            "/hardware; drop one of them", s.calibration_ref, f));
+  if (overlay.memory) {
+    // The measured fraction of HBM bandwidth replaces the profile's (the field refused above
+    // when /hardware sets it too).
+    for (const auto& f : s.hardware.overridden)
+      if (f == "memory.hbm_efficiency")
+        root.fail("calibration", fmt::format("overlay '{}' measures memory.hbm_efficiency, which /hardware sets too; "
+                                             "drop one of them", s.calibration_ref));
+    s.hardware.hbm_efficiency = overlay.memory->hbm_efficiency;
+  }
   s.calibration = std::make_shared<const hardware::CalibrationOverlay>(std::move(overlay));
 }
 

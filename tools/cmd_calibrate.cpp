@@ -161,6 +161,32 @@ std::string json_report(const validate::CalibrationResult& r, const std::string&
   return j.dump(2) + "\n";
 }
 
+// The memory-bound fit of `calibrate trace` (validate::fit_memory_bound), as text and JSON.
+std::string memory_fit_text(const validate::MemoryFitResult& m) {
+  std::string ops;
+  for (const auto& [op, n] : m.ops) ops += fmt::format("{}{} {}", ops.empty() ? "" : ", ", n, op);
+  return fmt::format("memory-bound kernels: {} with known traffic ({}), >= {:g} MiB and {:g} us each\n"
+                     "  memory.hbm_efficiency {:.3f} (least median |error| of bytes / (HBM bandwidth x e) against the kernel times; profile {:.3f})\n"
+                     "  |error| median / max: profile's {:.1f} % / -, fitted {:.1f} % / {:.1f} %, fitted on the even "
+                     "points -> odd {:.1f} %\n",
+                     m.memory.points, ops, validate::kMinTraceStreamBytes / 1048576.0, validate::kMinTraceStreamS * 1e6,
+                     m.memory.hbm_efficiency, m.profile_efficiency, 100 * m.nominal_median_residual,
+                     100 * m.memory.median_residual, 100 * m.memory.max_residual, 100 * m.cross_median_residual);
+}
+
+ordered memory_fit_json(const validate::MemoryFitResult& m) {
+  ordered ops = ordered::object();
+  for (const auto& [op, n] : m.ops) ops[op] = n;
+  return ordered{{"hbm_efficiency", m.memory.hbm_efficiency},
+                 {"profile_hbm_efficiency", m.profile_efficiency},
+                 {"points", m.memory.points},
+                 {"ops", ops},
+                 {"median_residual", m.memory.median_residual},
+                 {"max_residual", m.memory.max_residual},
+                 {"profile_median_residual", m.nominal_median_residual},
+                 {"cross_even_to_odd_median_residual", m.cross_median_residual}};
+}
+
 int cmd_calibrate(const CalibrateArgs& a) {
   const auto hw = hardware::load_profile(a.hardware, "--hardware");
   if (a.ranks < 0 || a.ranks > (1 << 24))
@@ -186,10 +212,12 @@ int cmd_calibrate(const CalibrateArgs& a) {
   opt.fit.noise_floor = a.noise_floor;
   validate::CalibrationResult result;
   std::optional<validate::GemmFitResult> gemm_fit;
+  std::optional<validate::MemoryFitResult> memory_fit;
   if (a.traces) {
     validate::TraceCalibration tc = validate::calibrate_traces(validate::read_kineto_traces(a.logs), hw, opt, a.output);
     result = std::move(tc.collectives);
     gemm_fit = std::move(tc.gemm);
+    memory_fit = std::move(tc.memory);
   } else {
     std::vector<validate::NcclTestsLog> logs;
     for (const auto& path : a.logs) logs.push_back(validate::read_nccl_tests_file(path));
@@ -205,10 +233,12 @@ int cmd_calibrate(const CalibrateArgs& a) {
     j["schema"] = "stepsim.calibrate-trace/1";
     j["collectives"] = ordered::parse(json_report(result, a.output));
     j["gemm"] = gemm_fit ? ordered::parse(gemm_fit_json(*gemm_fit, hw, a.output)) : ordered(nullptr);
+    j["memory_bound"] = memory_fit ? memory_fit_json(*memory_fit) : ordered(nullptr);
     print(j.dump(2, ' ', false, ordered::error_handler_t::replace) + "\n");
   } else {
     std::string out = text_report(result, a.output, true);
     if (gemm_fit) out += "\n" + gemm_fit_text(*gemm_fit, hw, result.overlay, a.output);
+    if (memory_fit) out += "\n" + memory_fit_text(*memory_fit);
     print(out);
   }
   return 0;

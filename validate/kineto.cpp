@@ -487,6 +487,166 @@ GemmMeasurements gemm_points_from_traces(const std::vector<KinetoTrace>& traces,
   return out;
 }
 
+namespace {
+
+// Bytes per element of an `Input type` string; 0 when unknown.
+double element_bytes(const std::string& type) {
+  const std::string t = lower(type);
+  if (t == "float" || t == "int" || t == "unsigned int") return 4;
+  if (t == "double" || t == "long int" || t == "long" || t == "int64_t") return 8;
+  if (t == "c10::half" || t == "c10::bfloat16" || t == "short int") return 2;
+  if (t == "bool" || t == "unsigned char" || t == "signed char" || t == "char") return 1;
+  return 0;
+}
+
+// Bytes of input i of `op` (its dims × its element size); 0 for a scalar, a 0-d tensor or an
+// input without a shape; -1 when the input is a tensor of an unknown type.
+double input_bytes(const KinetoCpuOp& op, std::size_t i) {
+  if (op.input_dims.size() <= i || op.input_dims[i].empty()) return 0;
+  double n = 1;
+  for (std::int64_t x : op.input_dims[i]) {
+    if (x < 0) return -1;
+    n *= static_cast<double>(x);
+  }
+  const double e = op.input_types.size() > i ? element_bytes(op.input_types[i]) : 0;
+  return e > 0 ? n * e : -1;
+}
+
+enum class Traffic { None, Write, Copy, Unary, Binary };
+
+Traffic traffic_of(const std::string& op) {
+  static const std::set<std::string> unary = {"aten::relu", "aten::relu_", "aten::gelu", "aten::gelu_", "aten::silu",
+                                              "aten::silu_", "aten::sigmoid", "aten::sigmoid_", "aten::tanh", "aten::tanh_",
+                                              "aten::neg", "aten::neg_", "aten::exp", "aten::exp_"};
+  static const std::set<std::string> binary = {"aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul",
+                                               "aten::mul_", "aten::div", "aten::div_", "aten::threshold_backward",
+                                               "aten::gelu_backward", "aten::silu_backward"};
+  if (op == "aten::fill_" || op == "aten::zero_") return Traffic::Write;
+  if (op == "aten::copy_") return Traffic::Copy;
+  if (unary.count(op) != 0) return Traffic::Unary;
+  if (binary.count(op) != 0) return Traffic::Binary;
+  return Traffic::None;
+}
+
+}  // namespace
+
+std::vector<MemoryPoint> memory_points_from_traces(const std::vector<KinetoTrace>& traces, std::vector<std::string>* notes) {
+  std::vector<MemoryPoint> out;
+  std::int64_t other_ops = 0, broadcasts = 0, small = 0, multi = 0;
+  for (const KinetoTrace& t : traces) {
+    // Per op instance: its kernels (any class) and the first elementwise one.
+    std::map<std::int32_t, std::pair<int, const KinetoKernel*>> per_op;
+    for (const KinetoKernel& k : t.kernels) {
+      if (k.step < 0 || k.device != t.device || k.cpu_op < 0) continue;
+      auto& [count, first] = per_op[k.cpu_op];
+      ++count;
+      if (first == nullptr && k.cls == KernelClass::Elementwise) first = &k;
+    }
+    for (const auto& [op_index, v] : per_op) {
+      const auto& [count, kernel] = v;
+      if (kernel == nullptr) continue;
+      const KinetoCpuOp& op = t.ops[static_cast<std::size_t>(op_index)];
+      const std::string& name = t.names[op.name];
+      const Traffic traffic = traffic_of(name);
+      if (traffic == Traffic::None || op.input_dims.empty()) {
+        ++other_ops;
+        continue;
+      }
+      if (count > 1) {  // which kernel moved which bytes is not recorded
+        ++multi;
+        continue;
+      }
+      const double a = input_bytes(op, 0), b = input_bytes(op, 1);
+      double bytes = -1;
+      switch (traffic) {
+        case Traffic::Write: bytes = a; break;
+        case Traffic::Copy: bytes = a > 0 && b > 0 ? a + b : -1; break;
+        case Traffic::Unary: bytes = a > 0 ? 2 * a : -1; break;
+        case Traffic::Binary:
+          if (a > 0 && b == 0) bytes = 2 * a;
+          else if (a > 0 && b == a) bytes = 3 * a;
+          else if (a > 0 && b > 0) ++broadcasts;
+          break;
+        case Traffic::None: break;
+      }
+      if (bytes <= 0) {
+        if (!(traffic == Traffic::Binary && a > 0 && b > 0 && b != a)) ++other_ops;
+        continue;
+      }
+      const double dur = static_cast<double>(kernel->dur_ns) * 1e-9;
+      if (bytes < kMinTraceStreamBytes || dur < kMinTraceStreamS) {
+        ++small;
+        continue;
+      }
+      out.push_back({name, bytes, dur});
+    }
+  }
+  if (notes != nullptr) {
+    if (small > 0)
+      notes->push_back(fmt::format("{} memory-bound kernel{} under {:g} MiB or {:g} us left out (launch-bound or held "
+                                   "in L2)", small, small == 1 ? "" : "s", kMinTraceStreamBytes / 1048576.0,
+                                   kMinTraceStreamS * 1e6));
+    if (broadcasts > 0)
+      notes->push_back(fmt::format("{} broadcasting pointwise kernel{} left out (their traffic depends on the strides)",
+                                   broadcasts, broadcasts == 1 ? "" : "s"));
+    if (multi > 0)
+      notes->push_back(fmt::format("{} pointwise op{} that launched several kernels left out", multi, multi == 1 ? "" : "s"));
+  }
+  (void)other_ops;
+  return out;
+}
+
+MemoryFitResult fit_memory_bound(const std::vector<MemoryPoint>& points, const hardware::HardwareProfile& hw,
+                                 const hardware::CalibrationSource& source) {
+  constexpr std::size_t kMinPoints = 5;
+  const std::string where = source.file.empty() ? std::string("memory-bound fit") : source.file;
+  if (points.size() < kMinPoints)
+    throw InputError(where, "", fmt::format("{} memory-bound kernel{} with known traffic, fewer than the {} a fit needs "
+                                            "(a trace recorded with record_shapes=True, whose pointwise kernels move {:g} "
+                                            "MiB or more)", points.size(), points.size() == 1 ? "" : "s", kMinPoints,
+                                            kMinTraceStreamBytes / 1048576.0));
+  const double bw = hw.hbm_bandwidth_bytes_per_s;
+  const auto residuals = [&](double e, std::size_t parity) {  // parity 2: every point
+    std::vector<double> r;
+    for (std::size_t i = 0; i < points.size(); ++i)
+      if (parity == 2 || i % 2 == parity)
+        r.push_back(std::abs(points[i].bytes / (bw * e) - points[i].measured_s) / points[i].measured_s);
+    return r;
+  };
+  // The efficiency whose median relative time residual is least (a least-median fit, which the
+  // few kernels a cache speeds up or a strided layout slows down cannot pull), on a 0.001 grid
+  // up to 1.05 (beyond 1 is refused below).
+  const auto efficiency = [&](std::size_t parity) {
+    double best = 0, best_r = 1e300;
+    for (int k = 1; k <= 1050; ++k) {
+      const double r = median_of(residuals(k / 1000.0, parity));
+      if (r < best_r) best = k / 1000.0, best_r = r;
+    }
+    return best;
+  };
+  MemoryFitResult out;
+  const double e = efficiency(2);
+  if (e > 1)
+    throw InputError(where, "", fmt::format("the memory-bound kernels stream at {:.2f} x the profile's HBM bandwidth ({:g} "
+                                            "GB/s): faster than the HBM can, so the bytes are not what they moved (a "
+                                            "cache) or the profile is not this GPU's", e, bw / 1e9));
+  const std::vector<double> r = residuals(e, 2);
+  out.memory.hbm_efficiency = e;
+  out.memory.points = static_cast<int>(points.size());
+  out.memory.median_residual = median_of(r);
+  out.memory.max_residual = *std::max_element(r.begin(), r.end());
+  out.memory.source = source;
+  out.profile_efficiency = hw.hbm_efficiency;
+  out.nominal_median_residual = median_of(residuals(hw.hbm_efficiency, 2));
+  out.cross_median_residual = median_of(residuals(efficiency(0), 1));
+  for (const MemoryPoint& p : points) ++out.ops[p.op];
+  if (out.memory.median_residual > 0.25)
+    throw InputError(where, "", fmt::format("the memory-bound kernels are not one streaming rate: at {:.2f} of HBM "
+                                            "bandwidth they are missed by a median {:.0f} %", e,
+                                            100 * out.memory.median_residual));
+  return out;
+}
+
 TraceCalibration calibrate_traces(const std::vector<KinetoTrace>& traces, const hardware::HardwareProfile& hw,
                                   const CalibrateOptions& options, const std::string& overlay_name) {
   STEPSIM_ASSERT(!traces.empty(), "no traces");
@@ -495,14 +655,17 @@ TraceCalibration calibrate_traces(const std::vector<KinetoTrace>& traces, const 
   std::vector<std::string> gemm_notes;
   std::vector<NcclTestsLog> logs = collective_logs_from_traces(traces, &skipped);
   const GemmMeasurements gemms = gemm_points_from_traces(traces, &gemm_notes);
+  std::vector<std::string> memory_notes;
+  const std::vector<MemoryPoint> streams = memory_points_from_traces(traces, &memory_notes);
   std::size_t rows = 0;
   for (const NcclTestsLog& log : logs)
     for (const NcclTestsRun& run : log.runs) rows += run.rows.size();
-  if (rows == 0 && gemms.points.size() < 2) {
+  if (rows == 0 && gemms.points.size() < 2 && streams.empty()) {
     std::string why;
     for (const auto& [reason, n] : skipped) why += fmt::format("; {} {}", n, reason);
     throw InputError(traces.front().source, "",
-                     fmt::format("nothing to fit: no NCCL call with a recorded size and fewer than 2 GEMM shapes{} "
+                     fmt::format("nothing to fit: no NCCL call with a recorded size, fewer than 2 GEMM shapes and no "
+                                 "memory-bound kernel with known traffic{} "
                                  "(expected NCCL kernels whose args carry 'In msg nelems', 'Group size' and 'dtype', "
                                  "PyTorch 2.3 or later, or a trace recorded with record_shapes=True)", why));
   }
@@ -526,18 +689,35 @@ TraceCalibration calibrate_traces(const std::vector<KinetoTrace>& traces, const 
       result.overlay.gemm = fit.gemm;
       out.gemm = std::move(fit);
     } catch (const InputError& e) {
-      if (rows == 0)
+      if (rows == 0 && streams.empty())
         throw InputError(e.source(), e.path(), "nothing to fit: no NCCL call with a recorded size, and the GEMM curve is "
                                                "not fitted: " + e.detail());
       result.warnings.push_back(std::string("GEMM curve not fitted: ") + e.what());
     }
   }
+  if (!streams.empty()) {
+    hardware::CalibrationSource src;
+    for (const KinetoTrace& t : traces) src.file += (src.file.empty() ? "" : ", ") + t.source;
+    src.sha256 = traces.front().sha256;
+    src.format = "torch.profiler";
+    src.gpu = kineto_device_name(traces.front());
+    try {
+      MemoryFitResult fit = fit_memory_bound(streams, hw, src);
+      result.overlay.memory = fit.memory;
+      out.memory = std::move(fit);
+    } catch (const InputError& e) {
+      if (rows == 0 && !out.gemm)
+        throw InputError(e.source(), e.path(), "nothing to fit: no NCCL call with a recorded size, no GEMM curve, and "
+                                               "the memory-bound efficiency is not fitted: " + e.detail());
+      result.warnings.push_back(std::string("memory-bound efficiency not fitted: ") + e.what());
+    }
+  }
+  for (const std::string& n : memory_notes) result.warnings.push_back(n);
   for (const std::string& n : gemm_notes) result.warnings.push_back(n);
   for (const auto& [reason, n] : skipped) result.warnings.push_back(fmt::format("{} {} left out of the fit", n, reason));
   result.warnings.push_back("a trace's NCCL kernel time includes the wait for the slowest rank: the fit prices that wait "
                             "too (nccl-tests logs measure the collective alone)");
-  result.warnings.push_back("not fitted from traces yet (the profile's values are kept): memory-bound bandwidth, host "
-                            "time per op");
+  result.warnings.push_back("not fitted from traces yet (the profile's value is kept): host time per op");
   return out;
 }
 

@@ -277,6 +277,55 @@ std::vector<NcclTestsLog> collective_logs_from_traces(const std::vector<KinetoTr
 inline constexpr double kMinTraceGemmS = 20e-6;
 GemmMeasurements gemm_points_from_traces(const std::vector<KinetoTrace>& traces, std::vector<std::string>* notes = nullptr);
 
+/// A memory-bound kernel of a trace with the bytes it must move (memory_points_from_traces).
+struct MemoryPoint {
+  std::string op;          ///< the CPU op that launched it ("aten::add")
+  double bytes = 0;        ///< HBM bytes it reads and writes at least
+  double measured_s = 0;   ///< the kernel's duration
+};
+
+/// Memory-bound kernels smaller or shorter than these are left out of memory_points_from_traces:
+/// below a few MiB a kernel's time is its launch and tail, and L2 (40-50 MB on A100 / H100)
+/// holds part of its operands, so it does not stream from HBM [bytes, s].
+inline constexpr double kMinTraceStreamBytes = 8.0 * 1024 * 1024;
+inline constexpr double kMinTraceStreamS = 20e-6;
+
+/// The traces' memory-bound kernels whose traffic their op's recorded shapes give
+/// (record_shapes=True), as points for fit_memory_bound (`stepsim calibrate trace`, issue 18
+/// item 3): an elementwise-class kernel inside a step on the trace's device, the only kernel of
+/// its CPU op, that op one whose traffic follows from its `Input Dims` and `Input type`
+/// (element sizes: float 4, double 8, Half / BFloat16 2, long 8, int 4, bool / char 1):
+///   - aten::fill_, aten::zero_: writes its first input;
+///   - aten::copy_: reads its second input and writes its first;
+///   - unary pointwise (aten::relu, gelu, silu, sigmoid, tanh, neg, exp, and their in-place
+///     forms): reads and writes its first input;
+///   - binary pointwise (aten::add, sub, mul, div and their in-place forms, threshold_backward,
+///     gelu_backward, silu_backward): reads both inputs and writes the first's size, when both
+///     are tensors of one size; with a scalar or a 0-d second input, reads and writes the first;
+///     broadcasts (inputs of different sizes) are left out, their traffic depends on the strides;
+/// with at least kMinTraceStreamBytes and kMinTraceStreamS. `notes` counts what was left out.
+std::vector<MemoryPoint> memory_points_from_traces(const std::vector<KinetoTrace>& traces,
+                                                   std::vector<std::string>* notes = nullptr);
+
+/// The memory-bound fit of a trace (fit_memory_bound).
+struct MemoryFitResult {
+  hardware::MemoryCalibration memory;  ///< the efficiency, its points and residuals, the source
+  double profile_efficiency = 0;       ///< the profile's memory.hbm_efficiency it replaces
+  double nominal_median_residual = 0;  ///< median |t_profile − t| / t over the points
+  double cross_median_residual = 0;    ///< fitted on the even points, median over the odd ones
+  std::map<std::string, std::size_t> ops;  ///< points per op
+};
+
+/// Fits memory.hbm_efficiency e to the points: the e (on a 0.001 grid) whose median relative
+/// residual |bytes / (bw × e) − t| / t is least (a least-median fit: robust to the kernels a
+/// cache or a strided layout speeds up or slows down), its residuals, and the holdout rule: e
+/// chosen on the even points, judged on the odd ones. `source` names the traces (file list, first SHA-256, device).
+/// @throws InputError when there are fewer than 5 points, the efficiency comes out above 1 (the
+///         kernels beat the HBM: a cache, or bytes counted wrong), or the median residual is
+///         above 25 % (the points are not one streaming rate).
+MemoryFitResult fit_memory_bound(const std::vector<MemoryPoint>& points, const hardware::HardwareProfile& hw,
+                                 const hardware::CalibrationSource& source);
+
 /// What `stepsim calibrate trace` fits from the traces of one job.
 struct TraceCalibration {
   /// The nccl-tests fit of the sized NCCL calls (collective_logs_from_traces), with the GEMM
@@ -284,6 +333,7 @@ struct TraceCalibration {
   /// trace's NCCL time holds the wait for the slowest rank, what is not fitted from traces.
   CalibrationResult collectives;
   std::optional<GemmFitResult> gemm;  ///< the GEMM fit (gemm_points_from_traces), when accepted
+  std::optional<MemoryFitResult> memory;  ///< the memory-bound fit (memory_points_from_traces), when accepted
 };
 
 /// Fits what the traces show (issue 18 item 3): their sized NCCL calls by `calibrate`, their
