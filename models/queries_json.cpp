@@ -55,6 +55,7 @@ QueryAnswer memory_query(const MemoryQuery& a) {
   // (psi, unsharded); a sharded state covers the dense tensors over dp × cp and the experts over
   // dp × cp / ep, which is the whole model over dp × cp (zero_model_states' sharded_psi).
   std::int64_t ep = 1;
+  bool dist_opt = false;  // ddp with Megatron-LM's distributed optimizer: its row at stage 1
   if (!a.scenario.empty() || a.scenario_doc) {
     if (a.params != 0 || a.dp != 0 || !a.hardware.empty())
       throw InputError("--params/--dp/--hardware", "", "give either a scenario or --params and --dp (and --hardware), not both");
@@ -71,6 +72,7 @@ QueryAnswer memory_query(const MemoryQuery& a) {
     dp = s.data_ranks();  // the ranks the states shard over: dp × cp
     cp = s.parallelism.cp;
     ep = s.parallelism.ep;
+    dist_opt = s.parallelism.use_distributed_optimizer;
     if (ep > 1) model_params = static_cast<double>(s.model_parameters);
     activations = activation_bytes(s);
     pp = s.parallelism.pp;
@@ -139,7 +141,14 @@ QueryAnswer memory_query(const MemoryQuery& a) {
                                  k, group);
   text += fmt::format("  {:<7}{:>12}{:>12}{:>12}{:>12}{}{}\n", "", "params", "grads", "optimizer", "total",
                       activations >= 0 ? "  + activations" : "", hw ? "   largest model" : "");
-  for (const auto& row : strategy_model_states(psi, dp, group, k, param_bytes, ep > 1 ? model_params : -1)) {
+  for (auto row : strategy_model_states(psi, dp, group, k, param_bytes, ep > 1 ? model_params : -1)) {
+    if (dist_opt && std::string_view(row.strategy) == "ddp") {
+      // The scenario's ddp runs Megatron-LM's distributed optimizer: the optimizer states shard
+      // (ZeRO stage 1's accounting, Megatron's dist_optimizer.md table).
+      row.states = zero_model_states(psi, dp, 1, k, param_bytes, ep > 1 ? model_params : -1);
+      j["ddp_distributed_optimizer"] = true;
+      text += "  (ddp: with the scenario's use_distributed_optimizer, Megatron-LM's: optimizer states sharded over N_d)\n";
+    }
     // hsdp keeps an EP group inside a shard group: no row when ep does not divide it, and a line
     // that says why (found by both trials: the row went missing without a word).
     if (ep > 1 && std::string_view(row.strategy) == "hsdp" && group % ep != 0) {

@@ -499,6 +499,23 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   check_positions(root, batch, s);
   check_sequence_parallel(root, batch, s);
   check_pipeline(*par, s);
+  if (s.parallelism.use_distributed_optimizer) {
+    // Megatron-LM's DDP keeps every gradient in its contiguous buffer (param.main_grad views
+    // it: no bucket copy, no second buffer) and reduces once per step (semantics-parallel.md
+    // §A10), and the distributed optimizer exists to shard an optimizer's states.
+    auto& p = s.parallelism;
+    if (par->has("gradient_as_bucket_view") && !p.gradient_as_bucket_view)
+      par->fail("gradient_as_bucket_view", "false with use_distributed_optimizer: Megatron-LM's gradients always live in "
+                                           "its contiguous bucket buffer (main_grad); remove gradient_as_bucket_view");
+    p.gradient_as_bucket_view = true;
+    if (p.sync_every_micro_batch)
+      par->fail("sync_every_micro_batch", "true with use_distributed_optimizer: Megatron-LM reduce-scatters the "
+                                          "gradients once per step (no_sync on every micro-batch but the last); "
+                                          "expected false");
+    if (s.optimizer == "none")
+      par->fail("use_distributed_optimizer", "true with optimizer \"none\": there are no optimizer states to shard and "
+                                             "no parameters to gather; remove use_distributed_optimizer or set an optimizer");
+  }
   if (s.parallelism.overlap_param_gather && !s.parallelism.use_distributed_optimizer)
     par->fail("overlap_param_gather", "true without use_distributed_optimizer: the parameters are gathered only by "
                                       "Megatron-LM's distributed optimizer (arguments.py asserts it); set "
