@@ -178,6 +178,15 @@ std::string describe_overlay(const CalibrationOverlay& overlay) {
                                                            m.source.sha256.substr(0, 12)),
                        m.points, 100 * m.max_residual);
   }
+  if (overlay.host) {
+    const auto& h = *overlay.host;
+    out += fmt::format("; {:.1f} us of CPU per launched op{} ({} launches over {} steps, max residual {:.1f}%)",
+                       h.host_op_s * 1e6,
+                       h.source.file.empty() ? std::string()
+                                             : fmt::format(", measured on {} sha256 {}", h.source.file,
+                                                           h.source.sha256.substr(0, 12)),
+                       h.points, h.steps, 100 * h.max_residual);
+  }
   return out + ")";
 }
 
@@ -192,8 +201,8 @@ GemmCurve effective_gemm_curve(const HardwareProfile& hw, const CalibrationOverl
 }
 
 void check_overlay(const CalibrationOverlay& overlay, const std::string& source) {
-  if (overlay.tables.empty() && !overlay.gemm && !overlay.memory)
-    throw InputError(source, "/tables", "expected at least one table, a \"gemm\" or a \"memory_bound\" section");
+  if (overlay.tables.empty() && !overlay.gemm && !overlay.memory && !overlay.host)
+    throw InputError(source, "/tables", "expected at least one table, a \"gemm\", a \"memory_bound\" or a \"host\" section");
   if (overlay.gemm) check_gemm_curve(overlay.gemm->curve, source, "/gemm");
   for (std::size_t i = 0; i < overlay.tables.size(); ++i) {
     const auto& t = overlay.tables[i];

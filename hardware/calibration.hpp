@@ -80,8 +80,21 @@ struct MemoryCalibration {
   CalibrationSource source;     ///< the measurement (format "torch.profiler"; gpu = device)
 };
 
+/// The CPU time per launched GPU op, measured (JSON section `host`; `stepsim calibrate trace`):
+/// a scenario run with the overlay takes it as its `framework.host_op_s` (models/scenario.hpp).
+/// Mean CPU time between one thread's consecutive launches, the CPU's waits for the GPU taken
+/// out (validate::fit_host_time has the rule).
+struct HostCalibration {
+  double host_op_s = 0;         ///< (0, 0.01] s
+  int points = 0;               ///< launch intervals it was measured on
+  int steps = 0;                ///< profiler steps they came from
+  double median_residual = 0;   ///< median over the steps of |intervals × host_op_s − their CPU time| / that time
+  double max_residual = 0;      ///< max of the same
+  CalibrationSource source;     ///< the measurement (format "torch.profiler"; gpu = device)
+};
+
 /// A fitted overlay. Invariants (checked by the JSON reader and by fit code): at least one
-/// table, a gemm or a memory_bound section; every table has ≥ 1 segment, segments contiguous with lo < hi, factors > 0 and finite.
+/// table, a gemm, a memory_bound or a host section; every table has ≥ 1 segment, segments contiguous with lo < hi, factors > 0 and finite.
 struct CalibrationOverlay {
   std::string name;                  ///< file it was read from, or the -o path when fitted
   std::string hardware;              ///< nominal profile name the factors are relative to
@@ -93,6 +106,7 @@ struct CalibrationOverlay {
   std::vector<CalibrationTable> tables;  ///< collective factors (may be empty with a gemm section)
   std::optional<GemmCalibration> gemm;  ///< GEMM curve, or none (JSON section `gemm`)
   std::optional<MemoryCalibration> memory;  ///< memory-bound efficiency, or none (JSON `memory_bound`)
+  std::optional<HostCalibration> host;      ///< host time per op, or none (JSON `host`)
 };
 
 /// The GEMM curve a cost model uses: the overlay's fitted one, else the profile's

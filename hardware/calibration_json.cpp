@@ -21,6 +21,32 @@ CollectiveOp op_from_label(const JsonReader& r, const std::string& key) {
   return collective_op_from(r.choice_or(key, "", collective_op_labels())).value_or(CollectiveOp::AllReduce);
 }
 
+// The `source` of a section fitted from profiler traces (memory_bound, host).
+CalibrationSource read_trace_source(const JsonReader& src) {
+  CalibrationSource out;
+  out.file = src.string("file");
+  out.sha256 = src.string_or("sha256", "");
+  out.format = src.choice_or("format", "torch.profiler", {"torch.profiler"});
+  out.gpu = src.string_or("gpu", "");
+  src.finish();
+  return out;
+}
+
+// The fields every section fitted from traces has (points, residuals, source), then the
+// section's unknown keys refused.
+template <class Section>
+void read_trace_fit(const JsonReader& r, Section& out) {
+  out.points = static_cast<int>(r.integer_or("points", 0, 0, 1 << 30));
+  out.median_residual = r.number_or("median_residual", 0.0, Check::NonNegative);
+  out.max_residual = r.number_or("max_residual", 0.0, Check::NonNegative);
+  if (const auto src = r.optional_object("source")) out.source = read_trace_source(*src);
+  r.finish();
+}
+
+nlohmann::ordered_json source_json(const CalibrationSource& s) {
+  return {{"file", s.file}, {"sha256", s.sha256}, {"format", s.format}, {"gpu", s.gpu}};
+}
+
 }  // namespace
 
 CalibrationOverlay parse_calibration(const nlohmann::json& doc, const std::string& source) {
@@ -71,21 +97,22 @@ CalibrationOverlay parse_calibration(const nlohmann::json& doc, const std::strin
     if (mc.hbm_efficiency > 1)
       m->fail("hbm_efficiency", fmt::format("{:g}: no kernel streams faster than the HBM's bandwidth; expected a "
                                             "fraction in (0, 1]", mc.hbm_efficiency));
-    mc.points = static_cast<int>(m->integer_or("points", 0, 0, 1 << 30));
-    mc.median_residual = m->number_or("median_residual", 0.0, Check::NonNegative);
-    mc.max_residual = m->number_or("max_residual", 0.0, Check::NonNegative);
-    if (const auto src = m->optional_object("source")) {
-      mc.source.file = src->string("file");
-      mc.source.sha256 = src->string_or("sha256", "");
-      mc.source.format = src->choice_or("format", "torch.profiler", {"torch.profiler"});
-      mc.source.gpu = src->string_or("gpu", "");
-      src->finish();
-    }
-    m->finish();
+    read_trace_fit(*m, mc);
     o.memory = std::move(mc);
   }
-  // An overlay with a GEMM curve or a memory-bound efficiency may omit the collective tables.
-  const bool other = o.gemm || o.memory;
+  if (const auto h = root.optional_object("host")) {
+    HostCalibration hc;
+    hc.host_op_s = h->number("host_op_s", Check::Positive, Dimension::Seconds);
+    if (hc.host_op_s > 0.01)
+      h->fail("host_op_s", fmt::format("expected a CPU time per op below 10 ms (the scenario's framework.host_op_s "
+                                       "bound), got {:g} s", hc.host_op_s));
+    hc.steps = static_cast<int>(h->integer_or("steps", 0, 0, 1 << 30));
+    read_trace_fit(*h, hc);
+    o.host = std::move(hc);
+  }
+  // An overlay with a GEMM curve, a memory-bound efficiency or a host time may omit the
+  // collective tables.
+  const bool other = o.gemm || o.memory || o.host;
   const bool want_tables = !other || root.has("tables");
   for (const auto& t : want_tables ? root.objects("tables", !other) : std::vector<JsonReader>{}) {
     CalibrationTable table;
@@ -182,8 +209,16 @@ std::string calibration_json(const CalibrationOverlay& overlay) {
                          {"points", m.points},
                          {"median_residual", m.median_residual},
                          {"max_residual", m.max_residual},
-                         {"source", {{"file", m.source.file}, {"sha256", m.source.sha256}, {"format", m.source.format},
-                                     {"gpu", m.source.gpu}}}};
+                         {"source", source_json(m.source)}};
+  }
+  if (overlay.host) {
+    const auto& h = *overlay.host;
+    j["host"] = {{"host_op_s", h.host_op_s},
+                 {"points", h.points},
+                 {"steps", h.steps},
+                 {"median_residual", h.median_residual},
+                 {"max_residual", h.max_residual},
+                 {"source", source_json(h.source)}};
   }
   return j.dump(2) + "\n";
 }

@@ -164,7 +164,10 @@ std::string report_text(const Report& r) {
       line("  framework   CUDA graphs: kernels and collectives replay from captured graphs; no per-op CPU launch cost, "
            "no NCCL launch overhead");
     else if (s.framework.host_op_s > 0)
-      line(fmt::format("  framework   {:.3g} us of CPU per op; a layer takes the longer of its kernels and its launches", s.framework.host_op_s * 1e6));
+      line(fmt::format("  framework   {:.3g} us of CPU per op{}; a layer takes the longer of its kernels and its launches",
+                       s.framework.host_op_s * 1e6,
+                       s.calibration && s.calibration->host && s.framework.host_op_s == s.calibration->host->host_op_s
+                           ? " (measured: calibration overlay)" : ""));
     // Which kernels run: only for models with composites or a loss over logits, naming theirs.
     if (!s.model.eager_composites.empty() || s.model.has_logits_loss()) {
       using Impl = FrameworkConfig::Implementation;

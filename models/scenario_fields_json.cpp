@@ -150,6 +150,12 @@ void read_calibration(const JsonReader& root, Scenario& s) {
 
 bool collective_overlay(const Scenario& s) { return s.calibration && !s.calibration->tables.empty(); }
 
+// framework.host_op_s is the calibration overlay's measured host time (not given in the scenario).
+bool host_op_from_overlay(const Scenario& s) {
+  return s.calibration && s.calibration->host && s.framework.host_op_s > 0 &&
+         s.framework.host_op_s == s.calibration->host->host_op_s;
+}
+
 // activations.attention: "auto" (the default) is FlashAttention-2, the kernel PyTorch's SDPA
 // runs on A100 and Hopper in bf16 since torch 2.2 (and torchtitan, Hugging Face's "sdpa"), where
 // the profile has its measured throughput; elsewhere "flash", fused attention priced as on-chip
@@ -584,14 +590,22 @@ std::vector<ScenarioField> core_fields() {
       {.object = "framework", .key = "host_op_s", .type = T::Number,
        .doc = "CPU seconds per PyTorch op (Python, dispatcher, launch); a layer takes max(its GPU time, its ops × "
               "host_op_s): launch-bound small layers. 0 models GPU time only",
-       .unit = "s", .check = Check::NonNegative, .dimension = Dimension::Seconds,
+       .unit = "s", .default_doc = "0, or the calibration overlay's measured host time (`calibrate trace`)",
+       .check = Check::NonNegative, .dimension = Dimension::Seconds,
        STEPSIM_FIELD_ACCESS(double, framework.host_op_s),
+       .fallback = [](const Scenario& s) -> FieldValue {
+         return s.calibration && s.calibration->host ? s.calibration->host->host_op_s : s.framework.host_op_s;
+       },
        .rule = [](const JsonReader& f, Scenario& s) {
          if (s.framework.host_op_s > 0.01)
            f.fail("host_op_s", fmt::format("expected a per-op CPU time below 10 ms (e.g. \"20us\"), got {:g} s", s.framework.host_op_s));
+         // The overlay's measured host time replaces the field: both would be one guess too many.
+         if (f.has("host_op_s") && s.calibration && s.calibration->host)
+           f.fail("host_op_s", fmt::format("the calibration overlay '{}' measures the host time per op ({:.3g} us); "
+                                           "drop one of them", s.calibration_ref, s.calibration->host->host_op_s * 1e6));
        },
        .echo = [](const Scenario& s) -> Value {
-         if (!(s.framework.host_op_s > 0)) return std::nullopt;
+         if (!(s.framework.host_op_s > 0) || host_op_from_overlay(s)) return std::nullopt;
          return s.framework.host_op_s;
        }},
       {.object = "framework", .key = "cuda_graphs", .type = T::Boolean,
@@ -599,6 +613,8 @@ std::vector<ScenarioField> core_fields() {
               "cost_model `nccl`; refused with host_op_s)",
        STEPSIM_FIELD_ACCESS(bool, framework.cuda_graphs),
        .rule = [](const JsonReader& f, Scenario& s) {
+         // A graph removes the launches whose host time the overlay measured.
+         if (s.framework.cuda_graphs && host_op_from_overlay(s)) s.framework.host_op_s = 0;
          if (s.framework.cuda_graphs && s.framework.host_op_s > 0)
            f.fail("cuda_graphs", fmt::format("a graph replays its kernels without the CPU launching each op, so host_op_s "
                                              "({:g} s) would act on nothing; drop one of them", s.framework.host_op_s));

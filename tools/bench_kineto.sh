@@ -58,3 +58,8 @@ print(f"{name.rsplit('/', 1)[1]:14s} {size / 1e6:8.1f} MB on disk, {events} even
       f"({rss_kb * 1e3 / size:.2f} x the file; goal < 2 x for 100 MB), {secs:.1f} s")
 PY
 done
+# The fits of `calibrate trace` (collectives, GEMMs, memory-bound kernels, host time) on the same file.
+size=$(stat -c %s "$out/big.json")
+/usr/bin/time -f "%M %e" -o "$out/time" "$stepsim" calibrate trace "$out/big.json" --hardware a100-40gb > /dev/null
+read -r rss_kb secs < "$out/time"
+python3 -c "import sys; s, r, t = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]); print(f'calibrate trace {s / 1e6:6.1f} MB plain JSON: peak RSS {r / 1e3:7.1f} MB ({r * 1e3 / s:.2f} x the file), {t:.1f} s')" "$size" "$rss_kb" "$secs"

@@ -61,8 +61,12 @@ std::string summary_line(const std::string& label, const validate::ErrorSummary&
 
 std::string text_report(const validate::CalibrationResult& r, const std::string& output, bool traces) {
   std::string out;
-  out += fmt::format("calibrate {}: {} table(s) fitted over {} ({})\n", traces ? "trace" : "nccl-tests", r.overlay.tables.size(),
-                     r.overlay.hardware, r.overlay.cost_model);
+  if (r.overlay.tables.empty() && traces)
+    out += fmt::format("calibrate trace: no collective table (no NCCL call with a recorded size); fitted over {}\n",
+                       r.overlay.hardware);
+  else
+    out += fmt::format("calibrate {}: {} table(s) fitted over {} ({})\n", traces ? "trace" : "nccl-tests",
+                       r.overlay.tables.size(), r.overlay.hardware, r.overlay.cost_model);
   out += output.empty() ? "overlay: not written (no -o)\n" : fmt::format("overlay: {}\n", hardware::describe_overlay(r.overlay));
   for (const auto& t : r.tables) {
     out += fmt::format("\n{}: {} over {} ({} x {}), {}\n", t.source, t.op,
@@ -187,6 +191,36 @@ ordered memory_fit_json(const validate::MemoryFitResult& m) {
                  {"cross_even_to_odd_median_residual", m.cross_median_residual}};
 }
 
+// The host time fit of `calibrate trace` (validate::fit_host_time), as text and JSON.
+std::string host_fit_text(const validate::HostFitResult& h) {
+  return fmt::format("host: {} launch intervals over {} steps ({} left out: {} around a blocking call, {} at a "
+                     "hand-off between threads)\n"
+                     "  framework.host_op_s {:.1f} us (mean CPU time between one thread's consecutive launches of GPU "
+                     "work; median interval {:.1f} us; scenarios default to 0, not modelled)\n"
+                     "  per-step |error| median / max: {:.1f} % / {:.1f} %, fitted on the even steps -> odd {}\n"
+                     "  the GPU waited for the CPU {:.1f} % of the steps' time{}\n",
+                     h.host.points, h.host.steps, h.blocked + h.handoffs, h.blocked, h.handoffs, h.host.host_op_s * 1e6,
+                     h.median_interval_s * 1e6, 100 * h.host.median_residual, 100 * h.host.max_residual,
+                     h.cross_median_residual < 0 ? std::string("- (one step)")
+                                                 : fmt::format("{:.1f} %", 100 * h.cross_median_residual),
+                     100 * h.gpu_waited_fraction,
+                     h.gpu_waited_fraction > 0.1 ? " (launch-bound: the host time decides part of the step)" : "");
+}
+
+ordered host_fit_json(const validate::HostFitResult& h) {
+  return ordered{{"host_op_s", h.host.host_op_s},
+                 {"points", h.host.points},
+                 {"steps", h.host.steps},
+                 {"median_interval_s", h.median_interval_s},
+                 {"left_out_blocking", h.blocked},
+                 {"left_out_handoff", h.handoffs},
+                 {"median_residual", h.host.median_residual},
+                 {"max_residual", h.host.max_residual},
+                 {"cross_even_to_odd_median_residual",
+                  h.cross_median_residual < 0 ? ordered(nullptr) : ordered(h.cross_median_residual)},
+                 {"gpu_waited_fraction", h.gpu_waited_fraction}};
+}
+
 int cmd_calibrate(const CalibrateArgs& a) {
   const auto hw = hardware::load_profile(a.hardware, "--hardware");
   if (a.ranks < 0 || a.ranks > (1 << 24))
@@ -213,11 +247,13 @@ int cmd_calibrate(const CalibrateArgs& a) {
   validate::CalibrationResult result;
   std::optional<validate::GemmFitResult> gemm_fit;
   std::optional<validate::MemoryFitResult> memory_fit;
+  std::optional<validate::HostFitResult> host_fit;
   if (a.traces) {
     validate::TraceCalibration tc = validate::calibrate_traces(validate::read_kineto_traces(a.logs), hw, opt, a.output);
     result = std::move(tc.collectives);
     gemm_fit = std::move(tc.gemm);
     memory_fit = std::move(tc.memory);
+    host_fit = std::move(tc.host);
   } else {
     std::vector<validate::NcclTestsLog> logs;
     for (const auto& path : a.logs) logs.push_back(validate::read_nccl_tests_file(path));
@@ -234,11 +270,13 @@ int cmd_calibrate(const CalibrateArgs& a) {
     j["collectives"] = ordered::parse(json_report(result, a.output));
     j["gemm"] = gemm_fit ? ordered::parse(gemm_fit_json(*gemm_fit, hw, a.output)) : ordered(nullptr);
     j["memory_bound"] = memory_fit ? memory_fit_json(*memory_fit) : ordered(nullptr);
+    j["host"] = host_fit ? host_fit_json(*host_fit) : ordered(nullptr);
     print(j.dump(2, ' ', false, ordered::error_handler_t::replace) + "\n");
   } else {
     std::string out = text_report(result, a.output, true);
     if (gemm_fit) out += "\n" + gemm_fit_text(*gemm_fit, hw, result.overlay, a.output);
     if (memory_fit) out += "\n" + memory_fit_text(*memory_fit);
+    if (host_fit) out += "\n" + host_fit_text(*host_fit);
     print(out);
   }
   return 0;

@@ -532,7 +532,7 @@ Traffic traffic_of(const std::string& op) {
 
 std::vector<MemoryPoint> memory_points_from_traces(const std::vector<KinetoTrace>& traces, std::vector<std::string>* notes) {
   std::vector<MemoryPoint> out;
-  std::int64_t other_ops = 0, broadcasts = 0, small = 0, multi = 0;
+  std::int64_t broadcasts = 0, small = 0, multi = 0;
   for (const KinetoTrace& t : traces) {
     // Per op instance: its kernels (any class) and the first elementwise one.
     std::map<std::int32_t, std::pair<int, const KinetoKernel*>> per_op;
@@ -548,10 +548,7 @@ std::vector<MemoryPoint> memory_points_from_traces(const std::vector<KinetoTrace
       const KinetoCpuOp& op = t.ops[static_cast<std::size_t>(op_index)];
       const std::string& name = t.names[op.name];
       const Traffic traffic = traffic_of(name);
-      if (traffic == Traffic::None || op.input_dims.empty()) {
-        ++other_ops;
-        continue;
-      }
+      if (traffic == Traffic::None || op.input_dims.empty()) continue;
       if (count > 1) {  // which kernel moved which bytes is not recorded
         ++multi;
         continue;
@@ -569,10 +566,7 @@ std::vector<MemoryPoint> memory_points_from_traces(const std::vector<KinetoTrace
           break;
         case Traffic::None: break;
       }
-      if (bytes <= 0) {
-        if (!(traffic == Traffic::Binary && a > 0 && b > 0 && b != a)) ++other_ops;
-        continue;
-      }
+      if (bytes <= 0) continue;
       const double dur = static_cast<double>(kernel->dur_ns) * 1e-9;
       if (bytes < kMinTraceStreamBytes || dur < kMinTraceStreamS) {
         ++small;
@@ -592,7 +586,6 @@ std::vector<MemoryPoint> memory_points_from_traces(const std::vector<KinetoTrace
     if (multi > 0)
       notes->push_back(fmt::format("{} pointwise op{} that launched several kernels left out", multi, multi == 1 ? "" : "s"));
   }
-  (void)other_ops;
   return out;
 }
 
@@ -647,6 +640,142 @@ MemoryFitResult fit_memory_bound(const std::vector<MemoryPoint>& points, const h
   return out;
 }
 
+std::vector<HostStep> host_steps_from_traces(const std::vector<KinetoTrace>& traces) {
+  std::vector<HostStep> out;
+  for (std::size_t ti = 0; ti < traces.size(); ++ti) {
+    const KinetoTrace& t = traces[ti];
+    // One launch call per (thread, start): a graph launch's kernels share theirs.
+    struct Launch {
+      std::int64_t start_ns, dur_ns;
+      std::int32_t thread;
+    };
+    std::vector<std::vector<Launch>> per_step(t.steps.size());
+    std::vector<std::int64_t> call_ns;
+    for (const KinetoKernel& k : t.kernels)
+      if (k.step >= 0 && k.launch_thread >= 0)
+        per_step[static_cast<std::size_t>(k.step)].push_back({k.launch_ns, k.launch_dur_ns, k.launch_thread});
+    for (auto& v : per_step) {
+      std::sort(v.begin(), v.end(), [](const Launch& a, const Launch& b) {
+        return std::tie(a.start_ns, a.thread, a.dur_ns) < std::tie(b.start_ns, b.thread, b.dur_ns);
+      });
+      v.erase(std::unique(v.begin(), v.end(), [](const Launch& a, const Launch& b) {
+                return a.start_ns == b.start_ns && a.thread == b.thread;
+              }), v.end());
+      for (const Launch& l : v) call_ns.push_back(l.dur_ns);
+    }
+    if (call_ns.empty()) continue;
+    std::nth_element(call_ns.begin(), call_ns.begin() + static_cast<std::ptrdiff_t>(call_ns.size() / 2), call_ns.end());
+    const std::int64_t typical_call_ns = call_ns[call_ns.size() / 2];
+    // A blocking call of `thread` overlapping (from, to).
+    const auto blocked = [&](std::int32_t thread, std::int64_t from, std::int64_t to) {
+      auto it = std::lower_bound(t.blocking_calls.begin(), t.blocking_calls.end(), std::pair{thread, from},
+                                 [](const KinetoBlockingCall& b, const std::pair<std::int32_t, std::int64_t>& key) {
+                                   return std::tie(b.thread, b.start_ns) < std::tie(key.first, key.second);
+                                 });
+      if (it != t.blocking_calls.begin() && std::prev(it)->thread == thread &&
+          std::prev(it)->start_ns + std::prev(it)->dur_ns > from)
+        return true;  // began before `from`, still running
+      return it != t.blocking_calls.end() && it->thread == thread && it->start_ns < to;
+    };
+    for (std::size_t si = 0; si < t.steps.size(); ++si) {
+      const std::vector<Launch>& v = per_step[si];
+      if (v.size() < 2) continue;
+      HostStep h;
+      h.trace = ti;
+      h.number = t.steps[si].number;
+      h.step_s = static_cast<double>(t.steps[si].dur_ns) * 1e-9;
+      h.launches = static_cast<std::int64_t>(v.size());
+      std::map<std::int32_t, std::size_t> last;  // thread → index into v of its previous launch
+      std::vector<double> kept;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const auto it = last.find(v[i].thread);
+        if (it != last.end()) {
+          const Launch& x = v[it->second];
+          const Launch& y = v[i];
+          bool other = false;  // another thread's launch in between
+          for (std::size_t j = it->second + 1; j < i && !other; ++j) other = v[j].thread != y.thread;
+          if (other) {
+            ++h.handoffs;
+          } else if (blocked(y.thread, x.start_ns, y.start_ns)) {
+            ++h.blocked;
+          } else {
+            const std::int64_t waited = std::max<std::int64_t>(0, x.dur_ns - typical_call_ns);
+            kept.push_back(static_cast<double>(std::max<std::int64_t>(0, y.start_ns - x.start_ns - waited)) * 1e-9);
+          }
+        }
+        last[v[i].thread] = i;
+      }
+      h.intervals = static_cast<std::int64_t>(kept.size());
+      for (double x : kept) h.host_s += x;
+      h.median_interval_s = kept.empty() ? 0 : median_of(kept);
+      // The device idle until an event its CPU launched after the device went idle.
+      std::int64_t busy_end = -1;
+      for (const KinetoKernel& k : t.kernels) {
+        if (k.step != static_cast<std::int32_t>(si) || k.device != t.device) continue;
+        if (busy_end >= 0 && k.start_ns > busy_end && k.launch_thread >= 0 && k.launch_ns >= busy_end)
+          h.gpu_waited_s += static_cast<double>(k.start_ns - busy_end) * 1e-9;
+        busy_end = std::max(busy_end, k.start_ns + k.dur_ns);
+      }
+      out.push_back(h);
+    }
+  }
+  return out;
+}
+
+HostFitResult fit_host_time(const std::vector<HostStep>& steps, const hardware::CalibrationSource& source) {
+  const std::string where = source.file.empty() ? std::string("host time fit") : source.file;
+  HostFitResult out;
+  out.steps = steps;
+  std::int64_t n = 0;
+  double cpu = 0, step = 0, waited = 0;
+  std::vector<double> medians;
+  for (const HostStep& h : steps) {
+    n += h.intervals, cpu += h.host_s, step += h.step_s, waited += h.gpu_waited_s;
+    out.blocked += h.blocked, out.handoffs += h.handoffs;
+    if (h.intervals > 0) medians.push_back(h.median_interval_s);
+  }
+  if (n < kMinHostIntervals)
+    throw InputError(where, "", fmt::format("{} interval{} between launches of GPU work, fewer than the {} a host time "
+                                            "is measured on (expected the CPU's cuda_runtime launch events with their "
+                                            "correlation ids: record with ProfilerActivity.CPU and CUDA)",
+                                            n, n == 1 ? "" : "s", kMinHostIntervals));
+  const auto mean = [&](std::size_t parity) {  // parity 2: every step
+    std::int64_t k = 0;
+    double c = 0;
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      if (parity == 2 || i % 2 == parity) k += steps[i].intervals, c += steps[i].host_s;
+    return k > 0 ? c / static_cast<double>(k) : 0.0;
+  };
+  const auto residuals = [&](double h, std::size_t parity) {
+    std::vector<double> r;
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      if ((parity == 2 || i % 2 == parity) && steps[i].host_s > 0)
+        r.push_back(std::abs(static_cast<double>(steps[i].intervals) * h - steps[i].host_s) / steps[i].host_s);
+    return r;
+  };
+  const double h = mean(2);
+  if (!(h > 0) || h > 0.01)
+    throw InputError(where, "", fmt::format("{:.4g} s of CPU per launch: not one op's host time (expected a time in (0, "
+                                            "10 ms])", h));
+  const std::vector<double> r = residuals(h, 2);
+  out.host.host_op_s = h;
+  out.host.points = static_cast<int>(n);
+  out.host.steps = static_cast<int>(steps.size());
+  out.host.median_residual = r.empty() ? 0 : median_of(r);
+  out.host.max_residual = r.empty() ? 0 : *std::max_element(r.begin(), r.end());
+  out.host.source = source;
+  out.median_interval_s = medians.empty() ? 0 : median_of(medians);
+  out.gpu_waited_fraction = step > 0 ? waited / step : 0;
+  if (steps.size() >= 2 && mean(0) > 0) {
+    const std::vector<double> odd = residuals(mean(0), 1);
+    if (!odd.empty()) out.cross_median_residual = median_of(odd);
+  }
+  if (out.host.median_residual > 0.25)
+    throw InputError(where, "", fmt::format("the steps do not share one host rate: at {:.3g} us per launch they are "
+                                            "missed by a median {:.0f} %", h * 1e6, 100 * out.host.median_residual));
+  return out;
+}
+
 TraceCalibration calibrate_traces(const std::vector<KinetoTrace>& traces, const hardware::HardwareProfile& hw,
                                   const CalibrateOptions& options, const std::string& overlay_name) {
   STEPSIM_ASSERT(!traces.empty(), "no traces");
@@ -660,22 +789,37 @@ TraceCalibration calibrate_traces(const std::vector<KinetoTrace>& traces, const 
   std::size_t rows = 0;
   for (const NcclTestsLog& log : logs)
     for (const NcclTestsRun& run : log.runs) rows += run.rows.size();
-  if (rows == 0 && gemms.points.size() < 2 && streams.empty()) {
+  hardware::CalibrationSource src;
+  for (const KinetoTrace& t : traces) src.file += (src.file.empty() ? "" : ", ") + t.source;
+  src.sha256 = traces.front().sha256;
+  src.format = "torch.profiler";
+  src.gpu = kineto_device_name(traces.front());
+  std::optional<HostFitResult> host;
+  std::string host_refused;
+  try {
+    host = fit_host_time(host_steps_from_traces(traces), src);
+  } catch (const InputError& e) {
+    host_refused = e.detail();
+  }
+  if (rows == 0 && gemms.points.size() < 2 && streams.empty() && !host) {
     std::string why;
     for (const auto& [reason, n] : skipped) why += fmt::format("; {} {}", n, reason);
     throw InputError(traces.front().source, "",
-                     fmt::format("nothing to fit: no NCCL call with a recorded size, fewer than 2 GEMM shapes and no "
+                     fmt::format("nothing to fit: no NCCL call with a recorded size, fewer than 2 GEMM shapes, no "
                                  "memory-bound kernel with known traffic{} "
                                  "(expected NCCL kernels whose args carry 'In msg nelems', 'Group size' and 'dtype', "
-                                 "PyTorch 2.3 or later, or a trace recorded with record_shapes=True)", why));
+                                 "PyTorch 2.3 or later, or a trace recorded with record_shapes=True), and no host time: {}",
+                                 why, host_refused));
   }
   TraceCalibration out;
   CalibrationResult& result = out.collectives;
   if (rows > 0) {
-    result = calibrate(logs, hw, options, overlay_name);
+    result = calibrate(logs, hw, options, overlay_name);  // warns on a GPU the profile is not
   } else {
     result.overlay.name = overlay_name;
     result.overlay.hardware = hw.name;
+    if (const auto mismatch = gpu_profile_mismatch(src.gpu, hw))
+      result.warnings.push_back(fmt::format("{}: {}", traces.front().source, *mismatch));
   }
   if (gemms.points.size() >= 2) {
     try {
@@ -689,24 +833,19 @@ TraceCalibration calibrate_traces(const std::vector<KinetoTrace>& traces, const 
       result.overlay.gemm = fit.gemm;
       out.gemm = std::move(fit);
     } catch (const InputError& e) {
-      if (rows == 0 && streams.empty())
+      if (rows == 0 && streams.empty() && !host)
         throw InputError(e.source(), e.path(), "nothing to fit: no NCCL call with a recorded size, and the GEMM curve is "
                                                "not fitted: " + e.detail());
       result.warnings.push_back(std::string("GEMM curve not fitted: ") + e.what());
     }
   }
   if (!streams.empty()) {
-    hardware::CalibrationSource src;
-    for (const KinetoTrace& t : traces) src.file += (src.file.empty() ? "" : ", ") + t.source;
-    src.sha256 = traces.front().sha256;
-    src.format = "torch.profiler";
-    src.gpu = kineto_device_name(traces.front());
     try {
       MemoryFitResult fit = fit_memory_bound(streams, hw, src);
       result.overlay.memory = fit.memory;
       out.memory = std::move(fit);
     } catch (const InputError& e) {
-      if (rows == 0 && !out.gemm)
+      if (rows == 0 && !out.gemm && !host)
         throw InputError(e.source(), e.path(), "nothing to fit: no NCCL call with a recorded size, no GEMM curve, and "
                                                "the memory-bound efficiency is not fitted: " + e.detail());
       result.warnings.push_back(std::string("memory-bound efficiency not fitted: ") + e.what());
@@ -715,9 +854,15 @@ TraceCalibration calibrate_traces(const std::vector<KinetoTrace>& traces, const 
   for (const std::string& n : memory_notes) result.warnings.push_back(n);
   for (const std::string& n : gemm_notes) result.warnings.push_back(n);
   for (const auto& [reason, n] : skipped) result.warnings.push_back(fmt::format("{} {} left out of the fit", n, reason));
-  result.warnings.push_back("a trace's NCCL kernel time includes the wait for the slowest rank: the fit prices that wait "
-                            "too (nccl-tests logs measure the collective alone)");
-  result.warnings.push_back("not fitted from traces yet (the profile's value is kept): host time per op");
+  if (rows > 0)
+    result.warnings.push_back("a trace's NCCL kernel time includes the wait for the slowest rank: the fit prices that wait "
+                              "too (nccl-tests logs measure the collective alone)");
+  if (host) {
+    result.overlay.host = host->host;
+    out.host = std::move(host);
+  } else {
+    result.warnings.push_back("host time per op not fitted (scenarios keep their framework.host_op_s): " + host_refused);
+  }
   return out;
 }
 

@@ -109,7 +109,24 @@ struct KinetoKernel {
   std::int64_t bytes = -1;       ///< memcpy / memset `bytes`; -1 when absent
   bool host_copy = false;        ///< a memcpy to or from the host (HtoD, DtoH, ...)
   bool launched = false;         ///< joined to its launch event by correlation id
+  /// Its launch call (cudaLaunchKernel, cudaMemcpyAsync, ...) on the CPU, when joined: start from
+  /// KinetoTrace::origin, duration, and the CPU thread (a small id, one per trace pid/tid).
+  std::int64_t launch_ns = 0, launch_dur_ns = 0;
+  std::int32_t launch_thread = -1;
 };
+
+/// A runtime call during which the CPU waits for the GPU (blocking_call), on its thread.
+struct KinetoBlockingCall {
+  std::int32_t thread = 0;                ///< as KinetoKernel::launch_thread
+  std::int64_t start_ns = 0, dur_ns = 0;  ///< from KinetoTrace::origin
+};
+
+/// True for a runtime call that returns only when the GPU has reached it: a name holding
+/// "Synchronize" (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize and HIP's),
+/// the synchronous copies cudaMemcpy / cudaMemcpy2D / hipMemcpy / hipMemcpyWithStream, and
+/// cudaFree / hipFree (which synchronize the device). CUDA Runtime API, "API synchronization
+/// behavior".
+bool blocking_call(std::string_view name);
 
 /// A CPU op that launched GPU work: its name and, with record_shapes, its `Input Dims` (as
 /// the JSON text the trace holds).
@@ -166,6 +183,7 @@ struct KinetoTrace {
   std::vector<KinetoKernel> kernels;  ///< by start
   std::vector<KinetoCpuOp> ops;
   std::vector<KinetoCollective> collectives;
+  std::vector<KinetoBlockingCall> blocking_calls;  ///< by thread, then start
   std::map<std::string, std::int64_t> unknown_kernels;  ///< name → count, for the report
   /// What the reader had to assume (no ProfilerStep annotations, GPU events without a launch,
   /// kernels on other devices), said where the figures are printed.
@@ -326,6 +344,55 @@ struct MemoryFitResult {
 MemoryFitResult fit_memory_bound(const std::vector<MemoryPoint>& points, const hardware::HardwareProfile& hw,
                                  const hardware::CalibrationSource& source);
 
+/// The CPU time between the GPU work one step of one trace launches (host_steps_from_traces).
+struct HostStep {
+  std::size_t trace = 0;         ///< index into the traces
+  std::int64_t number = 0;       ///< the ProfilerStep number
+  std::int64_t launches = 0;     ///< launch calls of GPU work inside the step (every device, each call once)
+  std::int64_t intervals = 0;    ///< intervals between one thread's consecutive launches kept
+  std::int64_t blocked = 0;      ///< left out: a blocking call (blocking_call) inside
+  std::int64_t handoffs = 0;     ///< left out: another thread launched in between (the thread waited)
+  double host_s = 0;             ///< the kept intervals' CPU time, summed
+  double median_interval_s = 0;  ///< their median
+  double gpu_waited_s = 0;       ///< time the trace's GPU sat idle until the CPU launched its next event
+  double step_s = 0;             ///< the ProfilerStep annotation's span
+};
+
+/// The host side of each step of the traces (issue 18 item 3, "host time per op"): per thread,
+/// the intervals between consecutive launch calls of GPU work (kernel, memcpy, memset; the
+/// kernels of one cudaGraphLaunch count once) inside the step. An interval is the CPU's work
+/// between two launches (Python, the dispatcher, autograd, the launch call) unless the CPU was
+/// waiting for the GPU: intervals holding a blocking call on that thread, or during which
+/// another thread launched (a hand-off: the main thread waits in backward() while the autograd
+/// thread launches), are left out, and from each kept interval the launch call's time beyond the
+/// trace's median launch call is taken out (a call blocked on a full launch queue waits for the
+/// GPU). The GPU's wait for the host: each gap on the trace's device before an event launched
+/// after the device went idle. Steps without two launches are left out.
+std::vector<HostStep> host_steps_from_traces(const std::vector<KinetoTrace>& traces);
+
+/// The host time fit of a trace (fit_host_time).
+struct HostFitResult {
+  hardware::HostCalibration host;     ///< host_op_s = Σ kept CPU time / Σ intervals over the steps
+  double median_interval_s = 0;       ///< median over the steps of their median interval
+  double cross_median_residual = -1;  ///< fitted on the even steps, median over the odd ones; -1 with one step
+  double gpu_waited_fraction = 0;     ///< Σ GPU waits for the host / Σ step spans
+  std::int64_t blocked = 0, handoffs = 0;  ///< intervals left out, over the steps
+  std::vector<HostStep> steps;
+};
+
+/// Fewest kept launch intervals a host time is measured on.
+inline constexpr std::int64_t kMinHostIntervals = 100;
+
+/// The CPU time per launched op of the steps: their kept CPU time over their kept intervals (a
+/// mean, as a layer's launches × framework.host_op_s sums it), the per-step residual
+/// |intervals × h − CPU time| / CPU time, and the holdout rule (h from the even steps, judged on
+/// the odd ones).
+/// @throws InputError (naming `source.file`) with fewer than kMinHostIntervals intervals (no
+///         launch events: a trace recorded without CPU activity or without correlation ids), a
+///         mean of 0 or above 10 ms (no op's host time), or a per-step median residual above
+///         25 % (the steps do not share one host rate).
+HostFitResult fit_host_time(const std::vector<HostStep>& steps, const hardware::CalibrationSource& source);
+
 /// What `stepsim calibrate trace` fits from the traces of one job.
 struct TraceCalibration {
   /// The nccl-tests fit of the sized NCCL calls (collective_logs_from_traces), with the GEMM
@@ -334,14 +401,17 @@ struct TraceCalibration {
   CalibrationResult collectives;
   std::optional<GemmFitResult> gemm;  ///< the GEMM fit (gemm_points_from_traces), when accepted
   std::optional<MemoryFitResult> memory;  ///< the memory-bound fit (memory_points_from_traces), when accepted
+  std::optional<HostFitResult> host;      ///< the host time fit (host_steps_from_traces), when accepted
 };
 
 /// Fits what the traces show (issue 18 item 3): their sized NCCL calls by `calibrate`, their
-/// GEMMs by fit_gemm with the small tiles among the candidates (kGemmFitTilesWithSmall). A GEMM
+/// GEMMs by fit_gemm with the small tiles among the candidates (kGemmFitTilesWithSmall), their
+/// memory-bound kernels by fit_memory_bound and their launches by fit_host_time (a fit that
+/// refuses is left out with a warning saying why). A GEMM
 /// fit that pins its efficiency at 1, or that fit_gemm refuses, is left out with a warning.
 /// @throws InputError when the traces are not the ranks of one job (require_one_job), or when
-///         nothing can be fitted: no sized NCCL call, and no GEMM curve (fewer than 2 shapes, or
-///         refused: the message says why).
+///         nothing can be fitted: no sized NCCL call, no GEMM curve, no memory-bound efficiency
+///         and no host time (the message says why each is missing).
 TraceCalibration calibrate_traces(const std::vector<KinetoTrace>& traces, const hardware::HardwareProfile& hw,
                                   const CalibrateOptions& options, const std::string& overlay_name);
 

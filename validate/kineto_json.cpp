@@ -232,7 +232,7 @@ struct RawOp {
 struct RawLaunch {
   std::int64_t correlation = 0;
   std::int64_t thread = 0;
-  std::int64_t ts_ns = 0;
+  std::int64_t ts_ns = 0, dur_ns = 0;
 };
 
 struct RawGpu {
@@ -243,6 +243,19 @@ struct RawGpu {
 };
 
 enum class EventKind { None, Gpu, Launch, Op };
+
+}  // namespace
+
+bool blocking_call(std::string_view name) {
+  if (name.find("Synchronize") != std::string_view::npos) return true;
+  for (std::string_view api : {"cuda", "hip"})
+    if (name.substr(0, api.size()) == api)
+      for (std::string_view call : {"Memcpy", "Memcpy2D", "MemcpyWithStream", "Free"})
+        if (name.substr(api.size()) == call) return true;
+  return false;
+}
+
+namespace {
 
 EventKind kind_of(const std::string& cat) {
   const std::string c = lower(cat);
@@ -305,8 +318,9 @@ class Reader {
     if (r.has("args")) args = r.object("args");
 
     if (kind == EventKind::Launch) {
+      if (blocking_call(name)) blocking_.push_back({0, thread_id(e), ts, dur});
       if (!args || !args->has("correlation")) return;
-      launches_.push_back({args->integer("correlation", 0, std::numeric_limits<std::int64_t>::max()), thread_id(e), ts});
+      launches_.push_back({args->integer("correlation", 0, std::numeric_limits<std::int64_t>::max()), thread_id(e), ts, dur});
       ++t_.launches;
       return;
     }
@@ -440,6 +454,7 @@ class Reader {
   std::vector<std::string> dims_ = {std::string()};
   std::vector<RawOp> ops_;
   std::vector<RawLaunch> launches_;
+  std::vector<RawLaunch> blocking_;  ///< runtime calls that wait for the GPU (correlation unused)
   std::vector<RawGpu> gpu_;
   std::vector<KinetoCollective> comm_;
 };
@@ -588,7 +603,11 @@ void Reader::finish() {
       if (it != by_corr.end() && launches_[*it].correlation == g.correlation) in = &info[*it];
     }
     if (in) {
+      const RawLaunch& l = launches_[static_cast<std::size_t>(in - info.data())];
       k.launched = true;
+      k.launch_ns = l.ts_ns - origin;
+      k.launch_dur_ns = l.dur_ns;
+      k.launch_thread = static_cast<std::int32_t>(l.thread);
       k.step = in->step;
       if (in->op >= 0) {
         std::int32_t& m = op_remap[static_cast<std::size_t>(in->op)];
@@ -652,6 +671,11 @@ void Reader::finish() {
   }
   if (t_.kernels.empty())
     t_.notes.push_back("no GPU events (kernels, memcpys, memsets): was the trace recorded with ProfilerActivity.CUDA?");
+  for (const RawLaunch& b : blocking_)
+    t_.blocking_calls.push_back({static_cast<std::int32_t>(b.thread), b.ts_ns - origin, b.dur_ns});
+  std::sort(t_.blocking_calls.begin(), t_.blocking_calls.end(), [](const KinetoBlockingCall& a, const KinetoBlockingCall& b) {
+    return std::tie(a.thread, a.start_ns) < std::tie(b.thread, b.start_ns);
+  });
   std::int64_t outside = 0;
   for (const KinetoKernel& k : t_.kernels) outside += k.step < 0;
   if (outside > 0)

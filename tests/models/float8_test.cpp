@@ -16,8 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <unistd.h>
 
 using namespace stepsim;
 using namespace stepsim::models;
@@ -331,6 +334,39 @@ TEST_CASE("framework.cuda_graphs: no NCCL launch overhead, refused with a per-op
   CHECK_THAT(report_text(b), Catch::Matchers::Contains("CUDA graphs"));
   doc["framework"]["host_op_s"] = 2e-5;
   CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("/framework/cuda_graphs"));
+}
+
+TEST_CASE("calibration: an overlay's measured host time is the scenario's framework.host_op_s", "[models]") {
+  // `stepsim calibrate trace` writes a `host` section (validate::fit_host_time); a run with the
+  // overlay takes it unless CUDA graphs remove the launches; the field and the overlay together
+  // are refused; the echo leaves it to the overlay (so it reads back).
+  const auto dir = std::filesystem::temp_directory_path() / ("stepsim_host_overlay_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string overlay = (dir / "host.json").string();
+  std::ofstream(overlay) << R"({"schema": "stepsim.calibration/1", "hardware": "a100-sxm",
+      "host": {"host_op_s": 3e-5, "points": 5000, "steps": 5, "median_residual": 0.01, "max_residual": 0.02}})";
+  auto doc = nlohmann::json::parse(R"({"hardware": "a100-sxm", "model": "llama3.2-1b", "parallelism": {"dp": 8},
+      "batch": {"seq_len": 2048}})");
+  const Scenario plain = parse_scenario(doc, "test.json");
+  doc["calibration"] = overlay;
+  const Scenario measured = parse_scenario(doc, "test.json");
+  CHECK(plain.framework.host_op_s == 0);
+  CHECK(measured.framework.host_op_s == 3e-5);
+  REQUIRE(measured.calibration->host.has_value());
+  CHECK(measured.calibration->host->points == 5000);
+  const Report r = run(measured);
+  CHECK_THAT(report_text(r), Catch::Matchers::Contains("30 us of CPU per op (measured: calibration overlay)"));
+  CHECK_THAT(report_text(r), Catch::Matchers::Contains("30.0 us of CPU per launched op"));
+  const auto echoed = nlohmann::json::parse(report_json(r)).at("scenario");
+  CHECK_FALSE((echoed.contains("framework") && echoed.at("framework").contains("host_op_s")));
+  CHECK(calibration_band_for(measured).points == 5000);
+  doc["framework"] = {{"cuda_graphs", true}};
+  const Scenario graphs = parse_scenario(doc, "test.json");
+  CHECK(graphs.framework.host_op_s == 0);
+  CHECK(calibration_band_for(graphs).points == 0);
+  doc["framework"] = {{"host_op_s", 2e-5}};
+  CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("/framework/host_op_s: the calibration overlay"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("memory: fp32 parameters are 4 bytes and their own Adam master copy", "[models]") {
