@@ -180,12 +180,12 @@ std::string describe_overlay(const CalibrationOverlay& overlay) {
   }
   if (overlay.host) {
     const auto& h = *overlay.host;
-    out += fmt::format("; {:.1f} us of CPU per launched op{} ({} launches over {} steps, max residual {:.1f}%)",
+    out += fmt::format("; {:.1f} us of CPU per launched kernel{} ({} launch interval{} over {} step{}, max residual {:.1f}%)",
                        h.host_op_s * 1e6,
                        h.source.file.empty() ? std::string()
                                              : fmt::format(", measured on {} sha256 {}", h.source.file,
                                                            h.source.sha256.substr(0, 12)),
-                       h.points, h.steps, 100 * h.max_residual);
+                       h.points, h.points == 1 ? "" : "s", h.steps, h.steps == 1 ? "" : "s", 100 * h.max_residual);
   }
   return out + ")";
 }

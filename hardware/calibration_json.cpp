@@ -103,11 +103,15 @@ CalibrationOverlay parse_calibration(const nlohmann::json& doc, const std::strin
   if (const auto h = root.optional_object("host")) {
     HostCalibration hc;
     hc.host_op_s = h->number("host_op_s", Check::Positive, Dimension::Seconds);
-    if (hc.host_op_s > 0.01)
-      h->fail("host_op_s", fmt::format("expected a CPU time per op below 10 ms (the scenario's framework.host_op_s "
-                                       "bound), got {:g} s", hc.host_op_s));
+    if (hc.host_op_s > 0.01 || hc.host_op_s < 1e-7)
+      h->fail("host_op_s", fmt::format("expected a CPU time per launch from 0.1 us to 10 ms (the scenario's "
+                                       "framework.host_op_s bound), got {:g} s", hc.host_op_s));
     hc.steps = static_cast<int>(h->integer_or("steps", 0, 0, 1 << 30));
     read_trace_fit(*h, hc);
+    if (hc.median_residual > 0.25)
+      h->fail("median_residual", fmt::format("{:g}: steps that disagree by a median over 25 % share no host rate "
+                                             "(calibrate trace refuses such a fit); expected at most 0.25",
+                                             hc.median_residual));
     o.host = std::move(hc);
   }
   // An overlay with a GEMM curve, a memory-bound efficiency or a host time may omit the

@@ -68,7 +68,7 @@ CalibrationBand calibration_band_for(const Scenario& s) {
     b.points += static_cast<std::size_t>(std::max(o.memory->points, 0));
     b.max_residual = std::max(b.max_residual, o.memory->max_residual);
   }
-  if (o.host && s.framework.host_op_s > 0) {  // cuda_graphs leaves the host time out
+  if (o.host && s.framework.host_op_measured) {  // cuda_graphs, or host_op_s 0, leaves it out
     b.points += static_cast<std::size_t>(std::max(o.host->points, 0));
     b.max_residual = std::max(b.max_residual, o.host->max_residual);
   }

@@ -17,7 +17,12 @@ PipelineSchedule pipeline_schedule_of(const std::string& name) {
   if (name == "1F1B") return PipelineSchedule::OneFOneB;
   if (name == "GPipe") return PipelineSchedule::GPipe;
   if (name == "Interleaved1F1B") return PipelineSchedule::Interleaved1F1B;
+  if (name == "InterleavedZeroBubble") return PipelineSchedule::InterleavedZeroBubble;
   throw InternalError("unknown pipeline schedule '" + name + "'");
+}
+
+bool multi_stage_schedule(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::Interleaved1F1B || schedule == PipelineSchedule::InterleavedZeroBubble;
 }
 
 namespace {
@@ -92,6 +97,36 @@ std::vector<std::vector<PipelineAction>> pipeline_programs(PipelineSchedule sche
                            [&](std::int64_t k) { return interleaved_action(k, true, chunks, mpr); });
         break;
       }
+      case PipelineSchedule::InterleavedZeroBubble: {
+        const std::int64_t rounds = std::max<std::int64_t>(1, m / pp);
+        STEPSIM_ASSERT(m % rounds == 0, "InterleavedZeroBubble: {} micro-batches in {} rounds", m, rounds);
+        const std::int64_t mpr = m / rounds;
+        const std::int64_t total = m * chunks;
+        const std::int64_t warmup = std::min<std::int64_t>((chunks - 1) * mpr + (pp - 1 - r), total);
+        std::int64_t f = 0, b = 0, w = 0;
+        const auto input = [&] {
+          PipelineAction a = interleaved_action(b++, true, chunks, mpr);
+          a.part = BackwardPart::Input;
+          prog.push_back(a);
+          // After the first r steady-state I's, the W of the oldest I without one.
+          if (b > r) {
+            PipelineAction wa = interleaved_action(w++, true, chunks, mpr);
+            wa.part = BackwardPart::Weight;
+            prog.push_back(wa);
+          }
+        };
+        for (; f < warmup; ++f) prog.push_back(interleaved_action(f, false, chunks, mpr));
+        while (f < total || b < total) {
+          if (f < total) prog.push_back(interleaved_action(f++, false, chunks, mpr));
+          if (b < total) input();
+        }
+        while (w < total) {
+          PipelineAction wa = interleaved_action(w++, true, chunks, mpr);
+          wa.part = BackwardPart::Weight;
+          prog.push_back(wa);
+        }
+        break;
+      }
     }
   }
   return out;
@@ -106,16 +141,16 @@ std::string pipeline_problem(const Scenario& s) {
     return fmt::format("model '{}' is not a transformer with blocks: stepsim splits transformer blocks into pipeline "
                        "stages", s.model.name);
   const PipelineSchedule schedule = pipeline_schedule_of(p.pipeline_schedule);
-  if (schedule != PipelineSchedule::Interleaved1F1B && p.virtual_stages != 1)
-    return fmt::format("virtual_stages {} needs pipeline_schedule \"Interleaved1F1B\" ({} runs one stage per rank)",
-                       p.virtual_stages, p.pipeline_schedule);
-  if (schedule == PipelineSchedule::Interleaved1F1B) {
+  if (!multi_stage_schedule(schedule) && p.virtual_stages != 1)
+    return fmt::format("virtual_stages {} needs pipeline_schedule \"Interleaved1F1B\" or \"InterleavedZeroBubble\" ({} "
+                       "runs one stage per rank)", p.virtual_stages, p.pipeline_schedule);
+  if (multi_stage_schedule(schedule)) {
     const std::int64_t m = s.batch.grad_accum;
     const std::int64_t rounds = std::max<std::int64_t>(1, m / p.pp);
     if (m % rounds != 0)
-      return fmt::format("Interleaved1F1B runs max(1, grad_accum / pp) = {} rounds of equal size; grad_accum {} does not "
+      return fmt::format("{} runs max(1, grad_accum / pp) = {} rounds of equal size; grad_accum {} does not "
                          "divide into them (torch.distributed.pipelining raises it); expected a multiple of {}",
-                         rounds, m, rounds);
+                         p.pipeline_schedule, rounds, m, rounds);
   }
   if (torchtitan_split(s)) {
     // generate_llm_fqn_per_model_part's checks, input and output weight 1.
@@ -199,6 +234,17 @@ double pipeline_micro_batches_in_flight(const Scenario& s, int rank) {
       const std::int64_t mpr = m / std::max<std::int64_t>(1, m / pp);
       const std::int64_t chunks = std::min<std::int64_t>(m * v, (v - 1) * mpr + 2 * (pp - 1 - rank) + 1);
       return static_cast<double>(chunks) / static_cast<double>(v);
+    }
+    case PipelineSchedule::InterleavedZeroBubble: {
+      // Forwards whose W has not run yet, at most, along the rank's program.
+      const auto prog = pipeline_programs(PipelineSchedule::InterleavedZeroBubble, static_cast<int>(pp), static_cast<int>(v),
+                                          m)[static_cast<std::size_t>(rank)];
+      std::int64_t held = 0, most = 0;
+      for (const PipelineAction& a : prog) {
+        if (!a.backward) most = std::max(most, ++held);
+        else if (a.part != BackwardPart::Input) --held;
+      }
+      return static_cast<double>(most) / static_cast<double>(v);
     }
   }
   return static_cast<double>(m);

@@ -26,6 +26,14 @@
 //    warm-up does not count the first steady-state forward, as 1F1B's does), then the
 //    remaining B. Forward k runs chunk (k / mpr) mod v on micro-batch
 //    (k / (mpr·v))·mpr + k mod mpr; backward k the mirrored chunk v − 1 − (k / mpr) mod v.
+//  * InterleavedZeroBubble (B12; torch.distributed.pipelining's ScheduleInterleavedZeroBubble,
+//    the ZB1P schedule of arXiv 2401.10241, with virtual_stages 1 its ZB-H1): the backward
+//    splits into I (input gradient) and W (weight gradient); Interleaved1F1B's rounds and chunk
+//    maps with a warm-up of min((v − 1)·mpr + (pp − 1 − r), m·v) forwards (_get_warmup_ops,
+//    multiply_factor 1), then F and I alternate (F first), then the remaining I; after the
+//    first r I's of the steady state, each step appends the W of the oldest I still without one
+//    (_get_1f1b_rank_ops, enable_zero_bubble, num_1f1b_microbatches = r), and the W's left over
+//    run at the end. On stage 0 the I is empty and its W runs the whole backward (B16).
 #pragma once
 
 #include <cstddef>
@@ -40,11 +48,19 @@ struct ModelSpec;
 struct ParamTensor;
 
 /// The pipeline schedules stepsim plays.
-enum class PipelineSchedule { GPipe, OneFOneB, Interleaved1F1B };
+enum class PipelineSchedule { GPipe, OneFOneB, Interleaved1F1B, InterleavedZeroBubble };
 
-/// "1F1B" → OneFOneB, "GPipe", "Interleaved1F1B". @throws InternalError for another name
-/// (parse_scenario validates it).
+/// "1F1B" → OneFOneB, "GPipe", "Interleaved1F1B", "InterleavedZeroBubble". @throws
+/// InternalError for another name (parse_scenario validates it).
 PipelineSchedule pipeline_schedule_of(const std::string& name);
+
+/// True for the schedules that hold several model chunks per PP rank (virtual_stages).
+bool multi_stage_schedule(PipelineSchedule schedule);
+
+/// Which part of a backward an action runs: all of it, or (zero-bubble schedules, B12) the
+/// input-gradient pass I alone (what the previous stage waits for) or the weight-gradient pass
+/// W alone (the parameters' gradients, which the DP reduction waits for).
+enum class BackwardPart : std::uint8_t { Full, Input, Weight };
 
 /// One step of a PP rank's program: a forward or backward of micro-batch `micro_batch`
 /// (0-based) through the rank's model chunk `chunk` (0-based; virtual stage chunk·pp + rank).
@@ -52,6 +68,7 @@ struct PipelineAction {
   bool backward = false;
   std::int64_t micro_batch = 0;
   int chunk = 0;
+  BackwardPart part = BackwardPart::Full;  ///< backward only
   bool operator==(const PipelineAction&) const = default;
 };
 
@@ -92,7 +109,9 @@ const ParamTensor* pipeline_tied_embedding(const Scenario& s);
 /// Micro-batches of PP rank `rank`'s own layers whose activations its schedule holds at once at
 /// most (for `stepsim memory`; `stepsim run` plays the schedule and measures it): 1F1B
 /// min(pp − rank, m) (B2), GPipe m (B8), Interleaved1F1B its warm-up + 1 chunk-micro-batches
-/// of 1/v of the rank's layers each, min(m·v, (v − 1)·mpr + 2·(pp − 1 − rank) + 1) / v (B4).
+/// of 1/v of the rank's layers each, min(m·v, (v − 1)·mpr + 2·(pp − 1 − rank) + 1) / v (B4);
+/// InterleavedZeroBubble the most chunk-micro-batches between a forward and its W along the
+/// rank's program (a chunk's activations live until its weight gradients are computed), / v.
 double pipeline_micro_batches_in_flight(const Scenario& s, int rank);
 
 /// Bytes of one point-to-point message between stages for one micro-batch, each direction:

@@ -161,13 +161,14 @@ std::string report_text(const Report& r) {
                                                              " (float8_all_gather off)"));
     }
     if (s.framework.cuda_graphs)
-      line("  framework   CUDA graphs: kernels and collectives replay from captured graphs; no per-op CPU launch cost, "
-           "no NCCL launch overhead");
+      line(std::string("  framework   CUDA graphs: kernels and collectives replay from captured graphs; no per-op CPU launch "
+                       "cost, no NCCL launch overhead") +
+           (s.calibration && s.calibration->host ? " (the calibration overlay's measured host time does not apply)" : ""));
     else if (s.framework.host_op_s > 0)
-      line(fmt::format("  framework   {:.3g} us of CPU per op{}; a layer takes the longer of its kernels and its launches",
+      line(fmt::format("  framework   {:.3g} us of CPU per {}; a layer takes the longer of its kernels and its launches",
                        s.framework.host_op_s * 1e6,
-                       s.calibration && s.calibration->host && s.framework.host_op_s == s.calibration->host->host_op_s
-                           ? " (measured: calibration overlay)" : ""));
+                       s.framework.host_op_measured ? "launched kernel (measured: calibration overlay; views not charged again)"
+                                                    : "op"));
     // Which kernels run: only for models with composites or a loss over logits, naming theirs.
     if (!s.model.eager_composites.empty() || s.model.has_logits_loss()) {
       using Impl = FrameworkConfig::Implementation;
@@ -293,7 +294,7 @@ std::string report_text(const Report& r) {
   if (const CalibrationBand& c = r.calibration_band; c.present()) {
     const std::string high = c.real_over_predicted_high() > 0 ? fmt::format("{:.2f}", c.real_over_predicted_high()) : "inf";
     line(fmt::format("accuracy         calibrated ({}): its fits reproduce their {} measured points within {:.1f} % "
-                     "(real {:.2f}-{}x the fitted time of each calibrated GEMM or collective)",
+                     "(real {:.2f}-{}x the fitted time of each calibrated GEMM, kernel, collective or host time)",
                      c.overlay, c.points, 100 * c.max_residual, c.real_over_predicted_low(), high));
     if (const ErrorBand& b = r.error_band; b.present())
       line(fmt::format("                 what it does not price keeps the nominal band: {:.2f}-{:.2f}x (p10-p90 of {} {} runs "

@@ -412,8 +412,10 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   r.error_band = error_band_for(s);
   r.calibration_band = calibration_band_for(s);
   // The overlay's residuals describe this step only when it prices part of it: its GEMM curve
-  // (any GEMM) or a collective it has a table for (set below).
-  bool calibrated_any = s.calibration && s.calibration->gemm.has_value();
+  // (any GEMM), its memory-bound efficiency (any streaming kernel), its host time (when the
+  // run takes it) or a collective it has a table for (set below).
+  bool calibrated_any = s.calibration && (s.calibration->gemm.has_value() || s.calibration->memory.has_value() ||
+                                          s.framework.host_op_measured);
   const auto compute = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Compute && t.rank == 0; });
   const auto comm = sim::busy_intervals(g, tl, [](const sim::Task& t) { return t.kind == sim::TaskKind::Transfer && t.rank == 0; });
   r.compute_time_s = sim::total_length(compute).seconds();

@@ -48,10 +48,11 @@ struct ParallelismConfig {
   /// through them.
   std::int64_t pp = 1;
   /// The pipeline schedule, as torch.distributed.pipelining names it: "1F1B" (torchtitan's and
-  /// Megatron-LM's default), "GPipe" or "Interleaved1F1B".
+  /// Megatron-LM's default), "GPipe", "Interleaved1F1B" or "InterleavedZeroBubble".
   std::string pipeline_schedule = "1F1B";
   /// Stages (model chunks) per PP rank: Megatron-LM's virtual_pipeline_model_parallel_size;
-  /// 1 for single-stage schedules, 2 by default for Interleaved1F1B (torchtitan's default).
+  /// 1 for single-stage schedules, 2 by default for Interleaved1F1B and InterleavedZeroBubble
+  /// (torchtitan's default).
   std::int64_t virtual_stages = 1;
   /// Context-parallel degree (Megatron-LM's context_parallel_size, torchtitan's
   /// context_parallel_degree; models/context_parallel.hpp): each micro-batch's sequence split
@@ -202,6 +203,10 @@ struct ActivationConfig {
 /// 0 (the default): kernels only.
 struct FrameworkConfig {
   double host_op_s = 0;  ///< CPU time per eager op (Python + dispatcher + launch), seconds ≥ 0
+  /// host_op_s is the calibration overlay's measured host time (`stepsim calibrate trace`, not
+  /// given in the scenario): CPU time per launched kernel with the CPU work between launches
+  /// (views included) in it, so host-only ops (LayerSpec::fwd_host_only_ops) are not charged again.
+  bool host_op_measured = false;
   /// `framework.cuda_graphs` (torch.cuda.graphs / torch.compile mode "reduce-overhead", Megatron
   /// --enable-cuda-graph): the step's kernels and collectives replay from captured graphs, so
   /// no op pays host_op_s and no collective pays the NCCL launch overhead

@@ -127,10 +127,17 @@ void read_calibration(const JsonReader& root, Scenario& s) {
   // A profile over a base is that base's machine: the overlay must be the base's (a new name
   // does not make it another machine).
   const std::string& machine = s.hardware.base.empty() ? s.hardware.name : s.hardware.base;
-  if (overlay.hardware != machine)
+  if (overlay.hardware != machine) {
+    if (overlay.tables.empty() && !overlay.gemm && !overlay.memory && overlay.host)
+      root.fail("calibration", fmt::format("overlay '{}' was measured on profile '{}', but the scenario uses '{}'; its "
+                                           "host time is that machine's CPU, {:.3g} us per launched kernel: to try it on "
+                                           "'{}', set framework.host_op_s instead",
+                                           s.calibration_ref, overlay.hardware, machine, overlay.host->host_op_s * 1e6,
+                                           machine));
     root.fail("calibration", fmt::format("overlay '{}' was fitted over profile '{}', but the scenario uses '{}'; "
                                          "its factors are relative to that profile's nominal numbers",
                                          s.calibration_ref, overlay.hardware, machine));
+  }
   // A field the overlay's fit replaces would change nothing: refused, not ignored.
   for (const auto& f : s.hardware.overridden)
     if (overlay.gemm && f.rfind("compute.gemm_curve", 0) == 0)
@@ -150,11 +157,7 @@ void read_calibration(const JsonReader& root, Scenario& s) {
 
 bool collective_overlay(const Scenario& s) { return s.calibration && !s.calibration->tables.empty(); }
 
-// framework.host_op_s is the calibration overlay's measured host time (not given in the scenario).
-bool host_op_from_overlay(const Scenario& s) {
-  return s.calibration && s.calibration->host && s.framework.host_op_s > 0 &&
-         s.framework.host_op_s == s.calibration->host->host_op_s;
-}
+
 
 // activations.attention: "auto" (the default) is FlashAttention-2, the kernel PyTorch's SDPA
 // runs on A100 and Hopper in bf16 since torch 2.2 (and torchtitan, Hugging Face's "sdpa"), where
@@ -338,8 +341,11 @@ std::vector<ScenarioField> core_fields() {
               "a warm-up of pp − rank forwards; Megatron-LM's and torchtitan's default; at pp 1 it is plain gradient "
               "accumulation), `GPipe` (every forward, then every backward) or `Interleaved1F1B` (virtual_stages model "
               "chunks per PP rank, looped; the micro-batches run in rounds of equal size, max(1, grad_accum / pp) "
-              "rounds, so grad_accum must divide into them). The others need pp > 1",
-       .choices = [] { return std::vector<std::string>{"1F1B", "GPipe", "Interleaved1F1B"}; },
+              "rounds, so grad_accum must divide into them) or `InterleavedZeroBubble` (zero-bubble ZB1P: each "
+              "backward split into its input-gradient pass, which the previous stage waits for, and its "
+              "weight-gradient pass, which fills the bubbles; Interleaved1F1B's chunks and rounds; virtual_stages 1 is "
+              "the paper's ZB-H1; ddp, fsdp and hsdp). The others need pp > 1",
+       .choices = [] { return std::vector<std::string>{"1F1B", "GPipe", "Interleaved1F1B", "InterleavedZeroBubble"}; },
        STEPSIM_FIELD_ACCESS(std::string, parallelism.pipeline_schedule),
        .echo = [](const Scenario& s) -> Value {
          if (s.parallelism.pp <= 1) return std::nullopt;
@@ -347,8 +353,8 @@ std::vector<ScenarioField> core_fields() {
        }},
       {.object = "parallelism", .key = "virtual_stages", .type = T::Integer,
        .doc = "model chunks per PP rank (Megatron-LM's virtual_pipeline_model_parallel_size; torchtitan's stages per "
-              "rank): Interleaved1F1B only",
-       .default_doc = "2 under Interleaved1F1B (torchtitan's default), else 1", .min = 1, .max = 1 << 10,
+              "rank): Interleaved1F1B and InterleavedZeroBubble only",
+       .default_doc = "2 under Interleaved1F1B and InterleavedZeroBubble (torchtitan's default), else 1", .min = 1, .max = 1 << 10,
        STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.virtual_stages),
        STEPSIM_ECHO_IF_ABOVE_ONE(parallelism.virtual_stages)},
       {.object = "parallelism", .key = "cp", .type = T::Integer,
@@ -599,13 +605,19 @@ std::vector<ScenarioField> core_fields() {
        .rule = [](const JsonReader& f, Scenario& s) {
          if (s.framework.host_op_s > 0.01)
            f.fail("host_op_s", fmt::format("expected a per-op CPU time below 10 ms (e.g. \"20us\"), got {:g} s", s.framework.host_op_s));
-         // The overlay's measured host time replaces the field: both would be one guess too many.
-         if (f.has("host_op_s") && s.calibration && s.calibration->host)
+         // The overlay's measured host time replaces the field: both would be one guess too many
+         // (0 turns it off: the overlay's other sections stay).
+         const bool overlay = s.calibration && s.calibration->host;
+         if (f.has("host_op_s") && overlay && s.framework.host_op_s > 0)
            f.fail("host_op_s", fmt::format("the calibration overlay '{}' measures the host time per op ({:.3g} us); "
-                                           "drop one of them", s.calibration_ref, s.calibration->host->host_op_s * 1e6));
+                                           "drop one of them (0 turns the measured one off)", s.calibration_ref,
+                                           s.calibration->host->host_op_s * 1e6));
+         s.framework.host_op_measured = overlay && !f.has("host_op_s");
        },
        .echo = [](const Scenario& s) -> Value {
-         if (!(s.framework.host_op_s > 0) || host_op_from_overlay(s)) return std::nullopt;
+         if (s.framework.host_op_measured) return std::nullopt;  // the overlay's
+         if (s.calibration && s.calibration->host) return s.framework.host_op_s;  // 0: turned off
+         if (!(s.framework.host_op_s > 0)) return std::nullopt;
          return s.framework.host_op_s;
        }},
       {.object = "framework", .key = "cuda_graphs", .type = T::Boolean,
@@ -614,7 +626,10 @@ std::vector<ScenarioField> core_fields() {
        STEPSIM_FIELD_ACCESS(bool, framework.cuda_graphs),
        .rule = [](const JsonReader& f, Scenario& s) {
          // A graph removes the launches whose host time the overlay measured.
-         if (s.framework.cuda_graphs && host_op_from_overlay(s)) s.framework.host_op_s = 0;
+         if (s.framework.cuda_graphs && s.framework.host_op_measured) {
+           s.framework.host_op_s = 0;
+           s.framework.host_op_measured = false;
+         }
          if (s.framework.cuda_graphs && s.framework.host_op_s > 0)
            f.fail("cuda_graphs", fmt::format("a graph replays its kernels without the CPU launching each op, so host_op_s "
                                              "({:g} s) would act on nothing; drop one of them", s.framework.host_op_s));

@@ -172,13 +172,15 @@ void check_pipeline(const JsonReader& par, Scenario& s) {
                                                 "stages; one stage runs them as gradient accumulation, as \"1F1B\" does)",
                                                 p.pipeline_schedule));
     if (p.virtual_stages != 1)
-      par.fail("virtual_stages", "needs pp > 1 and pipeline_schedule \"Interleaved1F1B\"");
+      par.fail("virtual_stages", "needs pp > 1 and pipeline_schedule \"Interleaved1F1B\" or \"InterleavedZeroBubble\"");
     return;
   }
-  if (!par.has("virtual_stages") && p.pipeline_schedule == "Interleaved1F1B") p.virtual_stages = 2;
-  if (p.pipeline_schedule != "Interleaved1F1B" && p.virtual_stages != 1)
-    par.fail("virtual_stages", fmt::format("{} needs pipeline_schedule \"Interleaved1F1B\" ({} runs one model chunk per "
-                                           "PP rank); expected 1", p.virtual_stages, p.pipeline_schedule));
+  const bool multi = multi_stage_schedule(pipeline_schedule_of(p.pipeline_schedule));
+  if (!par.has("virtual_stages") && multi) p.virtual_stages = 2;
+  if (!multi && p.virtual_stages != 1)
+    par.fail("virtual_stages", fmt::format("{} needs pipeline_schedule \"Interleaved1F1B\" or \"InterleavedZeroBubble\" "
+                                           "({} runs one model chunk per PP rank); expected 1",
+                                           p.virtual_stages, p.pipeline_schedule));
   const StrategyEntry& st = strategy_of(s);
   if (st.family == StrategyFamily::DeepSpeed && st.zero_stage >= 2)
     par.fail("pp", fmt::format("{} under strategy '{}': DeepSpeed's PipelineEngine refuses ZeRO-2 and ZeRO-3 (it asserts "

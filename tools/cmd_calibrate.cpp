@@ -195,16 +195,23 @@ ordered memory_fit_json(const validate::MemoryFitResult& m) {
 std::string host_fit_text(const validate::HostFitResult& h) {
   return fmt::format("host: {} launch intervals over {} steps ({} left out: {} around a blocking call, {} at a "
                      "hand-off between threads)\n"
-                     "  framework.host_op_s {:.1f} us (mean CPU time between one thread's consecutive launches of GPU "
-                     "work; median interval {:.1f} us; scenarios default to 0, not modelled)\n"
+                     "  framework.host_op_s {:.1f} us per launched kernel (mean CPU time between one thread's "
+                     "consecutive launches of GPU work; median interval {:.1f} us); a run with the overlay takes it "
+                     "(without one, scenarios model no host time)\n"
                      "  per-step |error| median / max: {:.1f} % / {:.1f} %, fitted on the even steps -> odd {}\n"
-                     "  the GPU waited for the CPU {:.1f} % of the steps' time{}\n",
+                     "  the GPU waited for the CPU {:.1f} % of the steps' time{}\n{}",
                      h.host.points, h.host.steps, h.blocked + h.handoffs, h.blocked, h.handoffs, h.host.host_op_s * 1e6,
                      h.median_interval_s * 1e6, 100 * h.host.median_residual, 100 * h.host.max_residual,
                      h.cross_median_residual < 0 ? std::string("- (one step)")
                                                  : fmt::format("{:.1f} %", 100 * h.cross_median_residual),
                      100 * h.gpu_waited_fraction,
-                     h.gpu_waited_fraction > 0.1 ? " (launch-bound: the host time decides part of the step)" : "");
+                     h.gpu_waited_fraction > 0.1 ? " (over 10 %: launch-bound, the host time decides part of the step)"
+                                                 : " (the CPU keeps ahead: host time hardly moves the step)",
+                     h.shared_launch_events > 0
+                         ? fmt::format("  {} GPU events shared a launch call with another (CUDA graphs): each graph "
+                                       "launch counts once, so the mean mixes per-graph and per-kernel CPU time\n",
+                                       h.shared_launch_events)
+                         : std::string());
 }
 
 ordered host_fit_json(const validate::HostFitResult& h) {
@@ -214,6 +221,7 @@ ordered host_fit_json(const validate::HostFitResult& h) {
                  {"median_interval_s", h.median_interval_s},
                  {"left_out_blocking", h.blocked},
                  {"left_out_handoff", h.handoffs},
+                 {"shared_launch_events", h.shared_launch_events},
                  {"median_residual", h.host.median_residual},
                  {"max_residual", h.host.max_residual},
                  {"cross_even_to_odd_median_residual",

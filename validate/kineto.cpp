@@ -650,17 +650,24 @@ std::vector<HostStep> host_steps_from_traces(const std::vector<KinetoTrace>& tra
       std::int32_t thread;
     };
     std::vector<std::vector<Launch>> per_step(t.steps.size());
-    std::vector<std::int64_t> call_ns;
-    for (const KinetoKernel& k : t.kernels)
-      if (k.step >= 0 && k.launch_thread >= 0)
-        per_step[static_cast<std::size_t>(k.step)].push_back({k.launch_ns, k.launch_dur_ns, k.launch_thread});
-    for (auto& v : per_step) {
+    std::vector<std::vector<const KinetoKernel*>> on_device(t.steps.size());  // by start (t.kernels' order)
+    std::vector<std::int64_t> call_ns, graphs(t.steps.size(), 0);
+    for (const KinetoKernel& k : t.kernels) {
+      if (k.step < 0) continue;
+      const auto si = static_cast<std::size_t>(k.step);
+      if (k.launch_thread >= 0) per_step[si].push_back({k.launch_ns, k.launch_dur_ns, k.launch_thread});
+      if (k.device == t.device) on_device[si].push_back(&k);
+    }
+    for (std::size_t si = 0; si < per_step.size(); ++si) {
+      auto& v = per_step[si];
       std::sort(v.begin(), v.end(), [](const Launch& a, const Launch& b) {
         return std::tie(a.start_ns, a.thread, a.dur_ns) < std::tie(b.start_ns, b.thread, b.dur_ns);
       });
+      const std::size_t events = v.size();
       v.erase(std::unique(v.begin(), v.end(), [](const Launch& a, const Launch& b) {
                 return a.start_ns == b.start_ns && a.thread == b.thread;
               }), v.end());
+      graphs[si] = static_cast<std::int64_t>(events - v.size());  // GPU events beyond one per launch call
       for (const Launch& l : v) call_ns.push_back(l.dur_ns);
     }
     if (call_ns.empty()) continue;
@@ -679,8 +686,9 @@ std::vector<HostStep> host_steps_from_traces(const std::vector<KinetoTrace>& tra
     };
     for (std::size_t si = 0; si < t.steps.size(); ++si) {
       const std::vector<Launch>& v = per_step[si];
-      if (v.size() < 2) continue;
+      if (v.empty()) continue;
       HostStep h;
+      h.shared_launch_events = graphs[si];
       h.trace = ti;
       h.number = t.steps[si].number;
       h.step_s = static_cast<double>(t.steps[si].dur_ns) * 1e-9;
@@ -710,11 +718,10 @@ std::vector<HostStep> host_steps_from_traces(const std::vector<KinetoTrace>& tra
       h.median_interval_s = kept.empty() ? 0 : median_of(kept);
       // The device idle until an event its CPU launched after the device went idle.
       std::int64_t busy_end = -1;
-      for (const KinetoKernel& k : t.kernels) {
-        if (k.step != static_cast<std::int32_t>(si) || k.device != t.device) continue;
-        if (busy_end >= 0 && k.start_ns > busy_end && k.launch_thread >= 0 && k.launch_ns >= busy_end)
-          h.gpu_waited_s += static_cast<double>(k.start_ns - busy_end) * 1e-9;
-        busy_end = std::max(busy_end, k.start_ns + k.dur_ns);
+      for (const KinetoKernel* k : on_device[si]) {
+        if (busy_end >= 0 && k->start_ns > busy_end && k->launch_thread >= 0 && k->launch_ns >= busy_end)
+          h.gpu_waited_s += static_cast<double>(k->start_ns - busy_end) * 1e-9;
+        busy_end = std::max(busy_end, k->start_ns + k->dur_ns);
       }
       out.push_back(h);
     }
@@ -726,19 +733,24 @@ HostFitResult fit_host_time(const std::vector<HostStep>& steps, const hardware::
   const std::string where = source.file.empty() ? std::string("host time fit") : source.file;
   HostFitResult out;
   out.steps = steps;
-  std::int64_t n = 0;
+  std::int64_t n = 0, launches = 0, single = 0;
   double cpu = 0, step = 0, waited = 0;
   std::vector<double> medians;
   for (const HostStep& h : steps) {
     n += h.intervals, cpu += h.host_s, step += h.step_s, waited += h.gpu_waited_s;
-    out.blocked += h.blocked, out.handoffs += h.handoffs;
+    launches += h.launches;
+    single += h.launches < 2;
+    out.blocked += h.blocked, out.handoffs += h.handoffs, out.shared_launch_events += h.shared_launch_events;
     if (h.intervals > 0) medians.push_back(h.median_interval_s);
   }
   if (n < kMinHostIntervals)
-    throw InputError(where, "", fmt::format("{} interval{} between launches of GPU work, fewer than the {} a host time "
-                                            "is measured on (expected the CPU's cuda_runtime launch events with their "
-                                            "correlation ids: record with ProfilerActivity.CPU and CUDA)",
-                                            n, n == 1 ? "" : "s", kMinHostIntervals));
+    throw InputError(where, "", launches == 0
+        ? fmt::format("0 intervals between launches of GPU work, fewer than the {} a host time is measured on: no GPU "
+                      "event joined to a launch (record with ProfilerActivity.CPU and CUDA)", kMinHostIntervals)
+        : fmt::format("{} interval{} between launches of GPU work, fewer than the {} a host time is measured on ({} "
+                      "launches in {} step{}; left out: {} around a blocking call, {} at a hand-off between threads, "
+                      "{} step{} with one launch)", n, n == 1 ? "" : "s", kMinHostIntervals, launches, steps.size(),
+                      steps.size() == 1 ? "" : "s", out.blocked, out.handoffs, single, single == 1 ? "" : "s"));
   const auto mean = [&](std::size_t parity) {  // parity 2: every step
     std::int64_t k = 0;
     double c = 0;
@@ -754,7 +766,7 @@ HostFitResult fit_host_time(const std::vector<HostStep>& steps, const hardware::
     return r;
   };
   const double h = mean(2);
-  if (!(h > 0) || h > 0.01)
+  if (!(h > 0) || h > 0.01 * (1 + 1e-9))
     throw InputError(where, "", fmt::format("{:.4g} s of CPU per launch: not one op's host time (expected a time in (0, "
                                             "10 ms])", h));
   const std::vector<double> r = residuals(h, 2);
@@ -805,11 +817,9 @@ TraceCalibration calibrate_traces(const std::vector<KinetoTrace>& traces, const 
     std::string why;
     for (const auto& [reason, n] : skipped) why += fmt::format("; {} {}", n, reason);
     throw InputError(traces.front().source, "",
-                     fmt::format("nothing to fit: no NCCL call with a recorded size, fewer than 2 GEMM shapes, no "
-                                 "memory-bound kernel with known traffic{} "
-                                 "(expected NCCL kernels whose args carry 'In msg nelems', 'Group size' and 'dtype', "
-                                 "PyTorch 2.3 or later, or a trace recorded with record_shapes=True), and no host time: {}",
-                                 why, host_refused));
+                     fmt::format("nothing to fit: no host time ({}); no sized NCCL call{}, GEMM shape or "
+                                 "memory-bound kernel (record with record_shapes=True; PyTorch 2.3+ records NCCL sizes)",
+                                 host_refused, why));
   }
   TraceCalibration out;
   CalibrationResult& result = out.collectives;
@@ -876,7 +886,7 @@ std::string kineto_summary_text(const std::vector<KinetoTrace>& traces) {
     s += fmt::format("{}: {} trace, {} events ({}{})\n", one_line(t.source), t.gzipped ? "gzipped" : "plain", t.events,
                      t.rank >= 0 ? fmt::format("rank {} of {}", t.rank, t.world_size) : std::string("no distributedInfo"),
                      t.nccl_version.empty() ? "" : ", NCCL " + one_line(t.nccl_version));
-    s += fmt::format("  device     {} (device {}{}), {} GPU events, {} launches, {} CPU ops{}\n", one_line(kineto_device_name(t).empty() ? "unknown device" : kineto_device_name(t)), t.device,
+    s += fmt::format("  device     {} (device {}{}), {} GPU events, {} runtime calls with a correlation id, {} CPU ops{}\n", one_line(kineto_device_name(t).empty() ? "unknown device" : kineto_device_name(t)), t.device,
                      [&] {
                        for (const KinetoDevice& d : t.devices)
                          if (d.id == t.device) return fmt::format(": {} SMs, {:.1f} GB", d.sms, d.memory_bytes / 1e9);

@@ -124,8 +124,8 @@ struct KinetoBlockingCall {
 /// True for a runtime call that returns only when the GPU has reached it: a name holding
 /// "Synchronize" (cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize and HIP's),
 /// the synchronous copies cudaMemcpy / cudaMemcpy2D / hipMemcpy / hipMemcpyWithStream, and
-/// cudaFree / hipFree (which synchronize the device). CUDA Runtime API, "API synchronization
-/// behavior".
+/// cudaFree / hipFree (which synchronize the device), and the driver API's cuMemcpy* and
+/// cuMemFree* calls without "Async". CUDA Runtime API, "API synchronization behavior".
 bool blocking_call(std::string_view name);
 
 /// A CPU op that launched GPU work: its name and, with record_shapes, its `Input Dims` (as
@@ -174,7 +174,7 @@ struct KinetoTrace {
   std::vector<KinetoDevice> devices;
   std::int64_t events = 0;            ///< every element of traceEvents
   std::int64_t cpu_ops = 0;           ///< cpu_op / user_annotation events read
-  std::int64_t launches = 0;          ///< runtime events with a correlation id
+  std::int64_t launches = 0;          ///< runtime events with a correlation id (every CUDA / HIP call, not only launches)
   bool shapes_recorded = false;       ///< some op carries `Input Dims`
   std::int64_t origin_us = 0;         ///< the trace's earliest step or GPU event `ts`, whole µs
   std::int32_t device = 0;            ///< the GPU most of the kernels ran on (this rank's)
@@ -352,6 +352,7 @@ struct HostStep {
   std::int64_t intervals = 0;    ///< intervals between one thread's consecutive launches kept
   std::int64_t blocked = 0;      ///< left out: a blocking call (blocking_call) inside
   std::int64_t handoffs = 0;     ///< left out: another thread launched in between (the thread waited)
+  std::int64_t shared_launch_events = 0;  ///< GPU events beyond one per launch call (a cudaGraphLaunch's kernels)
   double host_s = 0;             ///< the kept intervals' CPU time, summed
   double median_interval_s = 0;  ///< their median
   double gpu_waited_s = 0;       ///< time the trace's GPU sat idle until the CPU launched its next event
@@ -367,7 +368,7 @@ struct HostStep {
 /// thread launches), are left out, and from each kept interval the launch call's time beyond the
 /// trace's median launch call is taken out (a call blocked on a full launch queue waits for the
 /// GPU). The GPU's wait for the host: each gap on the trace's device before an event launched
-/// after the device went idle. Steps without two launches are left out.
+/// after the device went idle. Steps without a launch are left out.
 std::vector<HostStep> host_steps_from_traces(const std::vector<KinetoTrace>& traces);
 
 /// The host time fit of a trace (fit_host_time).
@@ -377,6 +378,7 @@ struct HostFitResult {
   double cross_median_residual = -1;  ///< fitted on the even steps, median over the odd ones; -1 with one step
   double gpu_waited_fraction = 0;     ///< Σ GPU waits for the host / Σ step spans
   std::int64_t blocked = 0, handoffs = 0;  ///< intervals left out, over the steps
+  std::int64_t shared_launch_events = 0;   ///< over the steps (HostStep)
   std::vector<HostStep> steps;
 };
 

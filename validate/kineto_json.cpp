@@ -248,6 +248,9 @@ enum class EventKind { None, Gpu, Launch, Op };
 
 bool blocking_call(std::string_view name) {
   if (name.find("Synchronize") != std::string_view::npos) return true;
+  // The driver API's synchronous copies (cuMemcpyDtoH_v2, cuMemcpy, ...) and cuMemFree.
+  if (name.substr(0, 8) == "cuMemcpy" && name.find("Async") == std::string_view::npos) return true;
+  if (name.substr(0, 9) == "cuMemFree" && name.find("Async") == std::string_view::npos) return true;
   for (std::string_view api : {"cuda", "hip"})
     if (name.substr(0, api.size()) == api)
       for (std::string_view call : {"Memcpy", "Memcpy2D", "MemcpyWithStream", "Free"})
@@ -308,7 +311,7 @@ class Reader {
     const std::int64_t ts = time_ns(r, "ts", ts_text, "start in µs");
     const std::int64_t dur = time_ns(r, "dur", dur_text, "duration in µs");
     if (dur < 0) r.fail("dur", fmt::format("expected a duration ≥ 0 µs, got {}", e["dur"].dump()));
-    if (kind != EventKind::Launch && !r.is_string("name"))
+    if ((kind != EventKind::Launch || r.has("name")) && !r.is_string("name"))
       r.fail("name", r.has("name") ? fmt::format("expected the event's name as a string, got {}", e["name"].type_name())
                                    : std::string("required field is missing (the kernel's or op's name)"));
     const std::string name = r.is_string("name") ? r.string("name") : std::string();

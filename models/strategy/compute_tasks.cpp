@@ -13,6 +13,8 @@
 #include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
 
+#include <algorithm>
+
 namespace stepsim::models {
 
 namespace {
@@ -105,34 +107,55 @@ double grad_accumulation_bytes(const Scenario& s, DType dtype, std::int64_t micr
   return micro_batch > 0 ? 3.0 * b : 0.0;
 }
 
+namespace {
+
+// A layer's backward work for one micro-batch (backward_segments, backward_split).
+struct BackwardWork {
+  double numel_total = 0;
+  double gemm = 0, attn = 0, stream = 0, fixed = 0;  // FLOPs, FLOPs, HBM bytes, s
+  double wgrad = 0;                                  // the weight-gradient GEMMs' share of `gemm`, FLOPs
+};
+
+BackwardWork backward_work(const Scenario& s, std::size_t layer) {
+  const LayerSpec& l = s.model.layers[layer];
+  const double tokens = static_cast<double>(s.tokens_per_micro_batch());
+  BackwardWork w;
+  double numel_frozen = 0;
+  for (const auto& p : l.params) {
+    w.numel_total += static_cast<double>(p.numel);
+    if (!p.trainable) numel_frozen += static_cast<double>(p.numel);
+  }
+  // dgrad always (the input gradient flows on); wgrad only for trainable tensors.
+  const double frozen_share = w.numel_total > 0 ? numel_frozen / w.numel_total : 0.0;
+  // Recomputation runs (part of) the forward again inside backward (models/recompute.hpp).
+  const RecomputeWork re = recompute_work(s, layer);
+  w.wgrad = tokens * l.fwd_gemm_flops_per_token * (1.0 - frozen_share);
+  w.gemm = tokens * l.fwd_gemm_flops_per_token * (2.0 - frozen_share + re.linear_flops_share);
+  w.attn = (2.0 + re.attention) * tokens * l.fwd_attn_flops_per_token_per_seq * executed_attention_keys(s, l);
+  // Recomputation casts the re-run linears' inputs again (float8.hpp), as a share of the forward's.
+  const Float8Casts casts = float8_casts(s, layer);
+  w.stream = (2.0 + re.streaming) * tokens * streaming_bytes_per_token(s, l) +
+             (kEagerScoreBytesBwd + re.attention * kEagerScoreBytesFwd) * eager_score_elements(s, l) +
+             casts.bwd_bytes + re.linear_flops_share * casts.fwd_bytes;
+  w.fixed = l.bwd_s ? *l.bwd_s + (re.policy == LayerRecompute::Full ? l.fwd_s.value_or(0.0) : 0.0) : 0.0;
+  return w;
+}
+
+}  // namespace
+
 std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t layer,
                                                const std::string& prefix,
                                                double grad_copy_bytes_per_grad_byte,
                                                std::int64_t micro_batch) {
   const LayerSpec& l = s.model.layers[layer];
-  const double tokens = static_cast<double>(s.tokens_per_micro_batch());
-  double numel_total = 0, numel_frozen = 0;
-  for (const auto& p : l.params) {
-    numel_total += static_cast<double>(p.numel);
-    if (!p.trainable) numel_frozen += static_cast<double>(p.numel);
-  }
-  // dgrad always (the input gradient flows on); wgrad only for trainable tensors.
-  const double frozen_share = numel_total > 0 ? numel_frozen / numel_total : 0.0;
-  // Recomputation runs (part of) the forward again inside backward (models/recompute.hpp).
-  const RecomputeWork re = recompute_work(s, layer);
-  const double bwd_gemm = tokens * l.fwd_gemm_flops_per_token * (2.0 - frozen_share + re.linear_flops_share);
-  const double bwd_attn = (2.0 + re.attention) * tokens * l.fwd_attn_flops_per_token_per_seq * executed_attention_keys(s, l);
-  // Recomputation casts the re-run linears' inputs again (float8.hpp), as a share of the forward's.
-  const Float8Casts casts = float8_casts(s, layer);
-  const double bwd_stream = (2.0 + re.streaming) * tokens * streaming_bytes_per_token(s, l) +
-                            (kEagerScoreBytesBwd + re.attention * kEagerScoreBytesFwd) * eager_score_elements(s, l) +
-                            casts.bwd_bytes + re.linear_flops_share * casts.fwd_bytes;
-  const double fixed_bwd = l.bwd_s ? *l.bwd_s + (re.policy == LayerRecompute::Full ? l.fwd_s.value_or(0.0) : 0.0) : 0.0;
+  const BackwardWork work = backward_work(s, layer);
+  const double numel_total = work.numel_total;
+  const double bwd_gemm = work.gemm, bwd_attn = work.attn, bwd_stream = work.stream, fixed_bwd = work.fixed;
   const double activations = layer_activation_bytes(s, layer);
   // Recomputation rebuilds the layer's activations (all of them, less the kept ones) when its
   // backward starts; they are freed as it ends (torch.utils.checkpoint: the recomputed
   // forward's saved tensors live until that segment's backward is done, semantics-parallel.md).
-  const double recomputed = recomputed_activation_bytes_per_token(s, layer) * tokens;
+  const double recomputed = recomputed_activation_bytes_per_token(s, layer) * static_cast<double>(s.tokens_per_micro_batch());
   const auto hold_recomputed = [recomputed](std::vector<BackwardSegment>& segs) {
     if (recomputed <= 0 || segs.empty()) return;
     segs.front().task.alloc_bytes[kActivationCounter] += recomputed;
@@ -177,6 +200,41 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
     out.push_back(std::move(seg));
   }
   hold_recomputed(out);
+  return out;
+}
+
+SplitBackward backward_split(const Scenario& s, std::size_t layer, const std::string& prefix,
+                             double grad_copy_bytes_per_grad_byte, std::int64_t micro_batch) {
+  std::vector<BackwardSegment> segs = backward_segments(s, layer, prefix, grad_copy_bytes_per_grad_byte, micro_batch);
+  SplitBackward out;
+  if (segs.size() == 1 && !segs.front().has_param) {
+    out.input = std::move(segs.front().task);
+    return out;
+  }
+  const BackwardWork work = backward_work(s, layer);
+  const double flops = work.gemm + work.attn;
+  const double w = flops > 0 ? work.wgrad / flops : 0.0;  // W's share of the backward's matmul work
+  const LayerSpec& l = s.model.layers[layer];
+  out.input = segs.front().task;
+  out.input.name = prefix + "bwd_input." + l.name;
+  out.input.flops = (1.0 - w) * flops;
+  out.input.work_share = 1.0 - w;
+  out.input.bytes = work.stream;
+  out.input.fixed_s = (1.0 - w) * work.fixed;
+  // The recomputed activations (hold_recomputed) are built as I starts; the saved ones are freed by W.
+  for (int c = 0; c < sim::kMemoryCounters; ++c) {
+    out.input.free_bytes[c] = 0;
+    segs.front().task.alloc_bytes[c] = 0;
+  }
+  for (BackwardSegment& seg : segs) {
+    const double share = seg.task.work_share;
+    seg.task.name.replace(seg.task.name.find("bwd."), 4, "bwd_weight.");
+    seg.task.flops = share * w * flops;
+    seg.task.work_share = share * w;
+    seg.task.bytes = std::max(0.0, seg.task.bytes - share * work.stream);  // the gradient copy and accumulation stay
+    seg.task.fixed_s = share * w * work.fixed;
+  }
+  out.weight = std::move(segs);
   return out;
 }
 
@@ -567,15 +625,16 @@ std::vector<hardware::KernelWork> kernel_work_table(const Scenario& s) {
     const double kernels = streaming + eager;
     const Float8Casts casts = float8_casts(s, i);
     const hardware::GemmMath math = s.precision.gemm_math;
-    out.push_back({layer_gemms(s, i, false), layer_attention(s, i, false), kernels + casts.fwd_kernels,
-                   l.fwd_host_only_ops, math});
+    // A measured host time per launch already holds the views' CPU time (FrameworkConfig).
+    const double views = s.framework.host_op_measured ? 0.0 : l.fwd_host_only_ops;
+    out.push_back({layer_gemms(s, i, false), layer_attention(s, i, false), kernels + casts.fwd_kernels, views, math});
     // Backward: each forward kernel's backward (about two kernels: input grad, parameter/bias
     // grad) and the views' backward views, plus what recomputation runs again (recompute.hpp).
     const RecomputeWork re = recompute_work(s, i);
     out.push_back({layer_gemms(s, i, true), layer_attention(s, i, true),
                    2.0 * kernels + re.streaming * streaming + re.attention * eager + casts.bwd_kernels +
                        re.linear_flops_share * casts.fwd_kernels,
-                   (1.0 + re.streaming) * l.fwd_host_only_ops, math});
+                   (1.0 + re.streaming) * views, math});
   }
   return out;
 }

@@ -89,6 +89,21 @@ std::vector<BackwardSegment> backward_segments(const Scenario& s, std::size_t la
                                                double grad_copy_bytes_per_grad_byte,
                                                std::int64_t micro_batch = -1);
 
+/// The backward of `layer` split as zero-bubble schedules run it (models/pipeline.hpp, B12):
+/// `input`, the input-gradient pass I (dgrad GEMMs = 1 × forward GEMM FLOPs, any recomputation,
+/// attention backward and every streaming kernel: what the previous stage waits for), and
+/// `weight`, backward_segments' segments with only the weight-gradient GEMMs left in each
+/// (wgrad = forward GEMM FLOPs of the trainable tensors, in proportion to tensor sizes) and the
+/// gradient copy and accumulation bytes, each freeing its share of the layer's activations (W
+/// reads the saved inputs, so they live until it ends). GEMM time is shared by FLOPs (work_share).
+/// A layer without parameters has all of its backward in `input` and no `weight`.
+struct SplitBackward {
+  sim::Task input;
+  std::vector<BackwardSegment> weight;
+};
+SplitBackward backward_split(const Scenario& s, std::size_t layer, const std::string& prefix,
+                             double grad_copy_bytes_per_grad_byte, std::int64_t micro_batch = -1);
+
 /// HBM bytes per gradient element of a trainable tensor stored in `dtype` that gradient
 /// accumulation moves in micro-batch `micro_batch` (0-based) of a step of s.batch.grad_accum:
 ///  * into .grad (the default): nothing in the first micro-batch; from the second on

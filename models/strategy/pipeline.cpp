@@ -257,10 +257,15 @@ LoweredStep lower_pipeline(const Scenario& s) {
         fwd_done[vsi][mbi] = compute_tail();
         continue;
       }
-      // ---- backward ----
+      // ---- backward: all of it, or under a zero-bubble schedule its I or its W pass ----
+      // Stage 0's I is empty and its W runs the whole backward (B16).
+      if (a.part == BackwardPart::Input && vs == 0) continue;
+      const bool full = a.part == BackwardPart::Full || vs == 0;
+      const bool input_path = a.part != BackwardPart::Weight || full;  // the gradient the previous stage waits for
       sim::TaskId recv = sim::kNoTask;
-      if (vs + 1 < stages) recv = recv_grad[vsi][mbi] = receive(true, (vs + 1) % pp);
-      const bool last = a.micro_batch == m - 1;  // the chunk's last backward (backwards run in micro-batch order)
+      if (input_path && vs + 1 < stages) recv = recv_grad[vsi][mbi] = receive(true, (vs + 1) % pp);
+      // The chunk's last backward or W (they run in micro-batch order): its gradients are final.
+      const bool last = a.part != BackwardPart::Input && a.micro_batch == m - 1;
       const bool sync = last && !fsdp && !zero1;
       std::vector<std::size_t> left(k.buckets.size());
       for (std::size_t b = 0; b < k.buckets.size(); ++b) left[b] = k.buckets[b].tensors.size();
@@ -270,8 +275,17 @@ LoweredStep lower_pipeline(const Scenario& s) {
       bool first_task = true;
       for (auto it = k.layers.rbegin(); it != k.layers.rend(); ++it) {
         const std::size_t l = *it;
-        add_expert_transfers(g, s, l, prefix, true, mesh, next_rendezvous, rank);
-        for (auto& seg : backward_segments(s, l, prefix, sync ? 2.0 : 0.0, fsdp ? -1 : a.micro_batch)) {
+        if (input_path) add_expert_transfers(g, s, l, prefix, true, mesh, next_rendezvous, rank);
+        if (a.part == BackwardPart::Input) {
+          const sim::TaskId id = add(backward_split(s, l, prefix, 0.0).input);
+          if (first_task && recv != sim::kNoTask) g.add_dependency(recv, id);
+          first_task = false;
+          add_layer_collectives(g, s, l, prefix, true, mesh, next_rendezvous, rank);
+          continue;
+        }
+        const double copy = sync ? 2.0 : 0.0;
+        const std::int64_t mb = fsdp ? -1 : a.micro_batch;
+        for (auto& seg : full ? backward_segments(s, l, prefix, copy, mb) : backward_split(s, l, prefix, copy, mb).weight) {
           if (fsdp && seg.produces_grad) {
             // The unit's unsharded gradients exist from its first gradient to REDUCE_GRAD.
             const std::size_t u = k.unit_of[l];
@@ -296,9 +310,10 @@ LoweredStep lower_pipeline(const Scenario& s) {
             g.add_dependency(last_grad[next_bucket], last_ar);
           }
         }
-        add_layer_collectives(g, s, l, prefix, true, mesh, next_rendezvous, rank);
+        if (input_path) add_layer_collectives(g, s, l, prefix, true, mesh, next_rendezvous, rank);
       }
-      bwd_done[vsi][mbi] = compute_tail();
+      const sim::TaskId done = compute_tail();
+      if (input_path) bwd_done[vsi][mbi] = done;
       if (!last) continue;
       if (zero1) {
         // ReduceGrads: the chunk's gradients in model order, in IPG buckets (rule 55/56).
@@ -319,7 +334,7 @@ LoweredStep lower_pipeline(const Scenario& s) {
           if (open <= 0) return;
           last_reduction = add(collective_task(fmt::format("{}{}.bucket{}", prefix, hardware::collective_op_name(op), bucket++),
                                                op, open, kDpGroup, overlap ? kCommStream : kComputeStream, next_rendezvous));
-          g.add_dependency(bwd_done[vsi][mbi], last_reduction);
+          g.add_dependency(done, last_reduction);
           open = 0;
         };
         for (std::size_t i = 0; i < bytes.size(); ++i) {
@@ -341,8 +356,8 @@ LoweredStep lower_pipeline(const Scenario& s) {
         if (last_ar != sim::kNoTask) g.add_dependency(last_ar, fin_id);
         continue;
       }
-      // REDUCE_GRAD: every unit of the chunk, in backward order, after its last backward.
-      const sim::TaskId after = bwd_done[vsi][mbi];
+      // REDUCE_GRAD: every unit of the chunk, in backward order, after its last backward (or W).
+      const sim::TaskId after = done;
       for (std::size_t u = k.units.size(); u-- > 0;) {
         const ChunkUnit& unit = k.units[u];
         if (unit.grad_bytes <= 0) continue;

@@ -355,8 +355,9 @@ TEST_CASE("calibration: an overlay's measured host time is the scenario's framew
   REQUIRE(measured.calibration->host.has_value());
   CHECK(measured.calibration->host->points == 5000);
   const Report r = run(measured);
-  CHECK_THAT(report_text(r), Catch::Matchers::Contains("30 us of CPU per op (measured: calibration overlay)"));
-  CHECK_THAT(report_text(r), Catch::Matchers::Contains("30.0 us of CPU per launched op"));
+  CHECK_THAT(report_text(r), Catch::Matchers::Contains("30 us of CPU per launched kernel (measured: calibration overlay"));
+  CHECK_THAT(report_text(r), Catch::Matchers::Contains("30.0 us of CPU per launched kernel"));
+  CHECK(measured.framework.host_op_measured);
   const auto echoed = nlohmann::json::parse(report_json(r)).at("scenario");
   CHECK_FALSE((echoed.contains("framework") && echoed.at("framework").contains("host_op_s")));
   CHECK(calibration_band_for(measured).points == 5000);
@@ -364,8 +365,26 @@ TEST_CASE("calibration: an overlay's measured host time is the scenario's framew
   const Scenario graphs = parse_scenario(doc, "test.json");
   CHECK(graphs.framework.host_op_s == 0);
   CHECK(calibration_band_for(graphs).points == 0);
+  CHECK_THAT(report_text(run(graphs)), Catch::Matchers::Contains("measured host time does not apply"));
   doc["framework"] = {{"host_op_s", 2e-5}};
   CHECK_THAT(parse_error(doc), Catch::Matchers::Contains("/framework/host_op_s: the calibration overlay"));
+  // 0 turns the measured host time off and keeps the overlay; the echo says so, to read back the same.
+  doc["framework"] = {{"host_op_s", 0}};
+  const Scenario off = parse_scenario(doc, "test.json");
+  CHECK(off.framework.host_op_s == 0);
+  CHECK_FALSE(off.framework.host_op_measured);
+  CHECK(nlohmann::json::parse(report_json(run(off))).at("scenario").at("framework").at("host_op_s") == 0);
+  // The measured time is per launched kernel, the views between launches in it: views are not
+  // charged again (the same host time set by hand charges them).
+  // At 128 tokens a layer is launch-bound: the 8 views per block make the difference (Llama
+  // blocks launch about 30 kernels forward, models/model_spec.cpp).
+  doc["batch"]["seq_len"] = 128;
+  doc.erase("framework");
+  const Report launch_bound = run(parse_scenario(doc, "test.json"));
+  doc["framework"] = {{"host_op_s", 3e-5}};
+  doc.erase("calibration");
+  const Report by_hand = run(parse_scenario(doc, "test.json"));
+  CHECK(by_hand.compute_time_s > 1.05 * launch_bound.compute_time_s);  // 1.096: 8 views among the ops
   std::filesystem::remove_all(dir);
 }
 

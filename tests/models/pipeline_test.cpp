@@ -5,6 +5,7 @@
 #include "models/pipeline.hpp"
 #include "models/report.hpp"
 #include "models/scenario.hpp"
+#include "models/strategy/compute_tasks.hpp"
 #include "models/strategy/strategy.hpp"
 #include "sim/support/error.hpp"
 #include "tests/support/catch.hpp"
@@ -276,4 +277,85 @@ TEST_CASE("pipeline: ZeRO-1 under DeepSpeed's pipeline engine reduces after the 
   const Report ddp = run(llama1b(8, 2, 4, "", "ddp", R"(, "cluster": {"nodes": 2})"));
   CHECK(r.memory.optimizer_bytes == Approx(ddp.memory.optimizer_bytes / 8));
   CHECK(r.step_time_s > 0);
+}
+
+namespace {
+
+// A rank's program as torch.distributed.pipelining prints it: stage, F / I / W / B, micro-batch.
+std::string program_text(const std::vector<PipelineAction>& prog, int pp, int rank) {
+  std::string out;
+  for (const PipelineAction& a : prog) {
+    const char kind = !a.backward ? 'F' : a.part == BackwardPart::Input ? 'I' : a.part == BackwardPart::Weight ? 'W' : 'B';
+    out += fmt::format("{}{}{}{}", out.empty() ? "" : " ", a.chunk * pp + rank, kind, a.micro_batch);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline: InterleavedZeroBubble splits each backward into I and W as PyTorch orders them", "[models][pp]") {
+  // B12. Expected orders from a Python transcription of torch/distributed/pipelining/schedules.py
+  // (ScheduleInterleavedZeroBubble._calculate_single_rank_operations with _get_warmup_ops'
+  // multiply_factor 1, then _get_1f1b_rank_ops(enable_zero_bubble=True,
+  // num_1f1b_microbatches=rank); the idle slots dropped): p = 4, v = 1 (ZB-H1), m = 4, and
+  // p = 2, v = 2, m = 4.
+  const auto zbh1 = pipeline_programs(PipelineSchedule::InterleavedZeroBubble, 4, 1, 4);
+  CHECK(program_text(zbh1[0], 4, 0) == "0F0 0F1 0F2 0F3 0I0 0W0 0I1 0W1 0I2 0W2 0I3 0W3");
+  CHECK(program_text(zbh1[1], 4, 1) == "1F0 1F1 1F2 1I0 1F3 1I1 1W0 1I2 1W1 1I3 1W2 1W3");
+  CHECK(program_text(zbh1[2], 4, 2) == "2F0 2F1 2I0 2F2 2I1 2F3 2I2 2W0 2I3 2W1 2W2 2W3");
+  CHECK(program_text(zbh1[3], 4, 3) == "3F0 3I0 3F1 3I1 3F2 3I2 3F3 3I3 3W0 3W1 3W2 3W3");
+  const auto zb1p = pipeline_programs(PipelineSchedule::InterleavedZeroBubble, 2, 2, 4);
+  CHECK(program_text(zb1p[0], 2, 0) ==
+        "0F0 0F1 2F0 2F1 2I0 2W0 0F2 2I1 2W1 0F3 0I0 0W0 2F2 0I1 0W1 2F3 2I2 2W2 2I3 2W3 0I2 0W2 0I3 0W3");
+  CHECK(program_text(zb1p[1], 2, 1) ==
+        "1F0 1F1 3F0 3I0 3F1 3I1 3W0 1F2 1I0 3W1 1F3 1I1 1W0 3F2 3I2 1W1 3F3 3I3 3W2 1I2 3W3 1I3 1W2 1W3");
+  // Activations live from a forward to its W: ZB-H1 holds p micro-batches on every stage (1F1B: p − r).
+  const Scenario s = llama1b(1, 4, 8, R"(, "pipeline_schedule": "InterleavedZeroBubble", "virtual_stages": 1)");
+  for (int r = 0; r < 4; ++r) CHECK(pipeline_micro_batches_in_flight(s, r) == 4.0);
+}
+
+TEST_CASE("pipeline: ZB-H1's bubble shrinks by the weight-gradient passes, as the closed form says", "[models][pp]") {
+  // B20 (arXiv 2401.10241): 1F1B's bubble (p − 1)(t_f + t_b); ZB-H1's (p − 1)(t_f + t_i − t_w)
+  // with t_b = t_i + t_w. Stages of 4 uniform blocks (t_f = 4 ms, t_b = 8 ms); the W pass holds
+  // the weight-gradient GEMMs' share of the backward, w = wgrad / (dgrad + wgrad + attention).
+  const Scenario base = uniform_blocks(llama1b(1, 4, 8));
+  const SplitBackward split = backward_split(base, 1, "", 0.0);
+  double w_s = 0;
+  for (const auto& seg : split.weight) w_s += seg.task.fixed_s;
+  const double w = w_s / 2e-3;
+  CHECK(split.input.fixed_s + w_s == Approx(2e-3));
+  CHECK(w > 0.25);
+  CHECK(w < 0.5);
+  const double tf = 4e-3, tb = 8e-3, ti = (1 - w) * tb, tw = w * tb;
+  const Report one = run(base);
+  const Report zb = run(uniform_blocks(llama1b(1, 4, 8, R"(, "pipeline_schedule": "InterleavedZeroBubble", "virtual_stages": 1)")));
+  const double ideal = 8 * (tf + tb) + 3 * (tf + ti - tw);
+  CHECK(zb.step_time_s >= ideal);
+  CHECK(zb.step_time_s == Approx(ideal).epsilon(0.03));
+  CHECK(zb.step_time_s < one.step_time_s - 3 * 2 * tw * 0.9);
+  for (const auto& st : zb.pipeline_stages) CHECK(st.compute_time_s == Approx(8 * (tf + tb)));
+}
+
+TEST_CASE("pipeline: a split backward keeps the whole backward's work and frees the activations at W", "[models][pp]") {
+  const Scenario s = llama1b(1, 1, 1);
+  for (std::size_t l : {std::size_t{0}, std::size_t{3}, s.model.layers.size() - 1}) {
+    INFO("layer " << l);
+    const auto full = backward_segments(s, l, "", 0.0);
+    const SplitBackward split = backward_split(s, l, "", 0.0);
+    double flops = 0, bytes = 0, freed = 0, share = 0;
+    for (const auto& seg : full) flops += seg.task.flops, bytes += seg.task.bytes, freed += seg.task.free_bytes[kActivationCounter];
+    double sflops = split.input.flops, sbytes = split.input.bytes, sfreed = split.input.free_bytes[kActivationCounter];
+    share = split.input.work_share;
+    for (const auto& seg : split.weight) {
+      sflops += seg.task.flops, sbytes += seg.task.bytes, sfreed += seg.task.free_bytes[kActivationCounter];
+      share += seg.task.work_share;
+      CHECK(seg.produces_grad == full[&seg - split.weight.data()].produces_grad);
+    }
+    CHECK(sflops == Approx(flops));
+    CHECK(sbytes == Approx(bytes));
+    CHECK(sfreed == Approx(freed));
+    CHECK(share == Approx(1.0));
+    CHECK(split.weight.size() == (full.front().has_param ? full.size() : 0));  // a layer without parameters: all in I
+    if (!split.weight.empty()) CHECK(split.input.free_bytes[kActivationCounter] == 0);
+  }
 }

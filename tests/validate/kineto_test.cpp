@@ -333,6 +333,8 @@ TEST_CASE("kineto: malformed traces are refused with one line", "[kineto][errors
       {R"({"traceEvents": [{"ph": 5, "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]})", "/traceEvents/0/ph: expected the event's phase"},
       {R"({"traceEvents": [{"ph": "X", "cat": 1, "name": "k", "ts": 1, "dur": 1}]})", "/traceEvents/0/cat: expected the event's category"},
       {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": 5, "ts": 1, "dur": 1}]})", "/traceEvents/0/name: expected the event's name as a string"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "cuda_runtime", "name": ["cudaDeviceSynchronize"], "ts": 1, "dur": 1}]})",
+       "/traceEvents/0/name: expected the event's name as a string"},
       {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 8.99e15}]})", "/traceEvents/0/dur: expected a duration under 24 h"},
       {R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 1000, "dur": 1000},
                            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "ts": 1200, "dur": 10}]})",
@@ -693,7 +695,17 @@ TEST_CASE("kineto: host time per launch from the CPU's launch intervals, its wai
   // Fewer than 100 intervals, or no launch events at all, are refused.
   CHECK_THROWS_WITH(fit_host_time(host_steps_from_traces({parse_kineto_trace(host_trace(9), "nine.json")}), {"nine.json", "", "", "", 0, 0, ""}),
                     Catch::Contains("nine.json: 90 intervals between launches of GPU work, fewer than the 100"));
-  CHECK(host_steps_from_traces({parse_kineto_trace(minimal(), "x.json")}).empty());  // one launch: no interval
+  const auto one = host_steps_from_traces({parse_kineto_trace(minimal(), "x.json")});  // one launch: no interval
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].launches == 1);
+  CHECK(one[0].intervals == 0);
+  // Launches present but every interval left out: the refusal says where they went.
+  std::vector<HostStep> all_out = steps;
+  for (HostStep& h : all_out) h.intervals = 0, h.host_s = 0;
+  CHECK_THROWS_WITH(fit_host_time(all_out, {"b.json", "", "", "", 0, 0, ""}),
+                    Catch::Contains("0 intervals between launches of GPU work, fewer than the 100 a host time is measured "
+                                    "on (140 launches in 10 steps; left out: 10 around a blocking call, 10 at a hand-off "
+                                    "between threads, 0 steps with one launch)"));
   // Steps whose host rates disagree by more than 25 % are refused.
   std::vector<HostStep> uneven = steps;
   for (std::size_t i = 0; i < uneven.size(); i += 2) uneven[i].host_s *= 2;
@@ -704,8 +716,9 @@ TEST_CASE("kineto: blocking runtime calls", "[kineto]") {
   for (const char* name : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "hipDeviceSynchronize",
                            "cudaMemcpy", "cudaMemcpy2D", "hipMemcpyWithStream", "cudaFree", "hipFree"})
     CHECK(blocking_call(name));
+  for (const char* name : {"cuMemcpyDtoH_v2", "cuMemcpy", "cuMemFree_v2", "cuCtxSynchronize"}) CHECK(blocking_call(name));
   for (const char* name : {"cudaMemcpyAsync", "cudaLaunchKernel", "cudaStreamWaitEvent", "cudaEventQuery", "cudaFreeHost",
-                           "cudaMalloc", "hipLaunchKernel", ""})
+                           "cudaMalloc", "hipLaunchKernel", "cuMemcpyDtoHAsync_v2", "cuMemFreeAsync", "cuLaunchKernel", ""})
     CHECK_FALSE(blocking_call(name));
 }
 
@@ -744,7 +757,7 @@ TEST_CASE("kineto: host time per launch of the shared traces", "[kineto][calibra
   if (!test::require_data(amd)) return;
   const auto hw = hardware::load_profile("mi300x", "--hardware");
   CHECK_THROWS_WITH(calibrate_traces(read_kineto_traces({amd}), hw, {}, "o.json"),
-                    Catch::Contains("no host time: 11 intervals between launches of GPU work, fewer than the 100"));
+                    Catch::Contains("no host time (11 intervals between launches of GPU work, fewer than the 100"));
 }
 
 TEST_CASE("kineto: calibrate trace writes the host time, and a trace without shapes is enough", "[kineto][calibrate]") {
