@@ -18,11 +18,23 @@ PipelineSchedule pipeline_schedule_of(const std::string& name) {
   if (name == "GPipe") return PipelineSchedule::GPipe;
   if (name == "Interleaved1F1B") return PipelineSchedule::Interleaved1F1B;
   if (name == "InterleavedZeroBubble") return PipelineSchedule::InterleavedZeroBubble;
+  if (name == "ZBVZeroBubble") return PipelineSchedule::ZBVZeroBubble;
   throw InternalError("unknown pipeline schedule '" + name + "'");
 }
 
 bool multi_stage_schedule(PipelineSchedule schedule) {
-  return schedule == PipelineSchedule::Interleaved1F1B || schedule == PipelineSchedule::InterleavedZeroBubble;
+  return schedule == PipelineSchedule::Interleaved1F1B || schedule == PipelineSchedule::InterleavedZeroBubble ||
+         schedule == PipelineSchedule::ZBVZeroBubble;
+}
+
+int pipeline_stage_of(PipelineSchedule schedule, int pp, int chunk, int rank) {
+  if (schedule == PipelineSchedule::ZBVZeroBubble) return chunk == 0 ? rank : 2 * pp - 1 - rank;
+  return chunk * pp + rank;
+}
+
+int pipeline_stage_rank(PipelineSchedule schedule, int pp, int stage) {
+  if (schedule == PipelineSchedule::ZBVZeroBubble) return stage < pp ? stage : 2 * pp - 1 - stage;
+  return stage % pp;
 }
 
 namespace {
@@ -127,6 +139,39 @@ std::vector<std::vector<PipelineAction>> pipeline_programs(PipelineSchedule sche
         }
         break;
       }
+      case PipelineSchedule::ZBVZeroBubble: {
+        STEPSIM_ASSERT(chunks == 2, "ZBVZeroBubble with {} chunks per rank", chunks);
+        const std::int64_t n = std::max<std::int64_t>(2 * pp - 1, m);
+        std::int64_t f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+        const auto act = [&](int chunk, BackwardPart part, bool backward, std::int64_t mb) {
+          if (mb < m) prog.push_back({backward, mb, chunk, part});  // the padding micro-batches dropped
+        };
+        const auto fwd = [&](int chunk) { act(chunk, BackwardPart::Full, false, chunk == 0 ? f0++ : f1++); };
+        const auto input = [&](int chunk, std::int64_t mb) { act(chunk, BackwardPart::Input, true, mb); };
+        const auto weight = [&](int chunk, std::int64_t mb) { act(chunk, BackwardPart::Weight, true, mb); };
+        for (int i = 0; i < 2 * (pp - r) - 1; ++i) fwd(0);
+        for (int i = 0; i < r; ++i) fwd(1), fwd(0);
+        for (int i = 0; i < pp - r; ++i) {
+          fwd(1);
+          input(1, b1);
+          weight(1, b1++);
+        }
+        while (f1 < f0 || f0 < n) {
+          if (f0 < n) fwd(0);
+          input(0, b0);
+          weight(0, b0++);
+          fwd(1);
+          input(1, b1);
+          weight(1, b1++);
+        }
+        std::int64_t w0 = b0, w1 = b1;
+        for (int i = 0; i < r; ++i) input(0, b0++), input(1, b1++);
+        for (int i = 0; i < pp - r; ++i) input(0, b0++), weight(0, w0++);
+        while (w1 < b1) weight(1, w1++);
+        while (w0 < b0) weight(0, w0++);
+        STEPSIM_ASSERT(w0 == n && w1 == n && f0 == n && f1 == n, "ZBVZeroBubble program of rank {} incomplete", r);
+        break;
+      }
     }
   }
   return out;
@@ -142,9 +187,12 @@ std::string pipeline_problem(const Scenario& s) {
                        "stages", s.model.name);
   const PipelineSchedule schedule = pipeline_schedule_of(p.pipeline_schedule);
   if (!multi_stage_schedule(schedule) && p.virtual_stages != 1)
-    return fmt::format("virtual_stages {} needs pipeline_schedule \"Interleaved1F1B\" or \"InterleavedZeroBubble\" ({} "
-                       "runs one stage per rank)", p.virtual_stages, p.pipeline_schedule);
-  if (multi_stage_schedule(schedule)) {
+    return fmt::format("virtual_stages {} needs pipeline_schedule \"Interleaved1F1B\", \"InterleavedZeroBubble\" or "
+                       "\"ZBVZeroBubble\" ({} runs one stage per rank)", p.virtual_stages, p.pipeline_schedule);
+  if (schedule == PipelineSchedule::ZBVZeroBubble && p.virtual_stages != 2)
+    return fmt::format("ZBVZeroBubble runs exactly 2 stages per rank (its V; torch.distributed.pipelining raises "
+                       "otherwise); got virtual_stages {}", p.virtual_stages);
+  if (schedule == PipelineSchedule::Interleaved1F1B || schedule == PipelineSchedule::InterleavedZeroBubble) {
     const std::int64_t m = s.batch.grad_accum;
     const std::int64_t rounds = std::max<std::int64_t>(1, m / p.pp);
     if (m % rounds != 0)
@@ -196,15 +244,19 @@ std::vector<std::vector<std::size_t>> pipeline_stage_layers(const Scenario& s) {
 
 std::vector<std::size_t> pipeline_rank_layers(const Scenario& s, int rank) {
   const auto stages = pipeline_stage_layers(s);
+  const PipelineSchedule schedule = pipeline_schedule_of(s.parallelism.pipeline_schedule);
+  const int pp = static_cast<int>(s.parallelism.pp);
   std::vector<std::size_t> out;
-  for (std::size_t vs = static_cast<std::size_t>(rank); vs < stages.size(); vs += static_cast<std::size_t>(s.parallelism.pp))
-    out.insert(out.end(), stages[vs].begin(), stages[vs].end());
+  for (int c = 0; c < static_cast<int>(s.parallelism.virtual_stages); ++c) {
+    const auto& st = stages[static_cast<std::size_t>(pipeline_stage_of(schedule, pp, c, rank))];
+    out.insert(out.end(), st.begin(), st.end());
+  }
   return out;
 }
 
 const ParamTensor* pipeline_tied_embedding(const Scenario& s) {
   if (s.parallelism.pp <= 1 || !s.model.transformer_shape || !s.model.transformer_shape->tied_embeddings ||
-      s.model.layers.empty())
+      s.model.layers.empty() || pipeline_schedule_of(s.parallelism.pipeline_schedule) == PipelineSchedule::ZBVZeroBubble)
     return nullptr;
   const ParamTensor* best = nullptr;
   for (const ParamTensor& p : s.model.layers.front().params)
@@ -235,10 +287,11 @@ double pipeline_micro_batches_in_flight(const Scenario& s, int rank) {
       const std::int64_t chunks = std::min<std::int64_t>(m * v, (v - 1) * mpr + 2 * (pp - 1 - rank) + 1);
       return static_cast<double>(chunks) / static_cast<double>(v);
     }
-    case PipelineSchedule::InterleavedZeroBubble: {
+    case PipelineSchedule::InterleavedZeroBubble:
+    case PipelineSchedule::ZBVZeroBubble: {
       // Forwards whose W has not run yet, at most, along the rank's program.
-      const auto prog = pipeline_programs(PipelineSchedule::InterleavedZeroBubble, static_cast<int>(pp), static_cast<int>(v),
-                                          m)[static_cast<std::size_t>(rank)];
+      const auto prog = pipeline_programs(pipeline_schedule_of(s.parallelism.pipeline_schedule), static_cast<int>(pp),
+                                          static_cast<int>(v), m)[static_cast<std::size_t>(rank)];
       std::int64_t held = 0, most = 0;
       for (const PipelineAction& a : prog) {
         if (!a.backward) most = std::max(most, ++held);

@@ -34,6 +34,13 @@
 //    first r I's of the steady state, each step appends the W of the oldest I still without one
 //    (_get_1f1b_rank_ops, enable_zero_bubble, num_1f1b_microbatches = r), and the W's left over
 //    run at the end. On stage 0 the I is empty and its W runs the whole backward (B16).
+//  * ZBVZeroBubble (B13; ScheduleZBVZeroBubble, ZB-V of arXiv 2401.10241 §6): two chunks per
+//    rank on the V mapping (rank r holds stages r and 2·pp − 1 − r, so stages pp − 1 and pp sit
+//    on one rank and pass their activations without a message, B17); with n = max(2·pp − 1, m):
+//    2(pp − r) − 1 forwards of chunk 0; r × [F chunk 1, F chunk 0]; pp − r × [F, I, W of chunk
+//    1]; while forwards remain: [F chunk 0 (while any is left), I + W chunk 0, F + I + W chunk
+//    1]; then r × [I chunk 0, I chunk 1], pp − r × [I chunk 0, W chunk 0], the W's left of
+//    chunk 1, then of chunk 0; the actions of micro-batches m … n − 1 dropped.
 #pragma once
 
 #include <cstddef>
@@ -48,14 +55,22 @@ struct ModelSpec;
 struct ParamTensor;
 
 /// The pipeline schedules stepsim plays.
-enum class PipelineSchedule { GPipe, OneFOneB, Interleaved1F1B, InterleavedZeroBubble };
+enum class PipelineSchedule { GPipe, OneFOneB, Interleaved1F1B, InterleavedZeroBubble, ZBVZeroBubble };
 
-/// "1F1B" → OneFOneB, "GPipe", "Interleaved1F1B", "InterleavedZeroBubble". @throws
-/// InternalError for another name (parse_scenario validates it).
+/// "1F1B" → OneFOneB, "GPipe", "Interleaved1F1B", "InterleavedZeroBubble", "ZBVZeroBubble".
+/// @throws InternalError for another name (parse_scenario validates it).
 PipelineSchedule pipeline_schedule_of(const std::string& name);
 
 /// True for the schedules that hold several model chunks per PP rank (virtual_stages).
 bool multi_stage_schedule(PipelineSchedule schedule);
+
+/// The virtual stage of PP rank `rank`'s model chunk `chunk`: chunk·pp + rank (the loop
+/// mapping), or under ZBVZeroBubble the "V" (B13; _utils.generate_stage_to_rank_mapping
+/// style "v"): chunk 0 is stage rank, chunk 1 stage 2·pp − 1 − rank.
+int pipeline_stage_of(PipelineSchedule schedule, int pp, int chunk, int rank);
+
+/// The PP rank that holds virtual stage `stage` (the inverse of pipeline_stage_of).
+int pipeline_stage_rank(PipelineSchedule schedule, int pp, int stage);
 
 /// Which part of a backward an action runs: all of it, or (zero-bubble schedules, B12) the
 /// input-gradient pass I alone (what the previous stage waits for) or the weight-gradient pass
@@ -103,14 +118,15 @@ Scenario pipeline_rank_scenario(const Scenario& s, int rank);
 /// (LanguageModule.setup_embeddings_and_output_layer, shared_embedding_or_output_weight) and
 /// all-reduces the two copies' gradients between the first and last stage after the DP
 /// reduction (finalize_model_grads, _allreduce_word_embedding_grads). The word embedding's
-/// tensor (the largest of the model's first layer); nullptr when the model has no tie or pp is 1.
+/// tensor (the largest of the model's first layer); nullptr when the model has no tie, pp is 1,
+/// or the schedule puts the first and the last stage on one rank (ZBVZeroBubble's V: one tensor).
 const ParamTensor* pipeline_tied_embedding(const Scenario& s);
 
 /// Micro-batches of PP rank `rank`'s own layers whose activations its schedule holds at once at
 /// most (for `stepsim memory`; `stepsim run` plays the schedule and measures it): 1F1B
 /// min(pp − rank, m) (B2), GPipe m (B8), Interleaved1F1B its warm-up + 1 chunk-micro-batches
 /// of 1/v of the rank's layers each, min(m·v, (v − 1)·mpr + 2·(pp − 1 − rank) + 1) / v (B4);
-/// InterleavedZeroBubble the most chunk-micro-batches between a forward and its W along the
+/// the zero-bubble schedules the most chunk-micro-batches between a forward and its W along the
 /// rank's program (a chunk's activations live until its weight gradients are computed), / v.
 double pipeline_micro_batches_in_flight(const Scenario& s, int rank);
 

@@ -344,8 +344,11 @@ std::vector<ScenarioField> core_fields() {
               "rounds, so grad_accum must divide into them) or `InterleavedZeroBubble` (zero-bubble ZB1P: each "
               "backward split into its input-gradient pass, which the previous stage waits for, and its "
               "weight-gradient pass, which fills the bubbles; Interleaved1F1B's chunks and rounds; virtual_stages 1 is "
-              "the paper's ZB-H1; ddp, fsdp and hsdp). The others need pp > 1",
-       .choices = [] { return std::vector<std::string>{"1F1B", "GPipe", "Interleaved1F1B", "InterleavedZeroBubble"}; },
+              "the paper's ZB-H1; ddp, fsdp and hsdp) or `ZBVZeroBubble` (ZB-V: the same split on two chunks per rank "
+              "in a V, rank r holding stages r and 2·pp − 1 − r; virtual_stages 2). The others need pp > 1",
+       .choices = [] {
+         return std::vector<std::string>{"1F1B", "GPipe", "Interleaved1F1B", "InterleavedZeroBubble", "ZBVZeroBubble"};
+       },
        STEPSIM_FIELD_ACCESS(std::string, parallelism.pipeline_schedule),
        .echo = [](const Scenario& s) -> Value {
          if (s.parallelism.pp <= 1) return std::nullopt;
@@ -353,8 +356,8 @@ std::vector<ScenarioField> core_fields() {
        }},
       {.object = "parallelism", .key = "virtual_stages", .type = T::Integer,
        .doc = "model chunks per PP rank (Megatron-LM's virtual_pipeline_model_parallel_size; torchtitan's stages per "
-              "rank): Interleaved1F1B and InterleavedZeroBubble only",
-       .default_doc = "2 under Interleaved1F1B and InterleavedZeroBubble (torchtitan's default), else 1", .min = 1, .max = 1 << 10,
+              "rank): Interleaved1F1B, InterleavedZeroBubble and ZBVZeroBubble (exactly 2) only",
+       .default_doc = "2 under the multi-stage schedules (torchtitan's default), else 1", .min = 1, .max = 1 << 10,
        STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.virtual_stages),
        STEPSIM_ECHO_IF_ABOVE_ONE(parallelism.virtual_stages)},
       {.object = "parallelism", .key = "cp", .type = T::Integer,

@@ -172,14 +172,18 @@ void check_pipeline(const JsonReader& par, Scenario& s) {
                                                 "stages; one stage runs them as gradient accumulation, as \"1F1B\" does)",
                                                 p.pipeline_schedule));
     if (p.virtual_stages != 1)
-      par.fail("virtual_stages", "needs pp > 1 and pipeline_schedule \"Interleaved1F1B\" or \"InterleavedZeroBubble\"");
+      par.fail("virtual_stages", "needs pp > 1 and a multi-stage pipeline_schedule (\"Interleaved1F1B\", "
+                                 "\"InterleavedZeroBubble\" or \"ZBVZeroBubble\")");
     return;
   }
   const bool multi = multi_stage_schedule(pipeline_schedule_of(p.pipeline_schedule));
+  if (p.pipeline_schedule == "ZBVZeroBubble" && par.has("virtual_stages") && p.virtual_stages != 2)
+    par.fail("virtual_stages", fmt::format("{}: ZBVZeroBubble runs exactly 2 stages per rank (its V; "
+                                           "torch.distributed.pipelining raises otherwise); expected 2", p.virtual_stages));
   if (!par.has("virtual_stages") && multi) p.virtual_stages = 2;
   if (!multi && p.virtual_stages != 1)
-    par.fail("virtual_stages", fmt::format("{} needs pipeline_schedule \"Interleaved1F1B\" or \"InterleavedZeroBubble\" "
-                                           "({} runs one model chunk per PP rank); expected 1",
+    par.fail("virtual_stages", fmt::format("{} needs pipeline_schedule \"Interleaved1F1B\", \"InterleavedZeroBubble\" or "
+                                           "\"ZBVZeroBubble\" ({} runs one model chunk per PP rank); expected 1",
                                            p.virtual_stages, p.pipeline_schedule));
   const StrategyEntry& st = strategy_of(s);
   if (st.family == StrategyFamily::DeepSpeed && st.zero_stage >= 2)

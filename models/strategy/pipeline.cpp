@@ -138,7 +138,8 @@ LoweredStep lower_pipeline(const Scenario& s) {
   const int stages = pp * chunks;
   const std::int64_t m = s.batch.grad_accum;
   const auto stage_layers = pipeline_stage_layers(s);
-  const auto programs = pipeline_programs(pipeline_schedule_of(s.parallelism.pipeline_schedule), pp, chunks, m);
+  const PipelineSchedule schedule = pipeline_schedule_of(s.parallelism.pipeline_schedule);
+  const auto programs = pipeline_programs(schedule, pp, chunks, m);
   const double message_bytes = pipeline_message_bytes(s);
 
   sim::TaskGraph& g = out.graph;
@@ -171,7 +172,7 @@ LoweredStep lower_pipeline(const Scenario& s) {
     std::vector<Chunk> chunk(static_cast<std::size_t>(chunks));
     for (int c = 0; c < chunks; ++c) {
       Chunk& k = chunk[static_cast<std::size_t>(c)];
-      k.layers = stage_layers[static_cast<std::size_t>(c * pp + r)];
+      k.layers = stage_layers[static_cast<std::size_t>(pipeline_stage_of(schedule, pp, c, r))];
       if (fsdp) {
         k.units = chunk_units(s, k.layers);
         k.unsharded_grads.assign(k.units.size(), 0);
@@ -207,19 +208,24 @@ LoweredStep lower_pipeline(const Scenario& s) {
 
     for (const PipelineAction& a : programs[static_cast<std::size_t>(r)]) {
       Chunk& k = chunk[static_cast<std::size_t>(a.chunk)];
-      const int vs = a.chunk * pp + r;
+      const int vs = pipeline_stage_of(schedule, pp, a.chunk, r);
       const auto vsi = static_cast<std::size_t>(vs);
       const auto mbi = static_cast<std::size_t>(a.micro_batch);
       // "s2.mb3.c1.": PP rank, micro-batch, chunk (a report finds a rank's micro-batch by its prefix).
       const std::string prefix = fmt::format("s{}.{}{}", r, micro_batch_prefix(a.micro_batch, m),
                                              chunks > 1 ? fmt::format("c{}.", a.chunk) : "");
-      const auto receive = [&](bool grad, int peer) {
+      // The activations (or their gradient) from the neighbouring stage: a message from its rank,
+      // or, when that stage is this rank's other chunk (ZBVZeroBubble's V), nothing to send (B17):
+      // a zero-time task the neighbour's compute releases.
+      const auto receive = [&](bool grad, int peer_stage) {
+        const int peer = pipeline_stage_rank(schedule, pp, peer_stage);
+        if (peer == r) return add(wait_task(fmt::format("{}local.{}", prefix, grad ? "grad" : "act"), Phase::Overhead));
         return add(p2p_task(fmt::format("{}recv.{}", prefix, grad ? "grad" : "act"), message_bytes,
                             pp_group_between(r, peer), grad ? kPpRecvNextStream : kPpRecvPrevStream));
       };
       if (!a.backward) {
         sim::TaskId recv = sim::kNoTask;
-        if (vs > 0) recv = recv_act[vsi][mbi] = receive(false, (vs - 1) % pp);
+        if (vs > 0) recv = recv_act[vsi][mbi] = receive(false, vs - 1);
         const bool first_use = fsdp && a.micro_batch == 0;
         // The distributed optimizer's gathers ahead of the chunk's first forward, from the
         // last bucket (the first layers) down.
@@ -263,7 +269,7 @@ LoweredStep lower_pipeline(const Scenario& s) {
       const bool full = a.part == BackwardPart::Full || vs == 0;
       const bool input_path = a.part != BackwardPart::Weight || full;  // the gradient the previous stage waits for
       sim::TaskId recv = sim::kNoTask;
-      if (input_path && vs + 1 < stages) recv = recv_grad[vsi][mbi] = receive(true, (vs + 1) % pp);
+      if (input_path && vs + 1 < stages) recv = recv_grad[vsi][mbi] = receive(true, vs + 1);
       // The chunk's last backward or W (they run in micro-batch order): its gradients are final.
       const bool last = a.part != BackwardPart::Input && a.micro_batch == m - 1;
       const bool sync = last && !fsdp && !zero1;

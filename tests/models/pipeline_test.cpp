@@ -359,3 +359,58 @@ TEST_CASE("pipeline: a split backward keeps the whole backward's work and frees 
     if (!split.weight.empty()) CHECK(split.input.free_bytes[kActivationCounter] == 0);
   }
 }
+
+TEST_CASE("pipeline: ZBVZeroBubble runs two chunks per rank in a V, as PyTorch orders them", "[models][pp]") {
+  // B13. Expected orders from a Python transcription of torch/distributed/pipelining/schedules.py
+  // (ScheduleZBVZeroBubble._calculate_single_rank_operations; idle slots and the padding
+  // micro-batches m … max(2p − 1, m) − 1 dropped). Stage numbers: rank r holds r and 2p − 1 − r.
+  const auto text = [](const std::vector<PipelineAction>& prog, int pp, int rank) {
+    std::string out;
+    for (const PipelineAction& a : prog) {
+      const char kind = !a.backward ? 'F' : a.part == BackwardPart::Input ? 'I' : a.part == BackwardPart::Weight ? 'W' : 'B';
+      out += fmt::format("{}{}{}{}", out.empty() ? "" : " ", pipeline_stage_of(PipelineSchedule::ZBVZeroBubble, pp, a.chunk, rank),
+                         kind, a.micro_batch);
+    }
+    return out;
+  };
+  const auto p2 = pipeline_programs(PipelineSchedule::ZBVZeroBubble, 2, 2, 4);
+  CHECK(text(p2[0], 2, 0) == "0F0 0F1 0F2 3F0 3I0 3W0 3F1 3I1 3W1 0F3 0I0 0W0 3F2 3I2 3W2 0I1 0W1 3F3 3I3 3W3 0I2 0W2 0I3 0W3");
+  CHECK(text(p2[1], 2, 1) == "1F0 2F0 1F1 2F1 2I0 2W0 1F2 1I0 1W0 2F2 2I1 2W1 1F3 1I1 1W1 2F3 2I2 2W2 1I2 2I3 1I3 1W2 2W3 1W3");
+  const auto p3 = pipeline_programs(PipelineSchedule::ZBVZeroBubble, 3, 2, 3);
+  CHECK(text(p3[0], 3, 0) == "0F0 0F1 0F2 5F0 5I0 5W0 5F1 5I1 5W1 5F2 5I2 5W2 0I0 0W0 0I1 0W1 0I2 0W2");
+  CHECK(text(p3[1], 3, 1) == "1F0 1F1 1F2 4F0 4F1 4I0 4W0 4F2 4I1 4W1 1I0 1W0 4I2 4W2 1I1 1W1 1I2 1W2");
+  CHECK(text(p3[2], 3, 2) == "2F0 3F0 2F1 3F1 2F2 3F2 3I0 3W0 2I0 2W0 3I1 3W1 2I1 2W1 3I2 3W2 2I2 2W2");
+  for (int st = 0; st < 6; ++st)
+    CHECK(pipeline_stage_of(PipelineSchedule::ZBVZeroBubble, 3, st < 3 ? 0 : 1, pipeline_stage_rank(PipelineSchedule::ZBVZeroBubble, 3, st)) == st);
+
+  // The V puts the embedding (stage 0) and the head (the last stage) on rank 0: tied embeddings
+  // are one tensor there, with no copy and no AllReduce.
+  const Scenario s = uniform_blocks(llama1b(1, 4, 8, R"(, "pipeline_schedule": "ZBVZeroBubble")"));
+  CHECK(s.parallelism.virtual_stages == 2);
+  const auto rank0 = pipeline_rank_layers(s, 0);
+  CHECK(rank0.front() == 0);
+  CHECK(rank0.back() == s.model.layers.size() - 1);
+  CHECK(pipeline_tied_embedding(s) == nullptr);
+  // Stages 3 and 4 sit on rank 3: their activations pass without a message. Every other
+  // boundary (6 of 7) sends m activations and m gradients.
+  const LoweredStep step = lower_step(s);
+  std::size_t recvs = 0, local = 0;
+  for (sim::TaskId id = 0; id < step.graph.size(); ++id) {
+    const std::string& name = step.graph.task(id).name;
+    recvs += name.find(".recv.") != std::string::npos;
+    local += name.find(".local.") != std::string::npos;
+  }
+  CHECK(recvs == 6 * 2 * 8);
+  CHECK(local == 2 * 8);
+  // Uniform stages: ZB-V's bubble is a small part of the step, well under ZB1P's and 1F1B's.
+  const Report zbv = run(s);
+  const Report zb1p = run(uniform_blocks(llama1b(1, 4, 8, R"(, "pipeline_schedule": "InterleavedZeroBubble")")));
+  const Report one = run(uniform_blocks(llama1b(1, 4, 8)));
+  const double compute = 8 * 12e-3;  // m (t_f + t_b) on every rank: 4 blocks of 1 + 2 ms
+  for (const auto& st : zbv.pipeline_stages) CHECK(st.compute_time_s == Approx(compute));
+  CHECK(zbv.step_time_s >= compute);
+  CHECK(zbv.step_time_s < zb1p.step_time_s);
+  CHECK(zb1p.step_time_s < one.step_time_s);
+  INFO("ZBV " << zbv.step_time_s << " ZB1P " << zb1p.step_time_s << " 1F1B " << one.step_time_s);
+  CHECK(zbv.step_time_s < 1.12 * compute);
+}
