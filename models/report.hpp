@@ -67,7 +67,8 @@ struct RankSpread {
   double step_time_min_s = 0;          ///< the earliest rank's last task end
   double step_time_max_s = 0;          ///< the latest rank's last task end (= step_time_s)
   double spread_s = 0;                 ///< max − min
-  std::int64_t slowest_rank = 0;       ///< the rank that finishes last (lowest on a tie)
+  std::int64_t slowest_rank = 0;       ///< the rank that finishes last (lowest on a tie); under PP the pipeline replica
+  std::int64_t pipeline_stages = 1;    ///< PP ranks per pipeline replica (pp); ranks = replicas × pp
   double no_variation_step_time_s = 0; ///< the same step without sim.jitter / sim.slow_ranks
   double straggler_cost_s = 0;         ///< step_time_s − no_variation_step_time_s
   /// Under sim.expert_load: the busiest rank's load of a MoE layer (its experts' tokens over

@@ -250,6 +250,7 @@ std::string report_json(const Report& r) {
                      {"step_time_max_s", r.per_rank.step_time_max_s},
                      {"spread_s", r.per_rank.spread_s},
                      {"slowest_rank", r.per_rank.slowest_rank},
+                     {"pipeline_stages", r.per_rank.pipeline_stages},
                      {"no_variation_step_time_s", r.per_rank.no_variation_step_time_s},
                      {"straggler_cost_s", r.per_rank.straggler_cost_s},
                      {"expert_load_busiest", r.per_rank.moe_layers > 0 ? nlohmann::ordered_json(r.per_rank.expert_load_busiest)

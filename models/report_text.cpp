@@ -466,8 +466,17 @@ std::string report_text(const Report& r) {
   if (r.per_rank.present) {
     const auto& pr = r.per_rank;
     const auto msec = [](double sec) { return fmt::format("{:.3f} ms", sec * 1e3); };
-    line(fmt::format("per rank         {} ranks; the step ends between {} and {} (spread {}, slowest rank {})",
-                     pr.ranks, msec(pr.step_time_min_s), msec(pr.step_time_max_s), msec(pr.spread_s), pr.slowest_rank));
+    if (pr.pipeline_stages > 1) {
+      const std::int64_t replicas = pr.ranks / pr.pipeline_stages;
+      line(fmt::format("per rank         {} ranks, {} pipelines of {} stages; the step ends between {} and {} (spread {}, "
+                       "slowest pipeline {}: ranks {}, {}, …, {})",
+                       pr.ranks, replicas, pr.pipeline_stages, msec(pr.step_time_min_s), msec(pr.step_time_max_s),
+                       msec(pr.spread_s), pr.slowest_rank, pr.slowest_rank, pr.slowest_rank + replicas,
+                       pr.slowest_rank + (pr.pipeline_stages - 1) * replicas));
+    } else {
+      line(fmt::format("per rank         {} ranks; the step ends between {} and {} (spread {}, slowest rank {})",
+                       pr.ranks, msec(pr.step_time_min_s), msec(pr.step_time_max_s), msec(pr.spread_s), pr.slowest_rank));
+    }
     line(fmt::format("straggler cost   {} over the no-variation step ({})", msec(pr.straggler_cost_s),
                      msec(pr.no_variation_step_time_s)));
     if (pr.moe_layers > 0)

@@ -137,14 +137,23 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
                                 bool keep_all, std::optional<sim::Timeline>& all, const RunProgress& progress,
                                 std::vector<double>& rank0_factor) {
   const sim::TaskGraph& g = step.graph;
-  const auto copies = static_cast<std::uint32_t>(s.world_size());
+  // Under PP the lowered step is one pipeline replica (a rank per stage, Task::rank): a copy is
+  // a replica, stage_ranks() of them, the world's rank of stage k of copy c being
+  // k × stage_ranks() + c (PP outermost).
+  const auto pp = static_cast<std::uint32_t>(s.parallelism.pp);
+  const auto copies = static_cast<std::uint32_t>(s.stage_ranks());
+  const auto slot_of_rank = [&](std::int64_t world_rank) {
+    const auto r = static_cast<std::uint32_t>(world_rank);
+    return std::size_t{r % copies} * pp + r / copies;
+  };
   const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
+  const std::string copies_text = fmt::format("{} {}", copies, pp > 1 ? "pipeline replicas" : "ranks");
   if (tasks > kMaxPerRankTasks)
     throw InputError(s.source, "/sim/rank_mode",
-                     fmt::format("per_rank: {} ranks × {} tasks = {:.3g} tasks; the limit is {:.3g} (use \"symmetric\", "
-                                 "fewer ranks or fewer micro-batches)", copies, g.size(), tasks, kMaxPerRankTasks));
+                     fmt::format("per_rank: {} × {} tasks = {:.3g} tasks; the limit is {:.3g} (use \"symmetric\", "
+                                 "fewer ranks or fewer micro-batches)", copies_text, g.size(), tasks, kMaxPerRankTasks));
   check_memory_need(tasks * (keep_all ? kPerRankTraceBytesPerTask : kPerRankBytesPerTask), s.source, "/sim/rank_mode",
-                    fmt::format("per_rank{}: {} ranks × {} tasks", keep_all ? " with a trace" : "", copies, g.size()),
+                    fmt::format("per_rank{}: {} × {} tasks", keep_all ? " with a trace" : "", copies_text, g.size()),
                     keep_all ? "drop --trace, or use \"symmetric\" or fewer ranks" : "use \"symmetric\" or fewer ranks");
   // A collective meets the ranks of its communicator. Ranks are numbered TP innermost (rank =
   // dp index × tp + tp index, Megatron-LM's order): a TP group is a block of tp consecutive
@@ -163,6 +172,12 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
     // The expert-data-parallel group takes every ep-th rank (in blocks of its size: under hsdp
     // inside a shard group); the experts' replica group is the replica group's (every
     // (world / ranks)-th rank).
+    // A point-to-point group (the tied embedding's AllReduce between two stages) stays inside
+    // its replica.
+    if (step.is_pp_group(t.group)) {
+      spans[t.rendezvous] = {1, 1};
+      continue;
+    }
     spans[t.rendezvous] = {size, group == step.tp_group                                     ? 1u
                                  : group == step.replica_group || group == step.edp_replica_group ? copies / size
                                  : group == step.edp_group ? static_cast<std::uint32_t>(s.parallelism.ep) * tp
@@ -170,9 +185,14 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   }
   sim::RankVariation var;
   const RankVariationConfig& cfg = s.variation;
+  if (pp > 1) {
+    var.ranks_per_copy = pp;
+    var.task_rank.resize(g.size());
+    for (sim::TaskId v = 0; v < g.size(); ++v) var.task_rank[v] = g.task(v).rank;
+  }
   if (!cfg.slow_ranks.empty()) {
-    var.compute_factor.assign(copies, 1.0);
-    for (const auto& [rank, factor] : cfg.slow_ranks) var.compute_factor[static_cast<std::size_t>(rank)] = factor;
+    var.compute_factor.assign(std::size_t{copies} * pp, 1.0);
+    for (const auto& [rank, factor] : cfg.slow_ranks) var.compute_factor[slot_of_rank(rank)] = factor;
   }
   var.distribution = cfg.jitter_distribution == "normal"      ? sim::JitterDistribution::Normal
                      : cfg.jitter_distribution == "lognormal" ? sim::JitterDistribution::LogNormal
@@ -201,9 +221,10 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
     // Ranks fill nodes in order; only collectives that cross the network stretch, and only
     // their bandwidth part (the variable part of their work: sharing then stretches it further).
     const auto per_node = static_cast<std::uint32_t>(s.gpus_used_per_node());
-    var.link_factor.assign(copies, 1.0);
+    var.link_factor.assign(std::size_t{copies} * pp, 1.0);
     for (const auto& [node, factor] : cfg.degraded_links)
-      for (std::uint32_t k = 0; k < per_node; ++k) var.link_factor[static_cast<std::size_t>(node) * per_node + k] = factor;
+      for (std::uint32_t k = 0; k < per_node; ++k)
+        var.link_factor[slot_of_rank(static_cast<std::int64_t>(node) * per_node + k)] = factor;
     var.link_bound.assign(g.size(), sim::Time());
     for (sim::TaskId v = 0; v < g.size(); ++v) {
       const sim::Task& t = g.task(v);
@@ -245,7 +266,8 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   const auto [lo, hi] = std::minmax_element(ends.begin(), ends.end());
   auto& pr = r.per_rank;
   pr.present = true;
-  pr.ranks = copies;
+  pr.ranks = std::int64_t{copies} * pp;
+  pr.pipeline_stages = pp;
   pr.step_time_min_s = lo->seconds();
   pr.step_time_max_s = hi->seconds();
   pr.spread_s = (*hi - *lo).seconds();

@@ -548,9 +548,6 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
   JsonReader sim = object_or_empty(root, "sim");
   read_fields(sim, "sim", s);
   check_sim(sim, s);
-  if (s.parallelism.pp > 1 && s.rank_mode == "per_rank")
-    sim.fail("rank_mode", "per_rank is not modelled under pipeline parallelism yet (each PP stage is one rank of the "
-                          "step); expected \"symmetric\"");
   sim.finish();
   // CUDA graphs remove the NCCL tuner's launch overhead; the alpha-beta model has none to remove
   // (and a torus profile is no CUDA GPU): the knob would act on nothing.

@@ -319,8 +319,9 @@ class Run {
     double link = 1;  // the slowest member's link factor
     if (!variation_.link_factor.empty())
       for (std::uint32_t j = 0; j < span.size; ++j)
-        if (const std::uint32_t mc = first + j * span.stride; mc < variation_.link_factor.size())
-          link = std::min(link, variation_.link_factor[mc]);
+        for (std::uint32_t m = member_begin_[r]; m < member_begin_[r + 1]; ++m)
+          if (const std::size_t at = variation_.slot(first + j * span.stride, members_[m]); at < variation_.link_factor.size())
+            link = std::min(link, variation_.link_factor[at]);
     for (std::uint32_t j = 0; j < span.size; ++j) {
       const std::uint32_t mc = first + j * span.stride;
       for (std::uint32_t m = member_begin_[r]; m < member_begin_[r + 1]; ++m) {

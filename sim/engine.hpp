@@ -110,13 +110,13 @@ enum class JitterDistribution : std::uint8_t {
 /// are priced in, nor on the standard library's distributions: the same seed gives the same
 /// timeline on every platform.
 struct RankVariation {
-  std::vector<double> compute_factor;  ///< by copy, each ≥ 0; shorter = 1 for the rest
+  std::vector<double> compute_factor;  ///< by slot (slot()), each ≥ 0; shorter = 1 for the rest
   JitterDistribution distribution = JitterDistribution::None;
   double cv = 0;                       ///< ≥ 0
   std::uint64_t seed = 0;
-  /// Link factor by copy (bandwidth multiplier, each in (0, 1]; 1 for copies past the end). A
-  /// rendezvous instance runs at the smallest factor among its member copies (a ring moves at
-  /// its slowest link): each member's `link_bound` part lasts 1/factor times longer.
+  /// Link factor by slot (bandwidth multiplier, each in (0, 1]; 1 for slots past the end). A
+  /// rendezvous instance runs at the smallest factor among its members (a ring moves at its
+  /// slowest link): each member's `link_bound` part lasts 1/factor times longer.
   std::vector<double> link_factor;
   /// By base task: the part of its duration that link_factor stretches (a collective's
   /// bandwidth term), each ≤ the duration; tasks past the end have none.
@@ -131,6 +131,17 @@ struct RankVariation {
   double load_cv = 0;
   double load_cap = 0;
   std::uint64_t load_seed = 0;
+
+  /// A copy that holds several ranks (the stages of a pipeline: Task::rank 0 … ranks_per_copy −
+  /// 1) varies by rank: compute_factor and link_factor are then indexed by slot(copy, task) =
+  /// copy × ranks_per_copy + task_rank[task]. 1 (the default): by copy.
+  std::uint32_t ranks_per_copy = 1;
+  std::vector<std::uint32_t> task_rank;  ///< by base task, its Task::rank (ranks_per_copy > 1)
+  /// The index of base task `base` of copy `copy` into compute_factor and link_factor.
+  std::size_t slot(std::uint32_t copy, TaskId base) const {
+    if (ranks_per_copy <= 1) return copy;
+    return std::size_t{copy} * ranks_per_copy + (base < task_rank.size() ? task_rank[base] : 0);
+  }
 
   /// True when every factor is exactly 1 (the replicated run then equals sim::run on every copy).
   bool none() const;

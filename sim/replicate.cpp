@@ -45,7 +45,8 @@ double RankVariation::load(std::uint32_t copy, std::uint32_t key) const {
 }
 
 double RankVariation::factor(std::uint32_t copy, TaskId base) const {
-  double f = copy < compute_factor.size() ? compute_factor[copy] : 1.0;
+  const std::size_t at = slot(copy, base);
+  double f = at < compute_factor.size() ? compute_factor[at] : 1.0;
   if (load_cv != 0 && base < load_share.size() && load_share[base] != 0) {
     const double l = load(copy, base < load_key.size() ? load_key[base] : base);
     f *= 1.0 - load_share[base] + load_share[base] * l;

@@ -209,7 +209,7 @@ TEST_CASE("pipeline: scenarios refuse what is not modelled, naming the field", "
   CHECK_THROWS_WITH(llama1b(1, 4, 4, R"(, "virtual_stages": 2)"), Contains("Interleaved1F1B"));
   CHECK_THROWS_WITH(llama1b(1, 4, 9, R"(, "pipeline_schedule": "Interleaved1F1B")"), Contains("rounds"));
   CHECK_THROWS_WITH(llama1b(2, 1, 4, R"(, "pipeline_schedule": "GPipe")"), Contains("needs pp > 1"));
-  CHECK_THROWS_WITH(llama1b(2, 2, 4, "", "ddp", R"(, "sim": {"rank_mode": "per_rank"})"), Contains("/sim/rank_mode"));
+  // (per_rank mode runs under PP since 2026-12-05: "per_rank plays every pipeline replica" below.)
   CHECK_THROWS_WITH(llama1b(16, 2, 4, R"(, "sync_every_micro_batch": true)"), Contains("sync_every_micro_batch"));
   // The world is dp × pp here (the message names the mesh's dimensions above 1).
   CHECK_THROWS_WITH(llama1b(8, 2, 4, "", "ddp", R"(, "cluster": {"nodes": 1})"), Contains("dp × pp (8 × 2 = 16)"));
@@ -413,4 +413,31 @@ TEST_CASE("pipeline: ZBVZeroBubble runs two chunks per rank in a V, as PyTorch o
   CHECK(zb1p.step_time_s < one.step_time_s);
   INFO("ZBV " << zbv.step_time_s << " ZB1P " << zb1p.step_time_s << " 1F1B " << one.step_time_s);
   CHECK(zbv.step_time_s < 1.12 * compute);
+}
+
+TEST_CASE("pipeline: per_rank plays every pipeline replica, a slow GPU slowing its own stage", "[models][pp]") {
+  // sim.rank_mode per_rank under PP: each copy of the lowered step is one pipeline replica
+  // (its PP ranks = its stages), dp replicas; world rank k × dp + c is stage k of replica c (PP
+  // outermost). Uniform stages of 4 blocks: t_f = 4 ms, t_b = 8 ms per micro-batch.
+  const std::string extra = R"(, "cluster": {"nodes": 1, "gpus_per_node": 8})";
+  const Scenario sym = uniform_blocks(llama1b(2, 4, 8, "", "ddp", extra));
+  Scenario per = uniform_blocks(llama1b(2, 4, 8, "", "ddp", extra + R"(, "sim": {"rank_mode": "per_rank"})"));
+  const Report a = run(sym), b = run(per);
+  REQUIRE(b.per_rank.present);
+  CHECK(b.per_rank.ranks == 8);
+  CHECK(b.per_rank.pipeline_stages == 4);
+  CHECK(b.step_time_s == a.step_time_s);  // no variation: every replica plays the symmetric step
+  CHECK_THAT(report_text(b), Contains("8 ranks, 2 pipelines of 4 stages"));
+  // World rank 3 = stage 1 of replica 1, 1.5x slower: that stage does m micro-batches at 1.5x
+  // (a lower bound on the step), and the step grows by at most its extra time over the fill,
+  // the steady state and the drain, 0.5 (m + p − 1)(t_f + t_b).
+  const double tf = 4e-3, tb = 8e-3;
+  per.variation.slow_ranks = {{3, 1.5}};
+  const Report slow = run(per);
+  CHECK(slow.step_time_s >= 1.5 * 8 * (tf + tb));
+  CHECK(slow.step_time_s <= a.step_time_s + 0.5 * (8 + 3) * (tf + tb));
+  CHECK(slow.per_rank.straggler_cost_s > 0.3 * 8 * (tf + tb));
+  // The same GPU slower in the other replica costs the same (the replicas are symmetric).
+  per.variation.slow_ranks = {{2, 1.5}};
+  CHECK(run(per).step_time_s == Approx(slow.step_time_s).epsilon(1e-9));
 }
