@@ -303,6 +303,20 @@ double pipeline_micro_batches_in_flight(const Scenario& s, int rank) {
   return static_cast<double>(m);
 }
 
+double pipeline_peak_activation_bytes(const Scenario& s, int rank, const std::vector<double>& chunk_bytes) {
+  STEPSIM_ASSERT(chunk_bytes.size() == static_cast<std::size_t>(s.parallelism.virtual_stages), "{} chunk sizes for {} chunks",
+                 chunk_bytes.size(), s.parallelism.virtual_stages);
+  const auto prog = pipeline_programs(pipeline_schedule_of(s.parallelism.pipeline_schedule), static_cast<int>(s.parallelism.pp),
+                                      static_cast<int>(s.parallelism.virtual_stages), s.batch.grad_accum)[static_cast<std::size_t>(rank)];
+  double held = 0, most = 0;
+  for (const PipelineAction& a : prog) {
+    const double b = chunk_bytes[static_cast<std::size_t>(a.chunk)];
+    if (!a.backward) most = std::max(most, held += b);
+    else if (a.part != BackwardPart::Input) held -= b;
+  }
+  return most;
+}
+
 double pipeline_message_bytes(const Scenario& s) {
   const double hidden = static_cast<double>(s.model.transformer_shape->hidden);
   const double seq = static_cast<double>(s.batch.seq_len) / static_cast<double>(s.parallelism.cp) /

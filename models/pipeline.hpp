@@ -130,6 +130,13 @@ const ParamTensor* pipeline_tied_embedding(const Scenario& s);
 /// rank's program (a chunk's activations live until its weight gradients are computed), / v.
 double pipeline_micro_batches_in_flight(const Scenario& s, int rank);
 
+/// The most activation bytes PP rank `rank`'s program holds at once when a micro-batch of its
+/// model chunk c keeps `chunk_bytes[c]` from its forward to its backward (to its W under the
+/// zero-bubble schedules): the walk pipeline_micro_batches_in_flight counts, weighted by chunk
+/// (ZBVZeroBubble's two chunks differ: the last stage holds the head's logits).
+/// @pre chunk_bytes.size() == virtual_stages.
+double pipeline_peak_activation_bytes(const Scenario& s, int rank, const std::vector<double>& chunk_bytes);
+
 /// Bytes of one point-to-point message between stages for one micro-batch, each direction:
 /// the [seq_len, micro_batch_size, hidden] activations (or their gradient) in the parameter
 /// dtype (Megatron-LM's pipeline_dtype = params_dtype; get_tensor_shapes), 1/cp of the sequence

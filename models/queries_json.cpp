@@ -83,9 +83,27 @@ QueryAnswer memory_query(const MemoryQuery& a) {
       for (int r = 0; r < static_cast<int>(pp); ++r) {
         const Scenario rank_s = pipeline_rank_scenario(s, r);
         psi = std::max(psi, static_cast<double>(rank_s.model.parameter_count()));
-        const double flight = pipeline_micro_batches_in_flight(s, r);
-        if (activation_bytes(rank_s) * flight > activations) {
-          activations = activation_bytes(rank_s) * flight;
+        double flight = pipeline_micro_batches_in_flight(s, r);
+        double held = activation_bytes(rank_s) * flight;
+        const PipelineSchedule schedule_kind = pipeline_schedule_of(s.parallelism.pipeline_schedule);
+        if (schedule_kind == PipelineSchedule::InterleavedZeroBubble || schedule_kind == PipelineSchedule::ZBVZeroBubble) {
+          // Chunk by chunk: the V's two chunks of a rank differ (found by a trial: ZBV's rank 0 was
+          // counted as 4 equal micro-batches where its program holds 7 of chunk 0 and 1 of chunk 1).
+          const auto stages = pipeline_stage_layers(s);
+          std::vector<double> chunk_bytes;
+          for (int c = 0; c < static_cast<int>(s.parallelism.virtual_stages); ++c) {
+            Scenario chunk_s = s;
+            chunk_s.model.layers.clear();
+            for (std::size_t l : stages[static_cast<std::size_t>(pipeline_stage_of(schedule_kind, static_cast<int>(pp), c, r))])
+              chunk_s.model.layers.push_back(s.model.layers[l]);
+            chunk_bytes.push_back(activation_bytes(chunk_s));
+          }
+          held = pipeline_peak_activation_bytes(s, r, chunk_bytes);
+          const double per_micro_batch = activation_bytes(rank_s);
+          flight = per_micro_batch > 0 ? held / per_micro_batch : flight;
+        }
+        if (held > activations) {
+          activations = held;
           in_flight = flight;
         }
       }

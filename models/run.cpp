@@ -89,16 +89,21 @@ double baseline_bytes(const MemoryBreakdown& m) {
 // allocator, out of memory, frees its cached blocks once their streams have passed them and
 // retries (c10/cuda/CUDACachingAllocator.cpp: release_cached_blocks → synchronize_and_free_events)
 // instead of failing while frees are still to come (issue 13 item 3).
-sim::RunOptions run_options(const Scenario& s, const LoweredStep& step, const MemoryBreakdown& memory) {
+sim::RunOptions run_options(const Scenario& s, const LoweredStep& step, const MemoryBreakdown& memory,
+                            const std::vector<MemoryBreakdown>& stage_memory = {}) {
   const sim::TaskGraph& g = step.graph;
   std::uint32_t streams = 0;
   for (sim::TaskId v = 0; v < g.size(); ++v) streams = std::max(streams, g.task(v).stream + 1);
   const auto connections = static_cast<std::uint32_t>(s.contention.cuda_device_max_connections);
   sim::RunOptions options;
   options.launch_queues = connections < streams ? connections : 0u;  // one queue per stream: no cross-stream order
-  if (memory.capacity_bytes > 0)
+  if (memory.capacity_bytes > 0) {
     options.memory_limits.push_back({(1u << kActivationCounter) | (1u << kBufferCounter), baseline_bytes(memory),
-                                     memory.capacity_bytes});
+                                     memory.capacity_bytes, {}});
+    // Under PP each stage's rank admits against its own states (found by a trial: every rank
+    // had been held to the largest stage's).
+    for (const MemoryBreakdown& m : stage_memory) options.memory_limits.back().rank_baseline_bytes.push_back(baseline_bytes(m));
+  }
   return options;
 }
 
@@ -396,7 +401,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
     r.memory = *std::max_element(stage_memory.begin(), stage_memory.end(), [](const MemoryBreakdown& a, const MemoryBreakdown& b) {
       return baseline_bytes(a) < baseline_bytes(b);
     });
-  const sim::RunOptions options = run_options(s, step, r.memory);
+  const sim::RunOptions options = run_options(s, step, r.memory, stage_memory);
   check_compute_durations(s, step.graph, cost);
   sim::Timeline tl = sim::run(step.graph, cost, options);
   const sim::TaskGraph& g = step.graph;
@@ -627,7 +632,12 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
       }
       r.pipeline_stages.push_back(st);
     }
+    // The peak rank's states; the allocation waits counted above stay (every PP rank's).
+    const MemoryBreakdown waits = r.memory;
     r.memory = stage_memory[peak_rank];
+    r.memory.allocation_waits = waits.allocation_waits;
+    r.memory.allocation_wait_s = waits.allocation_wait_s;
+    r.memory.allocation_over_limit = waits.allocation_over_limit;
     r.memory_stage = peak_rank;
   }
   const sim::MemoryPeak peak = sim::memory_peak(g, tl, peak_rank, baseline_bytes(r.memory));

@@ -417,7 +417,8 @@ class Run {
     limits_ = limits;
     for (const MemoryLimit& l : limits_)
       STEPSIM_ASSERT(l.counters != 0 && l.counters < (1u << kMemoryCounters) && l.capacity_bytes > 0 &&
-                         l.baseline_bytes >= 0,
+                         l.baseline_bytes >= 0 &&
+                         std::all_of(l.rank_baseline_bytes.begin(), l.rank_baseline_bytes.end(), [](double b) { return b >= 0; }),
                      "bad memory limit (counters {}, capacity {} B)", l.counters, l.capacity_bytes);
     for (TaskId v = 0; v < n_; ++v) ranks_ = std::max(ranks_, graph_.task(v).rank + 1);
     held_.assign(std::size_t{copies_} * ranks_, {});
@@ -465,7 +466,9 @@ class Run {
       for (int c = 0; c < kMemoryCounters; ++c)
         if (l.counters & (1u << c)) in_use += held[static_cast<std::size_t>(c)];
       if (in_use < 0.5) continue;  // nothing held: admitted alone, whatever its size
-      if (l.baseline_bytes + in_use + n > l.capacity_bytes) return false;
+      const std::uint32_t rank = q % ranks_;
+      const double baseline = rank < l.rank_baseline_bytes.size() ? l.rank_baseline_bytes[rank] : l.baseline_bytes;
+      if (baseline + in_use + n > l.capacity_bytes) return false;
     }
     return true;
   }

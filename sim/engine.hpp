@@ -83,6 +83,9 @@ struct MemoryLimit {
   unsigned counters = 0;       ///< bit c selects counter c (< kMemoryCounters)
   double baseline_bytes = 0;   ///< held for the whole run (model states), ≥ 0
   double capacity_bytes = 0;   ///< > 0
+  /// By Task::rank, each rank's own baseline (a pipeline stage holds its own layers' states),
+  /// each ≥ 0; ranks past the end take baseline_bytes.
+  std::vector<double> rank_baseline_bytes;
 };
 
 /// Which copies of a base rendezvous meet: copies c and c' share an instance iff

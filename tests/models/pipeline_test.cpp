@@ -441,3 +441,15 @@ TEST_CASE("pipeline: per_rank plays every pipeline replica, a slow GPU slowing i
   per.variation.slow_ranks = {{2, 1.5}};
   CHECK(run(per).step_time_s == Approx(slow.step_time_s).epsilon(1e-9));
 }
+
+TEST_CASE("pipeline: the zero-bubble schedules' activations are counted chunk by chunk", "[models][pp]") {
+  // ZBV p = 4, m = 8 with chunk 0 holding 1 B and chunk 1 10 B per micro-batch: walking the
+  // programs (the Python transcription of ScheduleZBVZeroBubble above), rank 0 peaks at 7 chunk-0
+  // and 1 chunk-1 micro-batches (17 B), rank 3 at 4 and 4 (44 B).
+  const Scenario s = llama1b(1, 4, 8, R"(, "pipeline_schedule": "ZBVZeroBubble")");
+  CHECK(pipeline_peak_activation_bytes(s, 0, {1, 10}) == 17);
+  CHECK(pipeline_peak_activation_bytes(s, 3, {1, 10}) == 44);
+  // Equal chunks: the micro-batch count the memory command used before.
+  for (int r = 0; r < 4; ++r)
+    CHECK(pipeline_peak_activation_bytes(s, r, {1, 1}) / 2 == pipeline_micro_batches_in_flight(s, r));
+}

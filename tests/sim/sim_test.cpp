@@ -209,6 +209,35 @@ TEST_CASE("sim::Engine: an allocation waits for memory, in program order (issue 
   CHECK(one.makespan().seconds() == Approx(16.0));
 }
 
+TEST_CASE("sim::Engine: each rank admits against its own baseline (pipeline stages)", "[sim]") {
+  // Two ranks, each gathering two 10 B buffers ahead of its compute, capacity 25 B. Rank 0 holds
+  // 5 B of states: two buffers fit (the run-ahead above). Rank 1 holds 15 B: one at a time.
+  TaskGraph g;
+  TaskId gather[2][2], compute[2][2];
+  for (std::uint32_t r = 0; r < 2; ++r)
+    for (int i = 0; i < 2; ++i) {
+      Task a = task(fmt::format("r{}.g{}", r, i), r, 1, 1.0);
+      a.alloc_bytes[1] = 10;
+      gather[r][i] = g.add_task(std::move(a));
+      Task c = task(fmt::format("r{}.c{}", r, i), r, 0, 3.0);
+      c.free_bytes[1] = 10;
+      compute[r][i] = g.add_task(std::move(c));
+      g.add_dependency(gather[r][i], compute[r][i]);
+    }
+  g.freeze("two-stages");
+  RunOptions o = limited(25, 15);
+  o.memory_limits.back().rank_baseline_bytes = {5, 15};
+  const Timeline tl = run(g, FixedCost{}, o);
+  CHECK(tl[gather[0][1]].start.seconds() == Approx(1.0));  // rank 0: both fit
+  CHECK(tl[gather[1][1]].start.seconds() == Approx(4.0));  // rank 1: after c0 frees its buffer
+  REQUIRE(tl.memory_waits().size() == 1);
+  CHECK(tl.memory_waits()[0].task == gather[1][1]);
+  // One baseline for both (the largest stage's, as before): rank 0 waits too.
+  const Timeline both = run(g, FixedCost{}, limited(25, 15));
+  CHECK(both[gather[0][1]].start.seconds() == Approx(4.0));
+  (void)compute;
+}
+
 TEST_CASE("sim::Engine: an allocation that can never fit is admitted over the limit, and the run ends", "[sim]") {
   RunAhead ra;
   // 5 B: every buffer alone is larger. Each is admitted when nothing is held, so the step is
