@@ -87,7 +87,7 @@ std::string text_report(const validate::CalibrationResult& r, const std::string&
     for (const auto& row : t.rows) {
       auto busbw = [&](double s) { return s > 0 ? row.bytes / s * t.bus_factor / 1e9 : 0.0; };
       out += fmt::format("  {:>6} {:>14.0f} | {:>11.2f} {:>8.2f} | {:>11.2f} {:>8.2f} {:>7} | {:>11.2f} {:>8.2f} {:>7} | {:>9}  {}\n",
-                         row.line, row.bytes, row.measured_s * 1e6, busbw(row.measured_s), row.nominal_s * 1e6,
+                         row.line > 0 ? std::to_string(row.line) : std::string("-"), row.bytes, row.measured_s * 1e6, busbw(row.measured_s), row.nominal_s * 1e6,
                          busbw(row.nominal_s), pct(row.nominal_s / row.measured_s - 1), row.fitted_s * 1e6,
                          busbw(row.fitted_s), pct(row.fitted_s / row.measured_s - 1),
                          row.cross_s ? pct(*row.cross_s / row.measured_s - 1) : std::string("-"), row.segment);

@@ -371,6 +371,15 @@ std::string model_in(std::string text) {
 
 }  // namespace
 
+namespace {
+
+// "FILE:LINE", or the file alone for a table without line numbers (a profiler trace's).
+std::string located(const std::string& source, int line) {
+  return line > 0 ? fmt::format("{}:{}", source, line) : source;
+}
+
+}  // namespace
+
 std::string builtin_profile_for_gpu(const std::string& gpu) {
   const std::string m = model_in(gpu);
   std::string upper = gpu;
@@ -465,9 +474,9 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
         auto& into = pooled_logs[it->second.first].runs[it->second.second];
         into.rows.insert(into.rows.end(), run.rows.begin(), run.rows.end());
         pooled_away.insert({li, ri});
-        result.warnings.push_back(fmt::format("{}:{}: a repeated {} table at {} ranks is pooled with {}:{} (median time "
-                                              "per size)", pooled_logs[li].source, run.first_line, std::get<0>(key),
-                                              std::get<1>(key), pooled_logs[it->second.first].source, into.first_line));
+        result.warnings.push_back(fmt::format("{}: a repeated {} table at {} ranks is pooled with {} (median time "
+                                              "per size)", located(pooled_logs[li].source, run.first_line), std::get<0>(key),
+                                              std::get<1>(key), located(pooled_logs[it->second.first].source, into.first_line)));
       }
   }
   for (std::size_t li = 0; li < pooled_logs.size(); ++li) {
@@ -506,14 +515,13 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
                                             "starting' line, no op in the file name); pass --op all_reduce|all_gather|reduce_scatter");
       const auto op = modelled_op(op_name);
       if (!op) {
-        result.warnings.push_back(fmt::format("{}:{}: {} table ({} rows) skipped: stepsim models AllReduce, "
-                                              "AllGather and ReduceScatter only", log.source, run.first_line, op_name, run.rows.size()));
+        result.warnings.push_back(fmt::format("{}: {} table ({} rows) skipped: stepsim models AllReduce, "
+                                              "AllGather and ReduceScatter only", located(log.source, run.first_line), op_name, run.rows.size()));
         continue;
       }
       const int ranks = options.ranks > 0 ? options.ranks : run.ranks;
       if (ranks == 1) {
-        result.warnings.push_back(fmt::format("{}:{}: one-rank table ({} rows) skipped: nothing to communicate",
-                                              log.source, run.first_line, run.rows.size()));
+        result.warnings.push_back(fmt::format("{}: one-rank table ({} rows) skipped: nothing to communicate", located(log.source, run.first_line), run.rows.size()));
         continue;
       }
       if (ranks < 2)
@@ -538,7 +546,7 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
         src.nccl_version = run.nccl_version;
       }
       if (const auto mismatch = gpu_profile_mismatch(run.gpu, hw))
-        result.warnings.push_back(fmt::format("{}:{}: {}", log.source, run.first_line, *mismatch));
+        result.warnings.push_back(fmt::format("{}: {}", located(log.source, run.first_line), *mismatch));
 
       std::vector<Measurement> points;
       const double factor = bus_factor(op_name, ranks);
@@ -554,13 +562,12 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
           points.push_back({r.size_bytes, r.size_bytes * factor / (*bw * 1e9), r.line});
           ++derived;
         } else {
-          result.warnings.push_back(fmt::format("{}:{}: row has neither a time nor a busbw; skipped", log.source, r.line));
+          result.warnings.push_back(fmt::format("{}: row has neither a time nor a busbw; skipped", located(log.source, r.line)));
         }
       }
       if (derived > 0)
-        result.warnings.push_back(fmt::format("{}:{}: {} rows give busbw only; their time is S x {:.4g} / busbw "
-                                              "(rounded busbw makes small sizes imprecise)",
-                                              log.source, run.first_line, derived, factor));
+        result.warnings.push_back(fmt::format("{}: {} rows give busbw only; their time is S x {:.4g} / busbw "
+                                              "(rounded busbw makes small sizes imprecise)", located(log.source, run.first_line), derived, factor));
       points = pool_sizes(std::move(points), kMaxFitSizes);
       const NominalLine nom = nominal_line(hw, *op, group, options.algorithm);
       TableReport rep;
@@ -572,8 +579,8 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
       std::vector<Measurement> outliers;
       rep.table = fit_table(points, nom, options.fit, log.source + ":" + where, &outliers);
       for (const auto& p : outliers)
-        result.warnings.push_back(fmt::format("{}:{}: outlier left out of the fit: {:.0f} B took {:.2f} us",
-                                              log.source, p.line, p.bytes, p.time_s * 1e6));
+        result.warnings.push_back(fmt::format("{}: outlier left out of the fit: {:.0f} B took {:.2f} us",
+                                              located(log.source, p.line), p.bytes, p.time_s * 1e6));
       rep.table.op = *op;
       rep.table.scope = hardware::scope_of(group);
       rep.table.ranks = ranks;
@@ -633,8 +640,7 @@ CalibrationResult calibrate(const std::vector<NcclTestsLog>& logs, const hardwar
         return t.op == rep.table.op && t.scope == rep.table.scope && t.ranks == rep.table.ranks;
       });
       if (dup != result.overlay.tables.end())
-        result.warnings.push_back(fmt::format("{}:{}: a second {} {} table at {} ranks; the overlay keeps the first ({})",
-                                              log.source, run.first_line, hardware::collective_op_label(*op),
+        result.warnings.push_back(fmt::format("{}: a second {} {} table at {} ranks; the overlay keeps the first ({})", located(log.source, run.first_line), hardware::collective_op_label(*op),
                                               hardware::calibration_scope_name(rep.table.scope), ranks, dup->source));
       else
         result.overlay.tables.push_back(rep.table);
