@@ -597,10 +597,13 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
                      s.parallelism.cp, esc(s.parallelism.cp_comm_type), s.tokens_per_micro_batch() / s.batch.micro_batch_size,
                      s.batch.seq_len, ms(r.cp_exposed_comm_s));
   if (s.parallelism.tp > 1 && s.parallelism.pp == 1)
-    h += fmt::format("<p id=\"mesh\">mesh: dp {} &#215; tp {}{} &#8212; each TP group of {} GPUs inside a node, {} "
+    h += fmt::format("<p id=\"mesh\">mesh: dp {} &#215; tp {}{} &#8212; each TP group of {} GPUs {}, {} "
                      "parameters per TP rank of the model's {}; exposed communication {} TP ({}) and {} DP</p>\n",
                      s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
-                     s.parallelism.tp, s.model.parameter_count(), s.model_parameters, ms(r.tp_exposed_comm_s),
+                     s.parallelism.tp,
+                     s.parallelism.tp <= s.cluster.gpus_per_node ? std::string("inside a node")
+                                                                 : fmt::format("over {} whole nodes", s.parallelism.tp / s.cluster.gpus_per_node),
+                     s.model.parameter_count(), s.model_parameters, ms(r.tp_exposed_comm_s),
                      s.parallelism.tp_comm_overlap ? "beside each layer's compute: tp_comm_overlap"
                                                    : "synchronous on the compute stream",
                      ms(r.dp_exposed_comm_s));

@@ -56,11 +56,14 @@ std::string report_text(const Report& r) {
                    s.cluster.nodes, s.cluster.nodes == 1 ? "" : "s", s.gpus_used_per_node(),
                    s.name.empty() ? "" : "  [" + s.name + "]"));
   if (s.parallelism.tp > 1 && s.parallelism.pp == 1 && s.parallelism.cp == 1)
-    line(fmt::format("  mesh      dp {} x tp {}{}{}: each TP group of {} GPUs inside a node (Megatron-LM's column/row-parallel "
+    line(fmt::format("  mesh      dp {} x tp {}{}{}: each TP group of {} GPUs {} (Megatron-LM's column/row-parallel "
                      "linears), {} DP groups of {} across them",
                      s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
-                     s.parallelism.tp_comm_overlap ? " and TP comm overlap" : "", s.parallelism.tp, s.parallelism.tp, s.parallelism.dp == 1 ? std::string("1 rank")
-                                                                              : fmt::format("{} ranks", s.parallelism.dp)));
+                     s.parallelism.tp_comm_overlap ? " and TP comm overlap" : "", s.parallelism.tp,
+                     s.parallelism.tp <= s.cluster.gpus_per_node
+                         ? std::string("inside a node")
+                         : fmt::format("over {} whole nodes", s.parallelism.tp / s.cluster.gpus_per_node),
+                     s.parallelism.tp, s.parallelism.dp == 1 ? std::string("1 rank") : fmt::format("{} ranks", s.parallelism.dp)));
   if (s.parallelism.pp > 1 || s.parallelism.cp > 1) {
     const auto& p = s.parallelism;
     line(fmt::format("  mesh      dp {} x tp {} x cp {} x pp {}{} (Megatron-LM's order tp-cp-dp-pp: TP innermost, PP "

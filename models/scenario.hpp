@@ -328,10 +328,19 @@ struct Scenario {
   ContentionConfig contention;          ///< sim.link_sharing, sim.overlap_*, sim.cuda_device_max_connections
   std::shared_ptr<const nlohmann::json> resolved;  ///< the input with every default filled in
 
-  /// DP ranks of one DP group per node: min(gpus_per_node / tp, dp).
+  /// DP ranks of one DP group per node: min(dp_slots_per_node(), dp).
   int ranks_per_node() const;
-  /// DP ranks one node holds when full: cluster.gpus_per_node / parallelism.tp.
-  int dp_slots_per_node() const { return static_cast<int>(cluster.gpus_per_node / parallelism.tp); }
+  /// DP ranks one node holds when full: cluster.gpus_per_node / parallelism.tp, or 1 when a TP
+  /// group spans whole nodes (tp a multiple of gpus_per_node: each GPU of a node in its own DP
+  /// group).
+  int dp_slots_per_node() const {
+    return static_cast<int>(std::max<std::int64_t>(1, cluster.gpus_per_node / parallelism.tp));
+  }
+  /// Ranks of one TP group on a node: min(tp, gpus_per_node); the node's DP-side groups that run
+  /// their collectives at once (one per TP rank on the node), sharing its NICs.
+  int tp_ranks_per_node() const {
+    return static_cast<int>(std::min<std::int64_t>(parallelism.tp, cluster.gpus_per_node));
+  }
   /// Ranks (GPUs) of the job: dp × tp × cp × pp.
   std::int64_t world_size() const { return parallelism.dp * parallelism.tp * parallelism.cp * parallelism.pp; }
   /// Ranks of one pipeline stage: dp × tp × cp (the world without PP).

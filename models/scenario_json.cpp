@@ -95,10 +95,10 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
   if (p.tp > 1 && s.hardware.is_torus())
     par.fail("tp", fmt::format("{} on the {} torus: stepsim models tensor parallelism on a GPU node's scale-up domain "
                                "(NVLink), not over ICI; expected tp 1 on a torus profile", p.tp, s.hardware.name));
-  if (p.tp > 1 && gpn % p.tp != 0)
-    par.fail("tp", fmt::format("{} does not divide /cluster/gpus_per_node ({}): stepsim places each TP group inside "
-                               "one node (Megatron-LM's default order tp-cp-ep-dp-pp, TP innermost); expected a "
-                               "divisor of {}", p.tp, gpn, gpn));
+  if (p.tp > 1 && gpn % p.tp != 0 && p.tp % gpn != 0)
+    par.fail("tp", fmt::format("{} neither divides /cluster/gpus_per_node ({}) nor spans whole nodes: stepsim places "
+                               "each TP group inside one node or over whole nodes (Megatron-LM's default order "
+                               "tp-cp-ep-dp-pp, TP innermost); expected a divisor or a multiple of {}", p.tp, gpn, gpn));
   constexpr std::int64_t kMaxWorld = 100'000'000;  // parallelism.dp's own bound
   // The mesh as its degrees multiply: "dp × tp × cp × pp" with the dimensions > 1 (dp always).
   std::string names = "dp", values = std::to_string(p.dp);

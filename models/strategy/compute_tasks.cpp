@@ -296,9 +296,11 @@ MeshGroups add_mesh_groups(LoweredStep& out, const Scenario& s) {
   MeshGroups m;
   const int gpn = s.cluster.gpus_per_node;
   if (s.parallelism.tp > 1) {
+    // Inside a node, or (tp a multiple of gpus_per_node) over whole nodes, each node's NICs
+    // serving that one group.
     const int tp = static_cast<int>(s.parallelism.tp);
-    hardware::GroupShape shape = group_shape(s, tp, tp);
-    shape.concurrent_groups_per_node = 1;  // inside the node: no NIC to share
+    hardware::GroupShape shape = group_shape(s, tp, s.tp_ranks_per_node());
+    shape.concurrent_groups_per_node = 1;
     out.groups.push_back(shape);
     m.tp = static_cast<std::uint32_t>(out.groups.size() - 1);
     out.tp_group = static_cast<std::int32_t>(m.tp);
@@ -336,7 +338,7 @@ MeshGroups add_mesh_groups(LoweredStep& out, const Scenario& s) {
       // reduce at once.
       const int edp_per_node = ep < slots ? std::min(edp, slots / ep) : 1;
       hardware::GroupShape e = group_shape(s, edp, edp_per_node);
-      e.concurrent_groups_per_node = std::min(ep, slots) * static_cast<int>(s.parallelism.tp);
+      e.concurrent_groups_per_node = std::min(ep, slots) * s.tp_ranks_per_node();
       out.groups.push_back(e);
       m.edp = static_cast<std::uint32_t>(out.groups.size() - 1);
       out.edp_group = static_cast<std::int32_t>(m.edp);

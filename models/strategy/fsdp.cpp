@@ -153,7 +153,7 @@ LoweredStep lower_fsdp(const Scenario& s) {
     const int shard_ranks_per_node = std::min(shard, gpn);
     const int replica_ranks_per_node = shard < gpn ? gpn / shard : 1;
     hardware::GroupShape replica = group_shape(s, replicas, replica_ranks_per_node);
-    replica.concurrent_groups_per_node = shard_ranks_per_node * static_cast<int>(s.parallelism.tp);
+    replica.concurrent_groups_per_node = shard_ranks_per_node * s.tp_ranks_per_node();
     out.groups.push_back(replica);
     out.replica_group = static_cast<std::int32_t>(out.groups.size() - 1);
   }

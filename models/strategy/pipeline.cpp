@@ -118,7 +118,7 @@ LoweredStep lower_pipeline(const Scenario& s) {
   if (strategy.hybrid) {
     const int replicas = static_cast<int>(s.data_ranks() / shard);
     hardware::GroupShape replica = group_shape(s, replicas, shard < gpn ? gpn / shard : 1);
-    replica.concurrent_groups_per_node = std::min(shard, gpn) * static_cast<int>(s.parallelism.tp);
+    replica.concurrent_groups_per_node = std::min(shard, gpn) * s.tp_ranks_per_node();
     out.groups.push_back(replica);
     replica_group = static_cast<std::uint32_t>(out.groups.size() - 1);
     out.replica_group = static_cast<std::int32_t>(replica_group);

@@ -15,9 +15,9 @@ hardware::GroupShape group_shape(const Scenario& s, int ranks, int ranks_per_nod
   shape.ranks = ranks;
   shape.ranks_per_node = ranks_per_node;
   shape.torus_axes = s.parallelism.torus_axes;
-  // Under tensor parallelism each of a node's tp ranks sits in its own DP-side group, and those
+  // Under tensor parallelism each of a node's TP ranks sits in its own DP-side group, and those
   // groups run their collectives at once, sharing the node's NICs.
-  shape.concurrent_groups_per_node = static_cast<int>(s.parallelism.tp);
+  shape.concurrent_groups_per_node = s.tp_ranks_per_node();
   return shape;
 }
 

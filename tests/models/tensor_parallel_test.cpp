@@ -212,9 +212,10 @@ TEST_CASE("tensor parallel: rules of the mesh", "[models][tp]") {
   const auto fails = [](const std::string& text, const std::string& what) {
     CHECK_THROWS_WITH(scenario(text), Contains(what));
   };
-  // The TP group stays inside a node.
-  fails(R"({"model": "llama3-8b", "hardware": "h100-sxm", "parallelism": {"dp": 1, "tp": 8}, "cluster": {"gpus_per_node": 4}})",
-        "/parallelism/tp: 8 does not divide /cluster/gpus_per_node (4)");
+  // The TP group stays inside a node or spans whole nodes (since 2026-12-05: tp 8 on 4-GPU
+  // nodes runs, below).
+  fails(R"({"model": "llama3-8b", "hardware": "h100-sxm", "parallelism": {"dp": 1, "tp": 8}, "cluster": {"gpus_per_node": 6}})",
+        "/parallelism/tp: 8 neither divides /cluster/gpus_per_node (6) nor spans whole nodes");
   // Heads split evenly (32 heads, 8 KV heads: tp 16 would leave half a KV head per rank).
   fails(R"({"model": "llama3-8b", "hardware": "gb200-nvl72", "parallelism": {"dp": 1, "tp": 12}})",
         "do not divide by tp 12");
@@ -339,4 +340,36 @@ TEST_CASE("tensor parallel: tp_comm_overlap runs each layer's TP collectives bes
   CHECK_THROWS_WITH(scenario(R"({"model": "llama3-8b", "hardware": "h100-sxm",
       "parallelism": {"dp": 8, "tp": 8, "tp_comm_overlap": true}})"),
                     Contains("/parallelism/tp_comm_overlap: needs sequence_parallel"));
+}
+
+TEST_CASE("tensor parallel: a TP group may span whole nodes, its AllReduces through their NICs", "[models][tp]") {
+  // tp 8 on 4-GPU nodes (llama3-8b's 8 KV heads bound tp at 8): each TP group over 2 nodes of
+  // 4 GPUs; each DP group one rank per node, the node's 4 GPUs in 4 DP
+  // groups sharing its NICs (DLPerf's MP_1x16x1 and MP_1x32x1 cases, validate/accuracy/dlperf.json).
+  const Scenario s = llama8b(4, 8, false, R"(, "cluster": {"gpus_per_node": 4, "nodes": 8})");
+  CHECK(s.dp_slots_per_node() == 1);
+  CHECK(s.tp_ranks_per_node() == 4);
+  CHECK_THAT(report_text(run(s)), Contains("each TP group of 8 GPUs over 2 whole nodes"));
+  SimulatedStep kept;
+  const Report r = run(s, kept);
+  const hardware::GroupShape& tp = kept.step.groups[static_cast<std::size_t>(kept.step.tp_group)];
+  CHECK(tp.ranks == 8);
+  CHECK(tp.ranks_per_node == 4);
+  CHECK(tp.concurrent_groups_per_node == 1);
+  CHECK(kept.step.groups[0].ranks == 4);
+  CHECK(kept.step.groups[0].ranks_per_node == 1);
+  CHECK(kept.step.groups[0].concurrent_groups_per_node == 4);
+  // The same TP AllReduce inside one 8-GPU node is faster: the NICs are slower than NVLink.
+  const Scenario inside = llama8b(4, 8, false);
+  const double n = 4096.0 * kHidden * 2;
+  const SimulatedStep in_kept = [&] {
+    SimulatedStep k;
+    run(inside, k);
+    return k;
+  }();
+  const auto& tp_in = in_kept.step.groups[static_cast<std::size_t>(in_kept.step.tp_group)];
+  const double across = hardware::model_collective_cost(s.collective_model, s.hardware, hardware::CollectiveOp::AllReduce, n, tp).time_s();
+  const double within = hardware::model_collective_cost(inside.collective_model, inside.hardware, hardware::CollectiveOp::AllReduce, n, tp_in).time_s();
+  CHECK(across > 2 * within);
+  CHECK(r.step_time_s > run(inside).step_time_s);
 }
