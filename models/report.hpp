@@ -209,6 +209,10 @@ Report run(const Scenario& scenario);
 /// Stable JSON rendering (schema "stepsim.report/1"): the same report gives the same bytes.
 /// `wall_time_s` is not in it (`stepsim run --timing` prints it on stderr).
 std::string report_json(const Report& r);
+/// Where a TP group sits, for the reports: "inside a node", or "over N whole nodes" when tp is a
+/// multiple of cluster.gpus_per_node (models/scenario.hpp tp_ranks_per_node).
+std::string tp_placement(const Scenario& s);
+
 /// Human-readable breakdown for the terminal. The "buckets" line appears only when the step
 /// has gradient buckets (DDP); strategies without them (FSDP, HSDP, ZeRO) get no such line.
 std::string report_text(const Report& r);

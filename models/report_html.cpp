@@ -601,8 +601,7 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
                      "parameters per TP rank of the model's {}; exposed communication {} TP ({}) and {} DP</p>\n",
                      s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
                      s.parallelism.tp,
-                     s.parallelism.tp <= s.cluster.gpus_per_node ? std::string("inside a node")
-                                                                 : fmt::format("over {} whole nodes", s.parallelism.tp / s.cluster.gpus_per_node),
+                     tp_placement(s),
                      s.model.parameter_count(), s.model_parameters, ms(r.tp_exposed_comm_s),
                      s.parallelism.tp_comm_overlap ? "beside each layer's compute: tp_comm_overlap"
                                                    : "synchronous on the compute stream",

@@ -47,6 +47,11 @@ std::string buffer_note(const Scenario& s) { return strategy_of(s).buffers_label
 
 }  // namespace
 
+std::string tp_placement(const Scenario& s) {
+  if (s.parallelism.tp <= s.cluster.gpus_per_node) return "inside a node";
+  return fmt::format("over {} whole nodes", s.parallelism.tp / s.cluster.gpus_per_node);
+}
+
 std::string report_text(const Report& r) {
   const Scenario& s = r.scenario;
   std::string o;
@@ -60,16 +65,14 @@ std::string report_text(const Report& r) {
                      "linears), {} DP groups of {} across them",
                      s.parallelism.dp, s.parallelism.tp, s.parallelism.sequence_parallel ? " with sequence parallelism" : "",
                      s.parallelism.tp_comm_overlap ? " and TP comm overlap" : "", s.parallelism.tp,
-                     s.parallelism.tp <= s.cluster.gpus_per_node
-                         ? std::string("inside a node")
-                         : fmt::format("over {} whole nodes", s.parallelism.tp / s.cluster.gpus_per_node),
+                     tp_placement(s),
                      s.parallelism.tp, s.parallelism.dp == 1 ? std::string("1 rank") : fmt::format("{} ranks", s.parallelism.dp)));
   if (s.parallelism.pp > 1 || s.parallelism.cp > 1) {
     const auto& p = s.parallelism;
     line(fmt::format("  mesh      dp {} x tp {} x cp {} x pp {}{} (Megatron-LM's order tp-cp-dp-pp: TP innermost, PP "
                      "outermost){}{}",
                      p.dp, p.tp, p.cp, p.pp, p.sequence_parallel ? " with sequence parallelism" : "",
-                     p.tp > 1 ? fmt::format("; TP groups of {} inside a node", p.tp) : std::string(),
+                     p.tp > 1 ? fmt::format("; TP groups of {} {}", p.tp, tp_placement(s)) : std::string(),
                      p.pp > 1 ? fmt::format("; {} pipeline stages of {} GPUs", p.pp, s.stage_ranks()) : std::string()));
   }
   if (s.parallelism.ep > 1) {
