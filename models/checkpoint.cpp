@@ -56,7 +56,7 @@ CheckpointCost checkpoint_cost(const Scenario& s) {
       const int shard = static_cast<int>(s.shard_ranks());
       c.gather_bytes = whole;
       c.gather_s = hardware::model_collective_cost(s.collective_model, s.hardware, hardware::CollectiveOp::AllGather,
-                                                   whole / tp, group_shape(s, shard, std::min(shard, s.dp_slots_per_node())),
+                                                   whole / tp, group_shape(s, s.layout().data(1, shard)),
                                                    s.algorithm)
                        .time_s();
     }

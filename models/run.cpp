@@ -717,7 +717,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   // Expert parallelism's all-to-alls sit on the compute stream: nothing hides them, and more
   // tokens per GPU grow them with the compute.
   if (r.step_time_s > 0 && r.ep_exposed_comm_s > 0.2 * r.step_time_s) {
-    const int gpn = s.dp_slots_per_node();
+    const int gpn = s.ranks_per_node();  // the data ranks on a node
     r.warnings.push_back(fmt::format(
         "expert parallelism: the all-to-alls take {:.1f} % of the step ({:.3f} ms, none hidden: they sit between the "
         "router and the experts){}",

@@ -7,6 +7,7 @@
 #include "hardware/collective_model.hpp"
 #include "hardware/hardware_profile.hpp"
 #include "hardware/nccl_model.hpp"
+#include "models/mesh_layout.hpp"
 #include "models/model_spec.hpp"
 
 #include <nlohmann/json_fwd.hpp>
@@ -85,6 +86,9 @@ struct ParallelismConfig {
   /// profile's axis count when not given; seed 000 §7.2: 850 vs 2550 tokens/chip on v5p for 3
   /// vs 1). 0 on profiles that are not a torus.
   int torus_axes = 0;
+  /// Placement order of the mesh's ranks, innermost first (models/mesh_layout.hpp): Megatron-LM's
+  /// tp-cp-dp-pp.
+  MeshOrder order = kMegatronOrder;
 };
 
 /// How FSDP/HSDP reshard a unit after its forward (FSDP2 `reshard_after_forward`,
@@ -328,19 +332,21 @@ struct Scenario {
   ContentionConfig contention;          ///< sim.link_sharing, sim.overlap_*, sim.cuda_device_max_connections
   std::shared_ptr<const nlohmann::json> resolved;  ///< the input with every default filled in
 
-  /// DP ranks of one DP group per node: min(dp_slots_per_node(), dp).
+  /// Where the mesh's ranks sit: tp × cp × dp × pp in parallelism.order on nodes of
+  /// cluster.gpus_per_node ranks (models/mesh_layout.hpp).
+  RankLayout layout() const {
+    return RankLayout({parallelism.tp, parallelism.cp, parallelism.dp, parallelism.pp}, parallelism.order,
+                      cluster.gpus_per_node);
+  }
+  /// Ranks of one DP × CP group (data_ranks()) on a node.
   int ranks_per_node() const;
   /// DP ranks one node holds when full: cluster.gpus_per_node / parallelism.tp, or 1 when a TP
-  /// group spans whole nodes (tp a multiple of gpus_per_node: each GPU of a node in its own DP
-  /// group).
+  /// group spans whole nodes (in Megatron-LM's order).
   int dp_slots_per_node() const {
     return static_cast<int>(std::max<std::int64_t>(1, cluster.gpus_per_node / parallelism.tp));
   }
-  /// Ranks of one TP group on a node: min(tp, gpus_per_node); the node's DP-side groups that run
-  /// their collectives at once (one per TP rank on the node), sharing its NICs.
-  int tp_ranks_per_node() const {
-    return static_cast<int>(std::min<std::int64_t>(parallelism.tp, cluster.gpus_per_node));
-  }
+  /// Ranks of one TP group on a node: min(tp, gpus_per_node) in Megatron-LM's order.
+  int tp_ranks_per_node() const { return layout().members_per_node(layout().whole(MeshDim::TP)); }
   /// Ranks (GPUs) of the job: dp × tp × cp × pp.
   std::int64_t world_size() const { return parallelism.dp * parallelism.tp * parallelism.cp * parallelism.pp; }
   /// Ranks of one pipeline stage: dp × tp × cp (the world without PP).

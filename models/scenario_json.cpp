@@ -26,7 +26,8 @@
 namespace stepsim::models {
 
 int Scenario::ranks_per_node() const {
-  return static_cast<int>(std::min<std::int64_t>(dp_slots_per_node(), data_ranks()));
+  const RankLayout l = layout();
+  return l.members_per_node(l.data(1, data_ranks()));
 }
 
 std::int64_t Scenario::shard_ranks() const {

@@ -294,52 +294,40 @@ sim::Task p2p_task(std::string name, double bytes, std::uint32_t group, std::uin
 
 MeshGroups add_mesh_groups(LoweredStep& out, const Scenario& s) {
   MeshGroups m;
-  const int gpn = s.cluster.gpus_per_node;
+  const RankLayout layout = s.layout();
   if (s.parallelism.tp > 1) {
     // Inside a node, or (tp a multiple of gpus_per_node) over whole nodes, each node's NICs
     // serving that one group.
-    const int tp = static_cast<int>(s.parallelism.tp);
-    hardware::GroupShape shape = group_shape(s, tp, s.tp_ranks_per_node());
-    shape.concurrent_groups_per_node = 1;
-    out.groups.push_back(shape);
+    out.groups.push_back(group_shape(s, layout.whole(MeshDim::TP)));
     m.tp = static_cast<std::uint32_t>(out.groups.size() - 1);
     out.tp_group = static_cast<std::int32_t>(m.tp);
   }
   if (s.parallelism.cp > 1) {
-    // cp ranks every tp-th: min(cp, gpn / tp) of them per node, the node's other GPUs in the
-    // other CP groups, which share its NICs when a group spans nodes.
-    const int cp = static_cast<int>(s.parallelism.cp);
-    const int per_node = std::min(cp, s.dp_slots_per_node());
-    hardware::GroupShape shape = group_shape(s, cp, per_node);
-    shape.concurrent_groups_per_node = std::max(1, gpn / per_node);
+    // cp ranks every tp-th (tp-cp-dp-pp): min(cp, gpn / tp) of them per node, the node's other
+    // GPUs in the other CP groups, which share its NICs when a group spans nodes.
+    const hardware::GroupShape shape = group_shape(s, layout.whole(MeshDim::CP));
     out.groups.push_back(shape);
     m.cp = static_cast<std::uint32_t>(out.groups.size() - 1);
     out.cp_group = static_cast<std::int32_t>(m.cp);
     // Ring neighbours: inside a node when the whole group is, else (at its node boundaries,
     // which set the ring's pace) across, every GPU of the node sending at once.
-    out.groups.push_back(per_node == cp ? hardware::GroupShape{2, 2, 0, 1} : hardware::GroupShape{2, 1, 0, gpn});
+    out.groups.push_back(shape.ranks_per_node == shape.ranks ? hardware::GroupShape{2, 2, 0, 1}
+                                                             : hardware::GroupShape{2, 1, 0, s.cluster.gpus_per_node});
     m.cp_pair = static_cast<std::uint32_t>(out.groups.size() - 1);
   }
   if (s.parallelism.ep > 1) {
     // ep consecutive DP ranks: min(ep, DP ranks per node) on a node, the node's other ranks in
     // the other EP groups, all-to-all at the same time (they share its NICs).
-    const int ep = static_cast<int>(s.parallelism.ep);
-    const int slots = s.dp_slots_per_node();
-    const int per_node = std::min(ep, slots);
-    hardware::GroupShape shape = group_shape(s, ep, per_node);
-    shape.concurrent_groups_per_node = std::max(1, slots / per_node);
-    out.groups.push_back(shape);
+    const std::int64_t ep = s.parallelism.ep;
+    out.groups.push_back(group_shape(s, layout.data(1, ep)));
     m.ep = static_cast<std::uint32_t>(out.groups.size() - 1);
     out.ep_group = static_cast<std::int32_t>(m.ep);
-    const int edp = static_cast<int>(s.expert_reduce_ranks());
+    const std::int64_t edp = s.expert_reduce_ranks();
     if (edp > 1) {
       // Every ep-th DP rank (of the shard group under hsdp): slots / ep of them on a node when
-      // an EP group is smaller than the node, else one; the node's ep (or slots) such groups
-      // reduce at once.
-      const int edp_per_node = ep < slots ? std::min(edp, slots / ep) : 1;
-      hardware::GroupShape e = group_shape(s, edp, edp_per_node);
-      e.concurrent_groups_per_node = std::min(ep, slots) * s.tp_ranks_per_node();
-      out.groups.push_back(e);
+      // an EP group is smaller than the node, else one; the node's other GPUs in the other
+      // such groups, reducing at once.
+      out.groups.push_back(group_shape(s, layout.data(ep, edp)));
       m.edp = static_cast<std::uint32_t>(out.groups.size() - 1);
       out.edp_group = static_cast<std::int32_t>(m.edp);
     }

@@ -51,7 +51,7 @@ struct GradRef {
 
 LoweredStep lower_ddp(const Scenario& s) {
   LoweredStep out;
-  out.groups.push_back(group_shape(s, static_cast<int>(s.data_ranks()), s.ranks_per_node()));
+  out.groups.push_back(group_shape(s, s.layout().data(1, s.data_ranks())));
   const MeshGroups mesh = add_mesh_groups(out, s);
   const ModelSpec& m = s.model;
 

@@ -141,20 +141,15 @@ LoweredStep lower_fsdp(const Scenario& s) {
   const auto& z = s.sharding;
   const bool hsdp = strategy_of(s).hybrid;
   const bool fsdp2 = z.fsdp_version == "fsdp2";
-  const int gpn = s.dp_slots_per_node();  // DP ranks per node: the TP ranks fill the rest
-  const int shard = static_cast<int>(s.shard_ranks());
-  out.groups.push_back(group_shape(s, shard, std::min(shard, gpn)));
-  const int k = z.reshard_after_forward == ReshardMode::Group ? static_cast<int>(z.reshard_group) : 1;
-  out.groups.push_back(group_shape(s, k, std::min(k, gpn)));
+  const RankLayout layout = s.layout();
+  const std::int64_t shard = s.shard_ranks();
+  out.groups.push_back(group_shape(s, layout.data(1, shard)));
+  const std::int64_t k = z.reshard_after_forward == ReshardMode::Group ? z.reshard_group : 1;
+  out.groups.push_back(group_shape(s, layout.data(1, k)));
   if (hsdp) {
-    // One replica group per position in the shard group; the shard group's ranks on one node
-    // each run their own replica AllReduce at once, sharing the node's NICs.
-    const int replicas = static_cast<int>(s.data_ranks() / shard);
-    const int shard_ranks_per_node = std::min(shard, gpn);
-    const int replica_ranks_per_node = shard < gpn ? gpn / shard : 1;
-    hardware::GroupShape replica = group_shape(s, replicas, replica_ranks_per_node);
-    replica.concurrent_groups_per_node = shard_ranks_per_node * s.tp_ranks_per_node();
-    out.groups.push_back(replica);
+    // One replica group per position in the shard group (the data ranks at distance shard); a
+    // node's replica groups run their AllReduces at once, sharing its NICs.
+    out.groups.push_back(group_shape(s, layout.data(shard, s.data_ranks() / shard)));
     out.replica_group = static_cast<std::int32_t>(out.groups.size() - 1);
   }
   const MeshGroups mesh = add_mesh_groups(out, s);

@@ -92,10 +92,9 @@ std::vector<ChunkUnit> chunk_units(const Scenario& s, const std::vector<std::siz
   return units;
 }
 
-// The node of the first rank of PP stage `rank` (stages are blocks of stage_ranks ranks, PP
-// outermost).
-std::int64_t stage_node(const Scenario& s, int rank) {
-  return static_cast<std::int64_t>(rank) * s.stage_ranks() / s.cluster.gpus_per_node;
+// The node of PP rank `rank`'s first GPU (its other coordinates 0; Scenario::layout()).
+std::int64_t stage_node(const RankLayout& layout, int rank) {
+  return layout.node_of(static_cast<std::int64_t>(rank) * layout.stride(MeshDim::PP));
 }
 
 }  // namespace
@@ -109,28 +108,26 @@ LoweredStep lower_pipeline(const Scenario& s) {
   const CollectiveOp ddp_reduce = dist_opt ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
   STEPSIM_ASSERT(fsdp || strategy.family == StrategyFamily::DDP || (zero1 && strategy.zero_stage == 1),
                  "pipeline parallelism under '{}'", strategy.name);
-  const int gpn = s.dp_slots_per_node();
+  const RankLayout layout = s.layout();
   // Groups: 0 the DP (shard) group, [the HSDP replica group], [TP], then PP inside and across nodes.
-  const int shard = fsdp ? static_cast<int>(s.shard_ranks()) : static_cast<int>(s.data_ranks());
-  out.groups.push_back(group_shape(s, shard, fsdp ? std::min(shard, gpn) : s.ranks_per_node()));
+  const std::int64_t shard = fsdp ? s.shard_ranks() : s.data_ranks();
+  out.groups.push_back(group_shape(s, layout.data(1, shard)));
   constexpr std::uint32_t kDpGroup = 0;
   std::uint32_t replica_group = 0;
   if (strategy.hybrid) {
-    const int replicas = static_cast<int>(s.data_ranks() / shard);
-    hardware::GroupShape replica = group_shape(s, replicas, shard < gpn ? gpn / shard : 1);
-    replica.concurrent_groups_per_node = std::min(shard, gpn) * s.tp_ranks_per_node();
-    out.groups.push_back(replica);
+    out.groups.push_back(group_shape(s, layout.data(shard, s.data_ranks() / shard)));
     replica_group = static_cast<std::uint32_t>(out.groups.size() - 1);
     out.replica_group = static_cast<std::int32_t>(replica_group);
   }
   const MeshGroups mesh = add_mesh_groups(out, s);
   // Point to point: every GPU of a stage sends to its peer at once; across nodes they share the
-  // node's NICs (GroupShape::concurrent_groups_per_node), inside one each has its NVLink.
+  // node's NICs (GroupShape::concurrent_groups_per_node: the node's GPUs over its PP ranks),
+  // inside one each has its NVLink.
   out.pp_group = static_cast<std::int32_t>(out.groups.size());
   out.groups.push_back({2, 2, 0, 1});
-  out.groups.push_back({2, 1, 0, static_cast<int>(std::min<std::int64_t>(s.stage_ranks(), s.cluster.gpus_per_node))});
+  out.groups.push_back({2, 1, 0, layout.groups_per_node(layout.whole(MeshDim::PP))});
   const auto pp_group_between = [&](int a, int b) {
-    return static_cast<std::uint32_t>(out.pp_group + (stage_node(s, a) == stage_node(s, b) ? 0 : 1));
+    return static_cast<std::uint32_t>(out.pp_group + (stage_node(layout, a) == stage_node(layout, b) ? 0 : 1));
   };
 
   const int pp = static_cast<int>(s.parallelism.pp);

@@ -10,14 +10,13 @@
 
 namespace stepsim::models {
 
-hardware::GroupShape group_shape(const Scenario& s, int ranks, int ranks_per_node) {
+hardware::GroupShape group_shape(const Scenario& s, const MeshGroup& group) {
+  const RankLayout layout = s.layout();
   hardware::GroupShape shape;
-  shape.ranks = ranks;
-  shape.ranks_per_node = ranks_per_node;
+  shape.ranks = static_cast<int>(layout.members(group));
+  shape.ranks_per_node = layout.members_per_node(group);
   shape.torus_axes = s.parallelism.torus_axes;
-  // Under tensor parallelism each of a node's TP ranks sits in its own DP-side group, and those
-  // groups run their collectives at once, sharing the node's NICs.
-  shape.concurrent_groups_per_node = s.tp_ranks_per_node();
+  shape.concurrent_groups_per_node = layout.groups_per_node(group);
   return shape;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "hardware/collective_model.hpp"
+#include "models/mesh_layout.hpp"
 #include "sim/task_graph.hpp"
 
 #include <string>
@@ -67,12 +68,12 @@ struct LoweredStep {
   bool is_pp_group(std::uint32_t g) const { return pp_group >= 0 && static_cast<std::int32_t>(g) >= pp_group; }
 };
 
-/// The communicator shape of `ranks` ranks, `ranks_per_node` of them per node, for `scenario`:
-/// on a torus its rings use parallelism.torus_axes axes (issue 13 item 21). Every strategy
-/// builds its LoweredStep::groups with it.
-/// Under tensor parallelism the shape counts parallelism.tp such groups per node sharing its
-/// NICs (GroupShape::concurrent_groups_per_node); the TP group itself resets it to 1.
-hardware::GroupShape group_shape(const Scenario& scenario, int ranks, int ranks_per_node);
+/// The communicator shape of the process group `group` of `scenario`'s mesh
+/// (Scenario::layout()): its ranks, how many of them share a node, and how many such groups run
+/// at once on a node, sharing its NICs (GroupShape::concurrent_groups_per_node: every GPU of a
+/// node sits in one group of each shape); on a torus its rings use parallelism.torus_axes axes
+/// (issue 13 item 21). Every strategy builds its LoweredStep::groups with it.
+hardware::GroupShape group_shape(const Scenario& scenario, const MeshGroup& group);
 
 /// The framework whose rules and knobs a strategy follows.
 enum class StrategyFamily { DDP, DeepSpeed, FSDP };

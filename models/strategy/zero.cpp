@@ -197,7 +197,7 @@ std::vector<double> grad_elements(const std::vector<Grad>& grads) {
 LoweredStep lower_zero12(const Scenario& s) {
   const int stage = s.zero_stage();
   LoweredStep out;
-  out.groups.push_back(group_shape(s, static_cast<int>(s.data_ranks()), s.ranks_per_node()));
+  out.groups.push_back(group_shape(s, s.layout().data(1, s.data_ranks())));
   const MeshGroups mesh = add_mesh_groups(out, s);
   sim::TaskGraph& g = out.graph;
   const ModelSpec& m = s.model;
@@ -330,7 +330,7 @@ LoweredStep lower_zero12(const Scenario& s) {
 
 LoweredStep lower_zero3(const Scenario& s) {
   LoweredStep out;
-  out.groups.push_back(group_shape(s, static_cast<int>(s.data_ranks()), s.ranks_per_node()));
+  out.groups.push_back(group_shape(s, s.layout().data(1, s.data_ranks())));
   const MeshGroups mesh = add_mesh_groups(out, s);
   sim::TaskGraph& g = out.graph;
   const ModelSpec& m = s.model;
