@@ -3,6 +3,8 @@
 
 #include "sim/support/error.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -16,6 +18,53 @@ const char* mesh_dim_name(MeshDim d) {
     case MeshDim::PP: return "pp";
   }
   return "?";
+}
+
+std::string mesh_order_name(const MeshOrder& order) {
+  std::string s;
+  for (MeshDim d : order) s += (s.empty() ? "" : "-") + std::string(mesh_dim_name(d));
+  return s;
+}
+
+std::string parse_mesh_order(const std::string& text, const std::array<std::int64_t, 4>& sizes, MeshOrder& order) {
+  std::vector<std::string> names;
+  for (std::size_t at = 0;;) {
+    const std::size_t dash = text.find('-', at);
+    names.push_back(text.substr(at, dash == std::string::npos ? std::string::npos : dash - at));
+    if (dash == std::string::npos) break;
+    at = dash + 1;
+  }
+  std::vector<MeshDim> dims;
+  std::array<bool, 4> named{};
+  bool ep = false;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string& n = names[i];
+    if (n == "ep") {
+      if (ep) return "'ep' appears twice";
+      ep = true;
+      continue;
+    }
+    MeshDim d{};
+    if (n == "tp") d = MeshDim::TP;
+    else if (n == "cp") d = MeshDim::CP;
+    else if (n == "dp") d = MeshDim::DP;
+    else if (n == "pp") d = MeshDim::PP;
+    else
+      return fmt::format("'{}' is not a dimension; expected tp, cp, ep, dp and pp joined by '-', innermost first "
+                         "(Megatron-LM's default tp-cp-ep-dp-pp)", n);
+    if (named[static_cast<int>(d)]) return fmt::format("'{}' appears twice", n);
+    named[static_cast<int>(d)] = true;
+    dims.push_back(d);
+  }
+  for (MeshDim d : kMegatronOrder) {
+    if (named[static_cast<int>(d)]) continue;
+    if (sizes[static_cast<int>(d)] > 1)
+      return fmt::format("it leaves out {}, whose degree is {}; name every dimension of size > 1", mesh_dim_name(d),
+                         sizes[static_cast<int>(d)]);
+    dims.push_back(d);  // outermost, as Megatron-LM's RankGenerator appends a size-1 dimension
+  }
+  std::copy(dims.begin(), dims.end(), order.begin());
+  return "";
 }
 
 RankLayout::RankLayout(std::array<std::int64_t, 4> sizes, MeshOrder order, int gpus_per_node)
@@ -78,6 +127,24 @@ MeshGroup RankLayout::data(std::int64_t inner, std::int64_t size) const {
     g.push_back({MeshDim::DP, inner / cp, size});
   }
   return g;
+}
+
+std::string RankLayout::node_problem() const {
+  const std::int64_t g = gpus_per_node_;
+  std::string inner;  // "tp 2 × cp 3": the dimensions inside d
+  for (MeshDim d : order_) {
+    const std::int64_t s = stride(d), n = size(d);
+    if (n > 1 && s < g && s * n > g) {
+      if (g % s != 0)
+        return fmt::format("{} = {} ranks inside {} do not divide a node's {} GPUs, so {} groups would straddle nodes "
+                           "unevenly", inner, s, mesh_dim_name(d), g, mesh_dim_name(d));
+      if (n % (g / s) != 0)
+        return fmt::format("a node would hold {} ranks of each {} group of {}, which does not divide it", g / s,
+                           mesh_dim_name(d), n);
+    }
+    if (n > 1) inner += fmt::format("{}{} {}", inner.empty() ? "" : " × ", mesh_dim_name(d), n);
+  }
+  return "";
 }
 
 std::array<std::int64_t, 4> RankLayout::coords(std::int64_t rank) const {

@@ -30,6 +30,19 @@ inline constexpr MeshOrder kMegatronOrder{MeshDim::TP, MeshDim::CP, MeshDim::DP,
 /// Lower-case name of `d` ("tp", "cp", "dp", "pp").
 const char* mesh_dim_name(MeshDim d);
 
+/// `order` as Megatron-LM writes it, innermost first: "tp-cp-dp-pp".
+std::string mesh_order_name(const MeshOrder& order);
+
+/// Reads a placement order as Megatron-LM's initialize_model_parallel takes it: dimension names
+/// joined by '-', innermost first ("tp-cp-ep-dp-pp", its default; "tp-cp-ep-pp-dp" under
+/// --use-tp-pp-dp-mapping). "ep" may appear once and places nothing: EP groups are always
+/// consecutive data-parallel ranks (Megatron-LM's dense rank generator ignores it too). A dimension
+/// left out goes outermost, after the others in tp, cp, dp, pp order, as RankGenerator appends
+/// it; `sizes` (indexed by MeshDim) must then be 1 for it.
+/// @returns "" and sets `order`, or why `text` is refused (an unknown or repeated name, "ep"
+///          a dimension of size > 1 left out).
+std::string parse_mesh_order(const std::string& text, const std::array<std::int64_t, 4>& sizes, MeshOrder& order);
+
 /// Part of one dimension a process group varies: the coordinates c0 + m · inner, m in
 /// [0, size), of dimension `dim` (inner ≥ 1), i.e. the world ranks r0 + m · inner · stride(dim).
 /// A whole dimension is {dim, 1, size(dim)}; inner × size may pass the dimension's size where
@@ -88,6 +101,13 @@ class RankLayout {
   std::int64_t rank(const std::array<std::int64_t, 4>& coords) const;
   /// Node of world rank `rank`.
   std::int64_t node_of(std::int64_t rank) const { return rank / gpus_per_node_; }
+
+  /// "" when every node holds a box of the mesh (so every group of a dimension has as many
+  /// ranks on each of its nodes, members_per_node() exact): for each dimension d of size > 1
+  /// that a node boundary cuts (stride(d) < gpus_per_node < stride(d) × size(d)), stride(d)
+  /// divides gpus_per_node and gpus_per_node / stride(d) divides size(d). Else why not.
+  /// Precondition: the world fits one node or is a multiple of gpus_per_node.
+  std::string node_problem() const;
 
  private:
   std::array<std::int64_t, 4> sizes_{};

@@ -67,7 +67,8 @@ struct RankSpread {
   double step_time_min_s = 0;          ///< the earliest rank's last task end
   double step_time_max_s = 0;          ///< the latest rank's last task end (= step_time_s)
   double spread_s = 0;                 ///< max − min
-  std::int64_t slowest_rank = 0;       ///< the rank that finishes last (lowest on a tie); under PP the pipeline replica
+  std::int64_t slowest_rank = 0;       ///< the world rank that finishes last (lowest copy on a tie); under PP the pipeline replica's first stage's
+  std::int64_t slowest_copy = 0;       ///< its copy in the engine's run (ranks numbered tp fastest, then cp, dp; under PP the replica)
   std::int64_t pipeline_stages = 1;    ///< PP ranks per pipeline replica (pp); ranks = replicas × pp
   double no_variation_step_time_s = 0; ///< the same step without sim.jitter / sim.slow_ranks
   double straggler_cost_s = 0;         ///< step_time_s − no_variation_step_time_s
@@ -210,8 +211,16 @@ Report run(const Scenario& scenario);
 /// `wall_time_s` is not in it (`stepsim run --timing` prints it on stderr).
 std::string report_json(const Report& r);
 /// Where a TP group sits, for the reports: "inside a node", or "over N whole nodes" when tp is a
-/// multiple of cluster.gpus_per_node (models/scenario.hpp tp_ranks_per_node).
+/// multiple of cluster.gpus_per_node; in another order (parallelism.order) group_placement of TP.
 std::string tp_placement(const Scenario& s);
+
+/// Where the members of `group` of `s`'s mesh sit: "inside a node", "over N whole nodes" or
+/// "over N nodes, k per node" (Scenario::layout()).
+std::string group_placement(const Scenario& s, const MeshGroup& group);
+
+/// "" in Megatron-LM's default order; else "order X (innermost first): " and where each
+/// dimension's groups of more than one rank sit (group_placement), for the reports' mesh lines.
+std::string placement_line(const Scenario& s);
 
 /// Human-readable breakdown for the terminal. The "buckets" line appears only when the step
 /// has gradient buckets (DDP); strategies without them (FSDP, HSDP, ZeRO) get no such line.

@@ -574,7 +574,7 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
   STEPSIM_ASSERT(step.timeline.has_value(), "report_html without a played timeline");
   const Scenario& s = r.scenario;
   std::vector<std::uint32_t> ranks = {0};
-  if (r.per_rank.present && r.per_rank.slowest_rank != 0) ranks.push_back(static_cast<std::uint32_t>(r.per_rank.slowest_rank));
+  if (r.per_rank.present && r.per_rank.slowest_copy != 0) ranks.push_back(static_cast<std::uint32_t>(r.per_rank.slowest_copy));
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   h += fmt::format("<title>stepsim: {} step of {} on {} x {}</title>\n", esc(s.parallelism.strategy), esc(s.model.name),
                    s.world_size(), esc(s.hardware.name));
@@ -596,6 +596,8 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
                      "exposed CP communication {}</p>\n",
                      s.parallelism.cp, esc(s.parallelism.cp_comm_type), s.tokens_per_micro_batch() / s.batch.micro_batch_size,
                      s.batch.seq_len, ms(r.cp_exposed_comm_s));
+  if (const std::string placed = placement_line(s); !placed.empty())
+    h += fmt::format("<p id=\"placement\">placement: {}</p>\n", esc(placed));
   if (s.parallelism.tp > 1 && s.parallelism.pp == 1)
     h += fmt::format("<p id=\"mesh\">mesh: dp {} &#215; tp {}{} &#8212; each TP group of {} GPUs {}, {} "
                      "parameters per TP rank of the model's {}; exposed communication {} TP ({}) and {} DP</p>\n",
@@ -635,7 +637,7 @@ std::string report_html(const Report& r, const SimulatedStep& step) {
   }
   h += "<h2>Where the step goes</h2>\n" + breakdown(r);
   h += "<h2>Timeline</h2>\n<p class=\"sub\">Each rectangle is a task of rank 0";
-  h += ranks.size() > 1 ? fmt::format(" and of the slowest rank, {}", ranks[1]) : std::string();
+  h += ranks.size() > 1 ? fmt::format(" and of the slowest rank, {}", r.per_rank.slowest_rank) : std::string();
   h += " (hover for its name and times); a black line above a task: the critical path; red under a communication lane: "
        "communication no compute hides.</p>\n";
   h += "<p>";

@@ -47,9 +47,30 @@ std::string buffer_note(const Scenario& s) { return strategy_of(s).buffers_label
 
 }  // namespace
 
-std::string tp_placement(const Scenario& s) {
-  if (s.parallelism.tp <= s.cluster.gpus_per_node) return "inside a node";
-  return fmt::format("over {} whole nodes", s.parallelism.tp / s.cluster.gpus_per_node);
+std::string group_placement(const Scenario& s, const MeshGroup& group) {
+  const RankLayout layout = s.layout();
+  const std::int64_t n = layout.members(group);
+  const std::int64_t per_node = layout.members_per_node(group);
+  if (per_node >= n) return "inside a node";
+  if (per_node == layout.gpus_per_node()) return fmt::format("over {} whole nodes", n / per_node);
+  return fmt::format("over {} nodes, {} per node", n / per_node, per_node);
+}
+
+std::string tp_placement(const Scenario& s) { return group_placement(s, s.layout().whole(MeshDim::TP)); }
+
+std::string placement_line(const Scenario& s) {
+  const auto& p = s.parallelism;
+  if (p.order == kMegatronOrder) return "";
+  const RankLayout layout = s.layout();
+  std::string parts;
+  const auto add = [&](const char* name, std::int64_t n, const MeshGroup& g) {
+    if (n > 1) parts += fmt::format("{}{} groups of {} {}", parts.empty() ? "" : "; ", name, n, group_placement(s, g));
+  };
+  add("TP", p.tp, layout.whole(MeshDim::TP));
+  add("CP", p.cp, layout.whole(MeshDim::CP));
+  add(p.cp > 1 ? "DP x CP" : "DP", s.data_ranks(), layout.data(1, s.data_ranks()));
+  add("PP", p.pp, layout.whole(MeshDim::PP));
+  return fmt::format("order {} (innermost first): {}", mesh_order_name(p.order), parts);
 }
 
 std::string report_text(const Report& r) {
@@ -69,12 +90,14 @@ std::string report_text(const Report& r) {
                      s.parallelism.tp, s.parallelism.dp == 1 ? std::string("1 rank") : fmt::format("{} ranks", s.parallelism.dp)));
   if (s.parallelism.pp > 1 || s.parallelism.cp > 1) {
     const auto& p = s.parallelism;
-    line(fmt::format("  mesh      dp {} x tp {} x cp {} x pp {}{} (Megatron-LM's order tp-cp-dp-pp: TP innermost, PP "
-                     "outermost){}{}",
+    line(fmt::format("  mesh      dp {} x tp {} x cp {} x pp {}{} ({}){}{}",
                      p.dp, p.tp, p.cp, p.pp, p.sequence_parallel ? " with sequence parallelism" : "",
+                     p.order == kMegatronOrder ? "Megatron-LM's order tp-cp-dp-pp: TP innermost, PP outermost"
+                                               : "order " + mesh_order_name(p.order),
                      p.tp > 1 ? fmt::format("; TP groups of {} {}", p.tp, tp_placement(s)) : std::string(),
                      p.pp > 1 ? fmt::format("; {} pipeline stages of {} GPUs", p.pp, s.stage_ranks()) : std::string()));
   }
+  if (const std::string placed = placement_line(s); !placed.empty()) line("  placement " + placed);
   if (s.parallelism.ep > 1) {
     const auto& t = s.model.transformer_shape;
     const std::int64_t experts = t ? t->moe.experts : 0;
@@ -474,11 +497,18 @@ std::string report_text(const Report& r) {
     const auto msec = [](double sec) { return fmt::format("{:.3f} ms", sec * 1e3); };
     if (pr.pipeline_stages > 1) {
       const std::int64_t replicas = pr.ranks / pr.pipeline_stages;
+      // The slowest pipeline's ranks, stage by stage (their mesh coordinates but pp are its first's).
+      const RankLayout layout = s.layout();
+      const auto stage_rank = [&](std::int64_t k) {
+        auto c = layout.coords(pr.slowest_rank);
+        c[static_cast<int>(MeshDim::PP)] = k;
+        return layout.rank(c);
+      };
       line(fmt::format("per rank         {} ranks, {} pipelines of {} stages; the step ends between {} and {} (spread {}, "
                        "slowest pipeline {}: ranks {}, {}, …, {})",
                        pr.ranks, replicas, pr.pipeline_stages, msec(pr.step_time_min_s), msec(pr.step_time_max_s),
-                       msec(pr.spread_s), pr.slowest_rank, pr.slowest_rank, pr.slowest_rank + replicas,
-                       pr.slowest_rank + (pr.pipeline_stages - 1) * replicas));
+                       msec(pr.spread_s), pr.slowest_rank, stage_rank(0), stage_rank(1),
+                       stage_rank(pr.pipeline_stages - 1)));
     } else {
       line(fmt::format("per rank         {} ranks; the step ends between {} and {} (spread {}, slowest rank {})",
                        pr.ranks, msec(pr.step_time_min_s), msec(pr.step_time_max_s), msec(pr.spread_s), pr.slowest_rank));

@@ -127,6 +127,16 @@ sim::Timeline replicate_timeline(const sim::Timeline& one, std::size_t n, std::u
   return sim::Timeline(std::move(records), one.events() * events_of, std::move(waits));
 }
 
+}  // namespace
+
+std::size_t per_rank_slot(const Scenario& s, std::int64_t world_rank) {
+  const auto c = s.layout().coords(world_rank);  // indexed by MeshDim: tp, cp, dp, pp
+  const std::int64_t copy = c[0] + s.parallelism.tp * (c[1] + s.parallelism.cp * c[2]);
+  return static_cast<std::size_t>(copy * s.parallelism.pp + c[3]);
+}
+
+namespace {
+
 // per_rank mode: every rank is a copy of the step in one engine run (sim::run with
 // RunOptions::copies), priced by the same cost model as the symmetric play: each rank's link
 // sharing, compute slowdown under overlap, launch queues and memory admission are its own and
@@ -143,14 +153,14 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
                                 std::vector<double>& rank0_factor) {
   const sim::TaskGraph& g = step.graph;
   // Under PP the lowered step is one pipeline replica (a rank per stage, Task::rank): a copy is
-  // a replica, stage_ranks() of them, the world's rank of stage k of copy c being
-  // k × stage_ranks() + c (PP outermost).
+  // a replica, stage_ranks() of them. Copies are numbered TP fastest, then CP, then DP (so the
+  // rendezvous spans below hold in any placement order); a world rank reaches its copy and
+  // stage through its mesh coordinates (Scenario::layout(): in the default order tp-cp-dp-pp,
+  // stage k of copy c is world rank k × stage_ranks() + c).
   const auto pp = static_cast<std::uint32_t>(s.parallelism.pp);
   const auto copies = static_cast<std::uint32_t>(s.stage_ranks());
-  const auto slot_of_rank = [&](std::int64_t world_rank) {
-    const auto r = static_cast<std::uint32_t>(world_rank);
-    return std::size_t{r % copies} * pp + r / copies;
-  };
+  const RankLayout layout = s.layout();
+  const auto slot_of_rank = [&](std::int64_t world_rank) { return per_rank_slot(s, world_rank); };
   const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
   const std::string copies_text = fmt::format("{} {}", copies, pp > 1 ? "pipeline replicas" : "ranks");
   if (tasks > kMaxPerRankTasks)
@@ -276,7 +286,11 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   pr.step_time_min_s = lo->seconds();
   pr.step_time_max_s = hi->seconds();
   pr.spread_s = (*hi - *lo).seconds();
-  pr.slowest_rank = std::find(ends.begin(), ends.end(), *hi) - ends.begin();
+  // The slowest copy's world rank (of its first stage under PP).
+  const std::int64_t slowest = std::find(ends.begin(), ends.end(), *hi) - ends.begin();
+  const std::int64_t tp = s.parallelism.tp, cp = s.parallelism.cp;
+  pr.slowest_copy = slowest;
+  pr.slowest_rank = layout.rank({slowest % tp, slowest / tp % cp, slowest / (tp * cp), 0});
   pr.no_variation_step_time_s = variation.none() ? pr.step_time_max_s : sym.makespan().seconds();
   pr.straggler_cost_s = pr.step_time_max_s - pr.no_variation_step_time_s;
   if (variation.load_cv > 0) {

@@ -311,8 +311,9 @@ std::vector<ScenarioField> core_fields() {
       {.object = "parallelism", .key = "tp", .type = T::Integer,
        .doc = "tensor-parallel degree (Megatron-LM's tensor_model_parallel_size): each transformer block's linears "
               "split tp ways (column-parallel qkv and fc1, row-parallel proj and fc2), the embedding and LM head over "
-              "the vocabulary; TP AllReduces of the [s, b, h] activations in every block; the TP group sits inside "
-              "one node, so tp divides gpus_per_node. Transformers and the seed MLP only",
+              "the vocabulary; TP AllReduces of the [s, b, h] activations in every block; each TP group sits inside "
+              "one node (tp divides gpus_per_node) or over whole nodes (a multiple of it) in the default order "
+              "(parallelism.order). Transformers and the seed MLP only",
        .min = 1, .max = hardware::kMaxGpusPerNode, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.tp),
        STEPSIM_ECHO_IF_ABOVE_ONE(parallelism.tp)},
       {.object = "parallelism", .key = "sequence_parallel", .type = T::Boolean,
@@ -327,8 +328,8 @@ std::vector<ScenarioField> core_fields() {
        STEPSIM_FIELD_ACCESS(bool, parallelism.tp_comm_overlap), STEPSIM_ECHO_IF_TRUE(parallelism.tp_comm_overlap)},
       {.object = "parallelism", .key = "pp", .type = T::Integer,
        .doc = "pipeline-parallel degree (Megatron-LM's pipeline_model_parallel_size, torchtitan's "
-              "pipeline_parallel_degree): the layers split into pp stages (virtual_stages per rank), PP outermost "
-              "(Megatron-LM's order tp-cp-dp-pp); batch.grad_accum micro-batches flow through them under "
+              "pipeline_parallel_degree): the layers split into pp stages (virtual_stages per rank), PP outermost by "
+              "default (parallelism.order); batch.grad_accum micro-batches flow through them under "
               "pipeline_schedule, activations and their gradients sent point to point between stages; the bubble "
               "comes out of the simulation. Blocks split evenly under ddp (Megatron-LM: a multiple of pp × "
               "virtual_stages), torchtitan's way under fsdp / hsdp (the embedding and the head count as a layer "
@@ -391,6 +392,28 @@ std::vector<ScenarioField> core_fields() {
               "pp 1",
        .min = 1, .max = 4096, STEPSIM_FIELD_ACCESS(std::int64_t, parallelism.ep),
        STEPSIM_ECHO_IF_ABOVE_ONE(parallelism.ep)},
+      {.object = "parallelism", .key = "order", .type = T::String,
+       .doc = "how ranks are placed (Megatron-LM's initialize_model_parallel `order`): the dimensions joined by `-`, "
+              "innermost (consecutive ranks, one node first) first; every process group and the links it crosses "
+              "follow (nodes hold gpus_per_node consecutive ranks). `tp-cp-dp-pp` is Megatron-LM's and torchtitan's "
+              "default, `tp-cp-pp-dp` Megatron-LM's --use-tp-pp-dp-mapping (the pipeline's stages on adjacent ranks, "
+              "DP outermost); `ep` may appear and places nothing (EP groups are consecutive DP ranks); a dimension of "
+              "degree 1 may be left out. Each node must hold whole blocks of the mesh: a dimension a node boundary cuts "
+              "has a whole number of its ranks on each node",
+       .default_doc = "tp-cp-dp-pp",
+       .get = [](const Scenario& s) -> FieldValue { return mesh_order_name(s.parallelism.order); },
+       .read = [](const JsonReader& p, Scenario& s) {
+         if (!p.has("order")) return;
+         const std::string text = p.string("order");
+         const auto& q = s.parallelism;
+         if (const std::string why = parse_mesh_order(text, {q.tp, q.cp, q.dp, q.pp}, s.parallelism.order);
+             !why.empty())
+           p.fail("order", fmt::format("'{}': {}", text, why));
+       },
+       .echo = [](const Scenario& s) -> Value {
+         if (s.parallelism.order == kMegatronOrder) return std::nullopt;
+         return mesh_order_name(s.parallelism.order);
+       }},
   };
   // torus_axes after the strategy knobs
   const ScenarioField torus_axes =

@@ -96,7 +96,7 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
   if (p.tp > 1 && s.hardware.is_torus())
     par.fail("tp", fmt::format("{} on the {} torus: stepsim models tensor parallelism on a GPU node's scale-up domain "
                                "(NVLink), not over ICI; expected tp 1 on a torus profile", p.tp, s.hardware.name));
-  if (p.tp > 1 && gpn % p.tp != 0 && p.tp % gpn != 0)
+  if (p.tp > 1 && p.order.front() == MeshDim::TP && gpn % p.tp != 0 && p.tp % gpn != 0)
     par.fail("tp", fmt::format("{} neither divides /cluster/gpus_per_node ({}) nor spans whole nodes: stepsim places "
                                "each TP group inside one node or over whole nodes (Megatron-LM's default order "
                                "tp-cp-ep-dp-pp, TP innermost); expected a divisor or a multiple of {}", p.tp, gpn, gpn));
@@ -131,6 +131,11 @@ void check_cluster(const JsonReader& par, const Scenario& s) {
     throw InputError(s.source, "/cluster/nodes",
                      fmt::format("{} fits in one node of {} GPUs, but /cluster/nodes is {}",
                                  world_doc, gpn, s.cluster.nodes));
+  if (world > gpn)
+    if (const std::string why = s.layout().node_problem(); !why.empty())
+      throw InputError(s.source, "/parallelism/order",
+                       fmt::format("{} placed {} on {}-GPU nodes: {}; expected degrees whose blocks fill whole nodes, "
+                                   "or another order", world_doc, mesh_order_name(p.order), gpn, why));
   const auto& z = s.sharding;
   if (strategy_of(s).hybrid) {
     const std::int64_t g = s.shard_ranks();

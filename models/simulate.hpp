@@ -27,6 +27,12 @@ struct SimulatedStep {
 /// @throws InputError as run(scenario).
 Report run(const Scenario& scenario, SimulatedStep& keep);
 
+/// per_rank mode's slot of world rank `world_rank` (0 ≤ it < s.world_size()): copy × pp +
+/// stage, the copies (pipeline replicas under PP, stage_ranks() of them) numbered TP fastest,
+/// then CP, then DP, whatever parallelism.order places where; the rank's coordinates come from
+/// s.layout(). In the default order tp-cp-dp-pp, rank k × stage_ranks() + c is slot c × pp + k.
+std::size_t per_rank_slot(const Scenario& s, std::int64_t world_rank);
+
 /// Progress of a long run: (tasks finished, tasks in all) of the per_rank play, every rank's
 /// copy of the step (sim::RunOptions::progress); symmetric runs take milliseconds and report
 /// none.
