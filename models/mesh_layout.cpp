@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <utility>
 
 namespace stepsim::models {
@@ -26,7 +27,10 @@ std::string mesh_order_name(const MeshOrder& order) {
   return s;
 }
 
-std::string parse_mesh_order(const std::string& text, const std::array<std::int64_t, 4>& sizes, MeshOrder& order) {
+std::string parse_mesh_order(const std::string& given, const std::array<std::int64_t, 4>& sizes, MeshOrder& order) {
+  if (given.size() > 64) return fmt::format("{} characters; expected at most 64", given.size());
+  std::string text = given;  // Megatron-LM's RankGenerator lower-cases the order
+  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   std::vector<std::string> names;
   for (std::size_t at = 0;;) {
     const std::size_t dash = text.find('-', at);
@@ -89,12 +93,14 @@ std::int64_t RankLayout::members(const MeshGroup& group) const {
   return n;
 }
 
-int RankLayout::members_per_node(const MeshGroup& group) const {
-  // The group's spans as (world stride, size), innermost first; spans that continue one another
-  // in world ranks merge into one run, whose members on a node are the node's G ranks / stride.
+namespace {
+
+// `group`'s spans as runs of world ranks (stride, members), innermost first; spans that
+// continue one another in world ranks merge into one run.
+std::vector<std::pair<std::int64_t, std::int64_t>> world_runs(const RankLayout& l, const MeshGroup& group) {
   std::vector<std::pair<std::int64_t, std::int64_t>> runs;
   for (const MeshSpan& p : group)
-    if (p.size > 1) runs.emplace_back(stride(p.dim) * p.inner, p.size);
+    if (p.size > 1) runs.emplace_back(l.stride(p.dim) * p.inner, p.size);
   std::sort(runs.begin(), runs.end());
   std::vector<std::pair<std::int64_t, std::int64_t>> merged;
   for (const auto& r : runs) {
@@ -103,8 +109,33 @@ int RankLayout::members_per_node(const MeshGroup& group) const {
     else
       merged.push_back(r);
   }
+  return merged;
+}
+
+}  // namespace
+
+std::string RankLayout::group_problem(const MeshGroup& group) const {
+  const std::int64_t g = gpus_per_node_;
+  if (world_ <= g) return "";
+  for (const auto& [s, n] : world_runs(*this, group)) {
+    if (s >= g) continue;
+    if (s * n <= g ? g % (s * n) != 0 : g % s != 0 || n % (g / s) != 0)
+      return fmt::format("its {} ranks {} apart would sit unevenly on nodes of {} GPUs", n, s, g);
+  }
+  return "";
+}
+
+bool RankLayout::places_as(const MeshOrder& order) const {
+  const RankLayout other(sizes_, order, gpus_per_node_);
+  for (int i = 0; i < 4; ++i)
+    if (sizes_[i] > 1 && strides_[i] != other.strides_[i]) return false;
+  return true;
+}
+
+int RankLayout::members_per_node(const MeshGroup& group) const {
+  // Each run's members on a node are the node's G ranks / its stride, at most its size.
   std::int64_t n = 1;
-  for (const auto& [stride_ranks, size] : merged)
+  for (const auto& [stride_ranks, size] : world_runs(*this, group))
     n *= std::clamp<std::int64_t>(gpus_per_node_ / stride_ranks, 1, size);
   return static_cast<int>(std::min<std::int64_t>(n, gpus_per_node_));
 }

@@ -34,7 +34,7 @@ const char* mesh_dim_name(MeshDim d);
 std::string mesh_order_name(const MeshOrder& order);
 
 /// Reads a placement order as Megatron-LM's initialize_model_parallel takes it: dimension names
-/// joined by '-', innermost first ("tp-cp-ep-dp-pp", its default; "tp-cp-ep-pp-dp" under
+/// joined by '-' (any case; at most 64 characters), innermost first ("tp-cp-ep-dp-pp", its default; "tp-cp-ep-pp-dp" under
 /// --use-tp-pp-dp-mapping). "ep" may appear once and places nothing: EP groups are always
 /// consecutive data-parallel ranks (Megatron-LM's dense rank generator ignores it too). A dimension
 /// left out goes outermost, after the others in tp, cp, dp, pp order, as RankGenerator appends
@@ -108,6 +108,18 @@ class RankLayout {
   /// divides gpus_per_node and gpus_per_node / stride(d) divides size(d). Else why not.
   /// Precondition: the world fits one node or is a multiple of gpus_per_node.
   std::string node_problem() const;
+
+  /// "" when every group of `group`'s shape has as many ranks on each of its nodes (so
+  /// members_per_node() is exact): each run of consecutive world ranks (stride s, n members)
+  /// lies inside aligned blocks (s × n divides gpus_per_node when s × n < gpus_per_node) or
+  /// spreads evenly (s divides gpus_per_node, gpus_per_node / s divides n); a run with
+  /// s ≥ gpus_per_node has one member per node. Else why not. Always "" when the world fits one
+  /// node.
+  std::string group_problem(const MeshGroup& group) const;
+
+  /// True when every dimension of degree > 1 has the same stride under `order` as here: the
+  /// two orders place every rank alike.
+  bool places_as(const MeshOrder& order) const;
 
  private:
   std::array<std::int64_t, 4> sizes_{};

@@ -158,7 +158,14 @@ Resolved resolve(const PlanQuery& in) {
     out.cluster_nodes = positive_at(doc, "/cluster/nodes", in.scenario);
     if (doc.contains("/parallelism/strategy"_json_pointer) && doc["parallelism"]["strategy"].is_string())
       out.base_strategy = doc["parallelism"]["strategy"].get<std::string>();
-    // What the search chooses.
+    // What the search chooses. It places ranks in the default order only: a scenario's other
+    // order is refused, not dropped unseen.
+    if (const json* order = doc.contains("/parallelism/order"_json_pointer) ? &doc["parallelism"]["order"] : nullptr;
+        order != nullptr && !order->is_null() &&
+        !(order->is_string() && (order->get<std::string>() == "tp-cp-dp-pp" || order->get<std::string>() == "tp-cp-ep-dp-pp")))
+      throw InputError(in.scenario, "/parallelism/order",
+                       fmt::format("{}: stepsim plan searches Megatron-LM's default order tp-cp-dp-pp only; drop the "
+                                   "order to plan, then run the plan's choice with it", order->dump()));
     doc.erase("parallelism");
     doc.erase("batch");
     doc.erase("cluster");

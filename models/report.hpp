@@ -69,6 +69,7 @@ struct RankSpread {
   double spread_s = 0;                 ///< max − min
   std::int64_t slowest_rank = 0;       ///< the world rank that finishes last (lowest copy on a tie); under PP the pipeline replica's first stage's
   std::int64_t slowest_copy = 0;       ///< its copy in the engine's run (ranks numbered tp fastest, then cp, dp; under PP the replica)
+  std::int64_t slowest_ties = 1;       ///< copies that end at the latest time (all of them when spread_s is 0)
   std::int64_t pipeline_stages = 1;    ///< PP ranks per pipeline replica (pp); ranks = replicas × pp
   double no_variation_step_time_s = 0; ///< the same step without sim.jitter / sim.slow_ranks
   double straggler_cost_s = 0;         ///< step_time_s − no_variation_step_time_s
@@ -218,7 +219,7 @@ std::string tp_placement(const Scenario& s);
 /// "over N nodes, k per node" (Scenario::layout()).
 std::string group_placement(const Scenario& s, const MeshGroup& group);
 
-/// "" in Megatron-LM's default order; else "order X (innermost first): " and where each
+/// "" where the order places ranks as Megatron-LM's default does (RankLayout::places_as); else "order X (innermost first): " and where each
 /// dimension's groups of more than one rank sit (group_placement), for the reports' mesh lines.
 std::string placement_line(const Scenario& s);
 

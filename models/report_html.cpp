@@ -2,6 +2,7 @@
 // One-file HTML report of a simulated step (models/report_html.hpp): inline SVG and CSS only.
 #include "models/report_html.hpp"
 
+#include "models/simulate.hpp"
 #include "models/strategy/compute_tasks.hpp"
 #include "sim/replicate.hpp"
 #include "sim/support/error.hpp"
@@ -126,7 +127,9 @@ std::string timeline_svg(const Report& r, const SimulatedStep& step, const std::
       const Lane& lane = lanes[li];
       if (lane.rank != ranks[k]) continue;
       const double y = 8 + kLane * static_cast<double>(li);
-      const std::string name = fmt::format("rank {} {}", lane.rank, stream_name(lane.stream));
+      // A per_rank copy's world rank (its first stage's under PP: the lanes are stage 0's).
+      const std::int64_t world_rank = r.per_rank.present ? per_rank_world_rank(r.scenario, lane.rank, 0) : lane.rank;
+      const std::string name = fmt::format("rank {} {}", world_rank, stream_name(lane.stream));
       out += fmt::format(R"(<g class="lane" data-lane="{}"><text class="label" x="{:.1f}" y="{:.1f}" text-anchor="end">{}</text>)",
                          esc(name), kLeft - 6, y + kLane * 0.68, esc(name));
       out += fmt::format(R"(<rect class="lane-bg" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}"/>)", kLeft, y,

@@ -60,8 +60,8 @@ std::string tp_placement(const Scenario& s) { return group_placement(s, s.layout
 
 std::string placement_line(const Scenario& s) {
   const auto& p = s.parallelism;
-  if (p.order == kMegatronOrder) return "";
   const RankLayout layout = s.layout();
+  if (layout.places_as(kMegatronOrder)) return "";
   std::string parts;
   const auto add = [&](const char* name, std::int64_t n, const MeshGroup& g) {
     if (n > 1) parts += fmt::format("{}{} groups of {} {}", parts.empty() ? "" : "; ", name, n, group_placement(s, g));
@@ -70,6 +70,7 @@ std::string placement_line(const Scenario& s) {
   add("CP", p.cp, layout.whole(MeshDim::CP));
   add(p.cp > 1 ? "DP x CP" : "DP", s.data_ranks(), layout.data(1, s.data_ranks()));
   add("PP", p.pp, layout.whole(MeshDim::PP));
+  if (parts.empty()) return "";
   return fmt::format("order {} (innermost first): {}", mesh_order_name(p.order), parts);
 }
 
@@ -92,7 +93,7 @@ std::string report_text(const Report& r) {
     const auto& p = s.parallelism;
     line(fmt::format("  mesh      dp {} x tp {} x cp {} x pp {}{} ({}){}{}",
                      p.dp, p.tp, p.cp, p.pp, p.sequence_parallel ? " with sequence parallelism" : "",
-                     p.order == kMegatronOrder ? "Megatron-LM's order tp-cp-dp-pp: TP innermost, PP outermost"
+                     s.layout().places_as(kMegatronOrder) ? "Megatron-LM's order tp-cp-dp-pp: TP innermost, PP outermost"
                                                : "order " + mesh_order_name(p.order),
                      p.tp > 1 ? fmt::format("; TP groups of {} {}", p.tp, tp_placement(s)) : std::string(),
                      p.pp > 1 ? fmt::format("; {} pipeline stages of {} GPUs", p.pp, s.stage_ranks()) : std::string()));
@@ -504,14 +505,19 @@ std::string report_text(const Report& r) {
         c[static_cast<int>(MeshDim::PP)] = k;
         return layout.rank(c);
       };
-      line(fmt::format("per rank         {} ranks, {} pipelines of {} stages; the step ends between {} and {} (spread {}, "
-                       "slowest pipeline {}: ranks {}, {}, …, {})",
+      const std::string ranks = fmt::format("ranks {}, {}, …, {}", stage_rank(0), stage_rank(1), stage_rank(pr.pipeline_stages - 1));
+      line(fmt::format("per rank         {} ranks, {} pipelines of {} stages; the step ends between {} and {} (spread {}, {})",
                        pr.ranks, replicas, pr.pipeline_stages, msec(pr.step_time_min_s), msec(pr.step_time_max_s),
-                       msec(pr.spread_s), pr.slowest_rank, stage_rank(0), stage_rank(1),
-                       stage_rank(pr.pipeline_stages - 1)));
+                       msec(pr.spread_s),
+                       pr.slowest_ties >= replicas ? "every pipeline ends together"
+                       : pr.slowest_ties > 1       ? fmt::format("{} pipelines end last, the first of them {}", pr.slowest_ties, ranks)
+                                                   : "the slowest pipeline " + ranks));
     } else {
-      line(fmt::format("per rank         {} ranks; the step ends between {} and {} (spread {}, slowest rank {})",
-                       pr.ranks, msec(pr.step_time_min_s), msec(pr.step_time_max_s), msec(pr.spread_s), pr.slowest_rank));
+      line(fmt::format("per rank         {} ranks; the step ends between {} and {} (spread {}, {})", pr.ranks,
+                       msec(pr.step_time_min_s), msec(pr.step_time_max_s), msec(pr.spread_s),
+                       pr.slowest_ties >= pr.ranks ? std::string("every rank ends together")
+                       : pr.slowest_ties > 1       ? fmt::format("{} ranks end last, the first of them rank {}", pr.slowest_ties, pr.slowest_rank)
+                                                   : fmt::format("slowest rank {}", pr.slowest_rank)));
     }
     line(fmt::format("straggler cost   {} over the no-variation step ({})", msec(pr.straggler_cost_s),
                      msec(pr.no_variation_step_time_s)));

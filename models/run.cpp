@@ -135,6 +135,11 @@ std::size_t per_rank_slot(const Scenario& s, std::int64_t world_rank) {
   return static_cast<std::size_t>(copy * s.parallelism.pp + c[3]);
 }
 
+std::int64_t per_rank_world_rank(const Scenario& s, std::int64_t copy, std::int64_t stage) {
+  const std::int64_t tp = s.parallelism.tp, cp = s.parallelism.cp;
+  return s.layout().rank({copy % tp, copy / tp % cp, copy / (tp * cp), stage});
+}
+
 namespace {
 
 // per_rank mode: every rank is a copy of the step in one engine run (sim::run with
@@ -159,7 +164,6 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   // stage k of copy c is world rank k × stage_ranks() + c).
   const auto pp = static_cast<std::uint32_t>(s.parallelism.pp);
   const auto copies = static_cast<std::uint32_t>(s.stage_ranks());
-  const RankLayout layout = s.layout();
   const auto slot_of_rank = [&](std::int64_t world_rank) { return per_rank_slot(s, world_rank); };
   const double tasks = static_cast<double>(copies) * static_cast<double>(g.size());
   const std::string copies_text = fmt::format("{} {}", copies, pp > 1 ? "pipeline replicas" : "ranks");
@@ -288,9 +292,9 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
   pr.spread_s = (*hi - *lo).seconds();
   // The slowest copy's world rank (of its first stage under PP).
   const std::int64_t slowest = std::find(ends.begin(), ends.end(), *hi) - ends.begin();
-  const std::int64_t tp = s.parallelism.tp, cp = s.parallelism.cp;
   pr.slowest_copy = slowest;
-  pr.slowest_rank = layout.rank({slowest % tp, slowest / tp % cp, slowest / (tp * cp), 0});
+  pr.slowest_rank = per_rank_world_rank(s, slowest, 0);
+  pr.slowest_ties = std::count(ends.begin(), ends.end(), *hi);
   pr.no_variation_step_time_s = variation.none() ? pr.step_time_max_s : sym.makespan().seconds();
   pr.straggler_cost_s = pr.step_time_max_s - pr.no_variation_step_time_s;
   if (variation.load_cv > 0) {
@@ -316,7 +320,8 @@ sim::Timeline simulate_per_rank(const Scenario& s, const LoweredStep& step, cons
     }
     if (pr.moe_layers > 0) {
       pr.expert_load_busiest = sum / static_cast<double>(pr.moe_layers);
-      pr.busiest_expert_rank = static_cast<std::int64_t>(std::max_element(by_rank.begin(), by_rank.end()) - by_rank.begin());
+      pr.busiest_expert_rank =
+          per_rank_world_rank(s, std::max_element(by_rank.begin(), by_rank.end()) - by_rank.begin(), 0);
       pr.dropped_token_fraction = routed > 0 ? dropped / routed : 0.0;
     }
   }
@@ -728,6 +733,19 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
         "step's backward lasts as long as its gradient communication ({:.0f} at peak FLOP/s); "
         "gradient traffic cannot hide behind backward",
         tokens_mb, r.comm_bound_tokens_per_gpu_effective, r.comm_bound_threshold_tokens_per_gpu));
+  // An order that puts several PP stages on a node whose DP groups cross the network: the node's
+  // DP groups from different stages are priced as sharing its NICs at once (GroupShape's
+  // concurrent groups), though the schedule staggers the stages' last backwards.
+  if (const RankLayout layout = s.layout(); s.parallelism.pp > 1) {
+    const int stages_per_node = layout.members_per_node(layout.whole(MeshDim::PP));
+    const MeshGroup data = layout.data(1, s.data_ranks());
+    if (stages_per_node > 1 && layout.members_per_node(data) < s.data_ranks())
+      r.warnings.push_back(fmt::format(
+          "placement: {} PP stages share each node, and their DP groups cross the network; the node's {} DP groups are "
+          "priced as sharing its NICs at once, though the schedule ends the stages' backwards at different times (an "
+          "upper bound on that sharing)",
+          stages_per_node, layout.groups_per_node(data)));
+  }
   // Expert parallelism's all-to-alls sit on the compute stream: nothing hides them, and more
   // tokens per GPU grow them with the compute.
   if (r.step_time_s > 0 && r.ep_exposed_comm_s > 0.2 * r.step_time_s) {
@@ -743,7 +761,7 @@ Report run_impl(const Scenario& s, SimulatedStep* keep, const RunProgress& progr
   }
   r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (keep != nullptr) {
-    keep->copies = all ? static_cast<std::uint32_t>(s.world_size()) : 1;
+    keep->copies = all ? static_cast<std::uint32_t>(s.stage_ranks()) : 1;  // under PP a copy is a pipeline
     keep->timeline.emplace(all ? std::move(*all) : std::move(tl));
     keep->step = std::move(step);
   }

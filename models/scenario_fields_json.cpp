@@ -846,8 +846,9 @@ std::vector<ScenarioField> core_fields() {
        .echo_json = [](const Scenario& s, nlohmann::json& out) {
          if (!s.variation.slow_ranks.empty()) out["slow_ranks"] = rank_list_json(s.variation.slow_ranks, "rank", "compute_factor");
        }},
-      {.object = "sim.slow_ranks[]", .key = "rank", .type = T::Integer, .doc = "the slow rank", .required = true,
-       .min = 0, .max_of = [](const Scenario& s) { return s.world_size() - 1; }, .range_doc = "[0, dp × tp × cp − 1]"},
+      {.object = "sim.slow_ranks[]", .key = "rank", .type = T::Integer,
+       .doc = "the slow rank: a world rank, numbered in parallelism.order", .required = true,
+       .min = 0, .max_of = [](const Scenario& s) { return s.world_size() - 1; }, .range_doc = "[0, dp × tp × cp × pp − 1]"},
       {.object = "sim.slow_ranks[]", .key = "compute_factor", .type = T::Number,
        .doc = "how many times longer its compute tasks last", .required = true, .range_doc = "(0, 1000]",
        .check = Check::Positive},

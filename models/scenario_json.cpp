@@ -89,6 +89,45 @@ void apply_tensor_parallel(const JsonReader& par, Scenario& s) {
   s.model = tensor_parallel_model(s.model, p.tp, p.sequence_parallel);
 }
 
+// The groups carved out of the data ranks (HSDP's shard and replica groups, FSDP's reshard
+// group, EP and expert-DP groups) must sit evenly on nodes (RankLayout::group_problem) and, where
+// CP and DP are not adjacent in the order, nest with CP; and what a non-default order is not
+// modelled for.
+void check_placement(const JsonReader& par, const Scenario& s) {
+  const auto& p = s.parallelism;
+  const RankLayout layout = s.layout();
+  const std::string order = mesh_order_name(p.order);
+  if (!layout.places_as(kMegatronOrder)) {
+    if (s.hardware.is_torus())
+      par.fail("order", fmt::format("'{}' on the {} torus: stepsim places ranks by order on GPU nodes only; expected "
+                                    "the default tp-cp-dp-pp", order, s.hardware.name));
+    if (p.ep > 1)
+      par.fail("order", fmt::format("'{}' with ep {}: expert parallelism is modelled in Megatron-LM's default order "
+                                    "only (its expert groups come from a rank generator of their own); expected "
+                                    "tp-cp-dp-pp", order, p.ep));
+  }
+  const auto check = [&](const char* key, const char* what, std::int64_t inner, std::int64_t size) {
+    if (size <= 1) return;
+    const MeshGroup g = layout.data(inner, size);
+    const std::string why = layout.members(g) != size
+                                ? fmt::format("its ranks do not nest with cp {} in order {}", p.cp, order)
+                                : layout.group_problem(g);
+    if (!why.empty())
+      par.fail(key, fmt::format("{} of {} ranks: {}; expected a size whose groups fill nodes evenly", what, size, why));
+  };
+  if (strategy_of(s).hybrid) {
+    const std::int64_t shard = s.shard_ranks();
+    check("shard_group_size", "the HSDP shard group", 1, shard);
+    check("shard_group_size", "the HSDP replica group", shard, s.data_ranks() / shard);
+  }
+  if (s.sharding.reshard_after_forward == ReshardMode::Group)
+    check("reshard_after_forward", "the reshard group", 1, s.sharding.reshard_group);
+  if (p.ep > 1) {
+    check("ep", "each EP group", 1, p.ep);
+    check("ep", "each expert-data-parallel group", p.ep, s.expert_reduce_ranks());
+  }
+}
+
 // The cluster's shape against dp × tp, and the rules of the sharded strategies that need it.
 void check_cluster(const JsonReader& par, const Scenario& s) {
   const auto& p = s.parallelism;
@@ -534,6 +573,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& source) {
                                       "use_distributed_optimizer true or remove overlap_param_gather");
   check_offload(*par, s);
   apply_expert_parallel(*par, s);
+  check_placement(*par, s);
   const JsonReader prec = read_object(root, "precision", s);
   check_float8(prec, s);
   resolve_gemm_math(root, prec, s);

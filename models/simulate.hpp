@@ -33,6 +33,10 @@ Report run(const Scenario& scenario, SimulatedStep& keep);
 /// s.layout(). In the default order tp-cp-dp-pp, rank k × stage_ranks() + c is slot c × pp + k.
 std::size_t per_rank_slot(const Scenario& s, std::int64_t world_rank);
 
+/// The world rank of stage `stage` (0 ≤ it < pp) of per_rank copy `copy` (0 ≤ it <
+/// s.stage_ranks(); the inverse of per_rank_slot).
+std::int64_t per_rank_world_rank(const Scenario& s, std::int64_t copy, std::int64_t stage);
+
 /// Progress of a long run: (tasks finished, tasks in all) of the per_rank play, every rank's
 /// copy of the step (sim::RunOptions::progress); symmetric runs take milliseconds and report
 /// none.

@@ -85,7 +85,8 @@ std::string chrome_trace_json(const TaskGraph& graph, const Timeline& timeline, 
       if (!selected[rank]) continue;
       begin_event();
       fmt::format_to(it, R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":)", rank);
-      append_escaped(out, fmt::format("{} {}", options.rank_name, rank));
+      append_escaped(out, rank < options.rank_labels.size() ? options.rank_labels[rank]
+                                                            : fmt::format("{} {}", options.rank_name, rank));
       fmt::format_to(it, "}}}}");
       begin_event();
       fmt::format_to(it, R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", rank, rank);

@@ -24,6 +24,9 @@ struct ChromeTraceOptions {
   /// Processes are named "<rank_name> N" (e.g. "PP rank 3" when the graph's ranks are pipeline
   /// stages).
   std::string rank_name = "rank";
+  /// Process names by trace rank (copy × rank_stride + task.rank), replacing "<rank_name> N"
+  /// where given (e.g. the world rank a per_rank copy plays); empty = none.
+  std::vector<std::string> rank_labels;
   /// Thread names by stream index; streams past the end are named "stream N".
   std::vector<std::string> stream_names;
   /// Names of the two memory counters (sim::Task::alloc_bytes / free_bytes), as counter series.

@@ -115,10 +115,19 @@ int cmd_run(const RunArgs& a) {
     if (s.parallelism.pp > 1) o.rank_name = "PP rank";  // the graph's ranks are the pipeline's stages
     o.counter_names = {"activations_bytes", "buffers_bytes"};
     static_assert(models::kActivationCounter == 0 && models::kBufferCounter == 1);
-    o.ranks = ranks;
+    // per_rank: the trace's ranks are the engine's slots (copy × pp + stage); a process is named
+    // by the world rank it plays (parallelism.order), and --trace-ranks names world ranks.
+    const auto slot = [&](std::int64_t w) { return static_cast<std::uint32_t>(models::per_rank_slot(s, w)); };
+    if (world > 1) {
+      o.rank_labels.resize(static_cast<std::size_t>(world));
+      for (std::int64_t w = 0; w < world; ++w)
+        o.rank_labels[slot(w)] = s.parallelism.pp > 1 ? fmt::format("rank {} (PP rank {})", w, s.layout().coords(w)[3])
+                                                      : fmt::format("rank {}", w);
+    }
+    for (const std::uint32_t w : ranks) o.ranks.push_back(world > 1 ? slot(w) : w);
     if (o.ranks.empty() && world > kTraceAllRanksUpTo) {
-      for (std::uint32_t k = 0; k < 8; ++k) o.ranks.push_back(k);
-      if (r.per_rank.slowest_rank >= 8) o.ranks.push_back(static_cast<std::uint32_t>(r.per_rank.slowest_rank));
+      for (std::uint32_t k = 0; k < 8; ++k) o.ranks.push_back(slot(k));
+      if (r.per_rank.slowest_rank >= 8) o.ranks.push_back(slot(r.per_rank.slowest_rank));
       std::fprintf(stderr, "note: trace limited to ranks 0-7%s of %lld (use --trace-ranks)\n",
                    r.per_rank.slowest_rank >= 8 ? fmt::format(" and {} (slowest)", r.per_rank.slowest_rank).c_str() : "",
                    static_cast<long long>(world));

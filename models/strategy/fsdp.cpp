@@ -499,7 +499,7 @@ const std::vector<ScenarioField>& fsdp_knob_fields() {
       {.object = "parallelism", .key = "shard_group_size", .type = T::Integer,
        .doc = "HSDP: ranks one shard group spans (a divisor of dp, of dp × cp under context parallelism and then a "
               "multiple of cp: torchtitan shards over dp_shard × cp); the replicas AllReduce across groups",
-       .default_doc = "GPUs per node (min(gpus_per_node, dp))", .min = 1, .max = 1 << 20, .knob = true,
+       .default_doc = "the DP (× CP) ranks one node holds (min(gpus_per_node, dp) without TP, CP or PP on the node)", .min = 1, .max = 1 << 20, .knob = true,
        STEPSIM_FIELD_ACCESS(std::int64_t, sharding.shard_group_size),
        .echo = [](const Scenario& s) -> std::optional<FieldValue> { return s.shard_ranks(); }},
       {.object = "parallelism", .key = "defer_replica_all_reduce", .type = T::Boolean,

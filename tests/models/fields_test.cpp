@@ -132,7 +132,7 @@ TEST_CASE("fields: the reference rows carry what users look up", "[models][field
   CHECK(row("sim.cuda_device_max_connections").at("range") == "[1, 32]");
   CHECK(row("activations.recompute").at("values").size() == 5);
   CHECK(row("framework.host_op_s").at("type") == "number or string with units");
-  CHECK(row("sim.slow_ranks[].rank").at("range") == "[0, dp × tp × cp − 1]");  // per_rank takes cp (not pp)
+  CHECK(row("sim.slow_ranks[].rank").at("range") == "[0, dp × tp × cp × pp − 1]");  // every world rank, PP stages too
   const std::string md = field_reference_markdown();
   CHECK_THAT(md, Contains("## `parallelism`"));
   CHECK_THAT(md, Contains("| `parallelism.reduce_bucket_size` | number (elements) | 5e+08 | > 0 | zero1, zero2, zero3 |"));

@@ -153,11 +153,20 @@ TEST_CASE("mesh layout: per_rank finds a slow GPU by its world rank in any order
   const Report p = run(sp);
   CHECK(p.step_time_s == Approx(d.step_time_s).epsilon(1e-12));
   CHECK(d.step_time_s > 1.2 * run(llama8b(2, 1, 4, "")).step_time_s);
-  // The DP reduction ends both pipelines together (a tie: the lowest, dp 0's, is named); its
-  // ranks stage by stage are every 2nd rank in tp-cp-dp-pp, consecutive in tp-cp-pp-dp.
+  // The DP reduction ends both pipelines together, and the report says so.
   CHECK(d.per_rank.slowest_rank == 0);
-  CHECK_THAT(report_text(d), Contains("slowest pipeline 0: ranks 0, 2, …, 6"));
-  CHECK_THAT(report_text(p), Contains("slowest pipeline 0: ranks 0, 1, …, 3"));
+  CHECK(d.per_rank.slowest_ties == 2);
+  CHECK_THAT(report_text(d), Contains("(spread 0.000 ms, every pipeline ends together)"));
+  // A pipeline's ranks stage by stage: every 2nd rank in tp-cp-dp-pp, consecutive in
+  // tp-cp-pp-dp (the report as it would read with dp 1's pipeline alone the slowest).
+  Report d1 = d, p1 = p;
+  for (Report* r : {&d1, &p1}) r->per_rank.slowest_ties = 1;
+  d1.per_rank.slowest_rank = per_rank_world_rank(sd, 1, 0);
+  p1.per_rank.slowest_rank = per_rank_world_rank(sp, 1, 0);
+  CHECK(d1.per_rank.slowest_rank == 1);
+  CHECK(p1.per_rank.slowest_rank == 4);
+  CHECK_THAT(report_text(d1), Contains("the slowest pipeline ranks 1, 3, …, 7)"));
+  CHECK_THAT(report_text(p1), Contains("the slowest pipeline ranks 4, 5, …, 7)"));
 }
 
 TEST_CASE("mesh layout: the order is read as Megatron-LM writes it, and refused where nodes would split groups",

@@ -91,6 +91,34 @@ pp = check_page(pr_page, pr, ["rank 0 compute", "rank 0 communication", "rank 5 
 assert "per-rank" in pp.ids and "slowest rank 5" in "".join(pp.text), "per-rank summary missing"
 assert "%.3f ms" % (pr["per_rank"]["straggler_cost_s"] * 1e3) in "".join(pp.text), "straggler cost missing"
 
+# 2b. The same under another placement order (parallelism.order dp-tp: world rank 5 is copy 10 in
+# the engine): the page's lanes and the Chrome trace's processes name world ranks, and the trace's
+# slowed compute is rank 5's. Under PP (per_rank, --trace) every stage's process is named.
+order_page, order_trace = os.path.join(work, "order.html"), os.path.join(work, "order_trace.json")
+out = subprocess.run([stepsim, "run", scenario, "--set", "sim.rank_mode=per_rank", "--set", "parallelism.dp=8",
+                      "--set", "parallelism.tp=2", "--set", "cluster.nodes=2", "--set", "parallelism.order=dp-tp",
+                      "--set", 'sim.slow_ranks=[{"rank": 5, "compute_factor": 3}]', "--report", order_page,
+                      "--trace", order_trace, "--format", "json"], check=True, capture_output=True, text=True).stdout
+ordered = json.loads(out)
+assert ordered["per_rank"]["slowest_rank"] == 5, ordered["per_rank"]
+check_page(order_page, ordered, ["rank 0 compute", "rank 0 communication", "rank 5 compute", "rank 5 communication"])
+events = json.load(open(order_trace))
+events = events["traceEvents"] if isinstance(events, dict) else events
+names = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+compute = {}
+for e in events:
+    if e.get("ph") == "X" and e.get("cat") == "compute":
+        compute[e["pid"]] = compute.get(e["pid"], 0) + e["dur"]
+assert names[max(compute, key=compute.get)] == "rank 5", (names, compute)
+pp_trace = os.path.join(work, "pp_trace.json")
+subprocess.run([stepsim, "run", scenario, "--set", "sim.rank_mode=per_rank", "--set", "parallelism.dp=8",
+                "--set", "parallelism.pp=2", "--set", "batch.grad_accum=4", "--set", "cluster.nodes=2",
+                "--trace", pp_trace], check=True, capture_output=True)
+events = json.load(open(pp_trace))
+events = events["traceEvents"] if isinstance(events, dict) else events
+names = sorted(e["args"]["name"] for e in events if e.get("name") == "process_name")
+assert len(names) == 16 and "rank 8 (PP rank 1)" in names and "rank 7 (PP rank 0)" in names, names
+
 # 3. sweep --report: a bucket sweep's curves with seed 000 §4's regimes shaded, a DP sweep's
 # efficiency curves, one table row per point.
 bucket_page = os.path.join(work, "buckets.html")
