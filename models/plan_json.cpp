@@ -152,20 +152,20 @@ Resolved resolve(const PlanQuery& in) {
                                 static_cast<double>(s.batch.seq_len) * static_cast<double>(s.batch.grad_accum);
       if (q.gpus == 0) q.gpus = s.world_size();
       if (q.gpus_per_node == 0) q.gpus_per_node = s.cluster.gpus_per_node;
+      // The search places ranks in the default order only: another order is refused, not
+      // dropped unseen.
+      if (s.parallelism.order != kMegatronOrder)
+        throw InputError(in.scenario, "/parallelism/order",
+                         fmt::format("{}: stepsim plan searches Megatron-LM's default order tp-cp-dp-pp only; drop the "
+                                     "order to plan, then run the plan's choice with it",
+                                     doc["parallelism"]["order"].dump()));
     }
     if (q.seq_len == 0) q.seq_len = positive_at(doc, "/batch/seq_len", in.scenario);
     if (q.gpus_per_node == 0) q.gpus_per_node = positive_at(doc, "/cluster/gpus_per_node", in.scenario);
     out.cluster_nodes = positive_at(doc, "/cluster/nodes", in.scenario);
     if (doc.contains("/parallelism/strategy"_json_pointer) && doc["parallelism"]["strategy"].is_string())
       out.base_strategy = doc["parallelism"]["strategy"].get<std::string>();
-    // What the search chooses. It places ranks in the default order only: a scenario's other
-    // order is refused, not dropped unseen.
-    if (const json* order = doc.contains("/parallelism/order"_json_pointer) ? &doc["parallelism"]["order"] : nullptr;
-        order != nullptr && !order->is_null() &&
-        !(order->is_string() && (order->get<std::string>() == "tp-cp-dp-pp" || order->get<std::string>() == "tp-cp-ep-dp-pp")))
-      throw InputError(in.scenario, "/parallelism/order",
-                       fmt::format("{}: stepsim plan searches Megatron-LM's default order tp-cp-dp-pp only; drop the "
-                                   "order to plan, then run the plan's choice with it", order->dump()));
+    // What the search chooses.
     doc.erase("parallelism");
     doc.erase("batch");
     doc.erase("cluster");

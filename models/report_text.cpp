@@ -4,6 +4,7 @@
 
 #include "hardware/gemm_model.hpp"
 #include "models/float8.hpp"
+#include "models/simulate.hpp"
 #include "models/strategy/strategy.hpp"
 
 #include <fmt/format.h>
@@ -498,13 +499,8 @@ std::string report_text(const Report& r) {
     const auto msec = [](double sec) { return fmt::format("{:.3f} ms", sec * 1e3); };
     if (pr.pipeline_stages > 1) {
       const std::int64_t replicas = pr.ranks / pr.pipeline_stages;
-      // The slowest pipeline's ranks, stage by stage (their mesh coordinates but pp are its first's).
-      const RankLayout layout = s.layout();
-      const auto stage_rank = [&](std::int64_t k) {
-        auto c = layout.coords(pr.slowest_rank);
-        c[static_cast<int>(MeshDim::PP)] = k;
-        return layout.rank(c);
-      };
+      // The slowest pipeline's ranks, stage by stage.
+      const auto stage_rank = [&](std::int64_t k) { return per_rank_world_rank(s, pr.slowest_copy, k); };
       const std::string ranks = fmt::format("ranks {}, {}, …, {}", stage_rank(0), stage_rank(1), stage_rank(pr.pipeline_stages - 1));
       line(fmt::format("per rank         {} ranks, {} pipelines of {} stages; the step ends between {} and {} (spread {}, {})",
                        pr.ranks, replicas, pr.pipeline_stages, msec(pr.step_time_min_s), msec(pr.step_time_max_s),

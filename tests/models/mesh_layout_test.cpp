@@ -160,7 +160,10 @@ TEST_CASE("mesh layout: per_rank finds a slow GPU by its world rank in any order
   // A pipeline's ranks stage by stage: every 2nd rank in tp-cp-dp-pp, consecutive in
   // tp-cp-pp-dp (the report as it would read with dp 1's pipeline alone the slowest).
   Report d1 = d, p1 = p;
-  for (Report* r : {&d1, &p1}) r->per_rank.slowest_ties = 1;
+  for (Report* r : {&d1, &p1}) {
+    r->per_rank.slowest_ties = 1;
+    r->per_rank.slowest_copy = 1;
+  }
   d1.per_rank.slowest_rank = per_rank_world_rank(sd, 1, 0);
   p1.per_rank.slowest_rank = per_rank_world_rank(sp, 1, 0);
   CHECK(d1.per_rank.slowest_rank == 1);
